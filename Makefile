@@ -1,0 +1,110 @@
+# labapp — `make run` serves the application, `make test` runs the whole suite.
+# GNU make. Everything is installed into .venv; nothing touches the system Python.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+.DELETE_ON_ERROR:
+MAKEFLAGS += --no-builtin-rules
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+PIP := $(BIN)/python -m pip --disable-pip-version-check
+RUN_STAMP := $(VENV)/.installed-run
+TEST_STAMP := $(VENV)/.installed-test
+
+# `make run BIND=0.0.0.0:8000 WORKERS=4` overrides these (the environment does not).
+BIND := 127.0.0.1:5000
+WORKERS := 2
+
+# Extra arguments for both pytest passes, e.g. make test PYTEST_ARGS="-x -k filter".
+PYTEST_ARGS ?=
+# The PostgreSQL pass runs against this server; the suite reads it from the environment.
+LABAPP_TEST_POSTGRES_URL ?= postgresql+psycopg://postgres@127.0.0.1:5432/test
+ifeq ($(strip $(LABAPP_TEST_POSTGRES_URL)),)
+override LABAPP_TEST_POSTGRES_URL := postgresql+psycopg://postgres@127.0.0.1:5432/test
+endif
+export LABAPP_TEST_POSTGRES_URL
+
+# Exit 0 when the PostgreSQL server at LABAPP_TEST_POSTGRES_URL answers. The database
+# named in the URL need not exist yet: the maintenance database `postgres` counts too.
+define PG_PROBE_PY
+import os, re, sys
+import psycopg
+url = re.sub(r"^postgres(ql)?(\+\w+)?://", "postgresql://", os.environ["LABAPP_TEST_POSTGRES_URL"])
+errors = []
+for extra in ({}, {"dbname": "postgres"}):
+    try:
+        psycopg.connect(url, connect_timeout=3, **extra).close()
+        sys.exit(0)
+    except psycopg.Error as exc:
+        errors.append(str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__)
+print(errors[0])
+sys.exit(1)
+endef
+export PG_PROBE_PY
+
+.PHONY: help venv run test bench clean distclean
+
+help: ## list the targets
+	@echo "labapp — make targets:"
+	@awk 'BEGIN {FS = ":.*## "} /^[a-z][a-z-]*:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@echo "Variables: PYTHON=$(PYTHON)  PYTEST_ARGS=...  LABAPP_TEST_POSTGRES_URL=...  BIND=$(BIND)  WORKERS=$(WORKERS)"
+
+venv: $(TEST_STAMP) ## create .venv and install runtime and test dependencies
+
+run: $(RUN_STAMP) ## install runtime deps, create/upgrade the database, serve with gunicorn on BIND
+	$(BIN)/flask --app labapp init
+	exec $(BIN)/gunicorn --bind $(BIND) --workers $(WORKERS) 'labapp:create_app()'
+
+test: $(TEST_STAMP) ## run the suite on SQLite, then on PostgreSQL (skipped if unreachable, unless CI=true)
+	@shown_url=$$(sed -E 's#(://[^:/@]*):[^@]*@#\1:***@#' <<<"$$LABAPP_TEST_POSTGRES_URL"); \
+	if reason=$$($(BIN)/python -c "$$PG_PROBE_PY" 2>&1); then pg=yes; else \
+	  pg=no; \
+	  if [ "$${CI:-}" = true ]; then \
+	    echo "*** PostgreSQL not reachable at $$shown_url: CI=true requires the PostgreSQL pass, FAILING ***" >&2; \
+	    echo "    ($$reason)" >&2; \
+	    exit 1; \
+	  fi; \
+	  echo "*** PostgreSQL not reachable at $$shown_url: the PostgreSQL pass will be SKIPPED ***"; \
+	  echo "    ($$reason)"; \
+	fi; \
+	echo "=== pass 1/2: SQLite (LABAPP_TEST_BACKEND=sqlite, browser tests included) ==="; \
+	LABAPP_TEST_BACKEND=sqlite $(BIN)/python -m pytest $(PYTEST_ARGS); \
+	if [ "$$pg" = yes ]; then \
+	  echo "=== pass 2/2: PostgreSQL (LABAPP_TEST_BACKEND=postgresql at $$shown_url, browser tests excluded) ==="; \
+	  LABAPP_TEST_BACKEND=postgresql $(BIN)/python -m pytest -m "not browser" $(PYTEST_ARGS); \
+	  echo "=== both passes (SQLite, PostgreSQL) passed ==="; \
+	else \
+	  echo "*** PostgreSQL not reachable at $$shown_url: SKIPPING the PostgreSQL pass ***"; \
+	fi
+
+bench: $(TEST_STAMP) ## run the benchmarks in bench/
+	@if [ -f bench/__main__.py ]; then $(BIN)/python -m bench; else echo "no benchmarks yet"; fi
+
+clean: ## forget installed-dependency stamps; remove caches and build output (keeps .venv and instance/)
+	rm -f $(RUN_STAMP) $(TEST_STAMP)
+	rm -rf .pytest_cache build *.egg-info
+	find . \( -path ./.venv -o -path ./instance -o -path ./.git \) -prune -o \
+	  -type d -name __pycache__ -print0 | xargs -0 rm -rf
+
+distclean: clean ## also remove .venv entirely
+	rm -rf $(VENV)
+
+# --- the virtual environment -------------------------------------------------------------
+# Two stamps so `make run` installs only what production needs. Each is rebuilt when
+# pyproject.toml changes; the .venv itself is created only when missing.
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install --upgrade pip
+
+$(RUN_STAMP): pyproject.toml | $(BIN)/python
+	$(PIP) install -e .
+	touch $@
+
+# The test install is a superset of the runtime one, so it refreshes both stamps.
+$(TEST_STAMP): pyproject.toml | $(BIN)/python
+	$(PIP) install -e '.[test]'
+	touch $@ $(RUN_STAMP)
