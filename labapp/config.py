@@ -1,0 +1,184 @@
+"""Settings: every setting declared once, read from ``LABAPP_*`` variables, validated at start.
+
+Precedence, lowest first: the declared default, ``instance/config.py`` (assignments such as
+``LABAPP_DATABASE_URL = "..."``), the process environment, and the ``overrides`` mapping that
+``create_app`` receives (used by tests). The README's settings table is checked against
+:data:`SETTINGS` by a test, so a setting cannot exist without being documented.
+"""
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+PREFIX = "LABAPP_"
+# Variables of the test suite (LABAPP_TEST_BACKEND, LABAPP_TEST_POSTGRES_URL), not settings.
+TEST_PREFIX = "LABAPP_TEST_"
+
+
+class ConfigError(Exception):
+    """Raised at start-up when one or more settings are invalid; the message lists them all."""
+
+
+def _parse_bool(raw: str) -> bool:
+    value = raw.strip().lower()
+    if value in {"1", "true", "yes", "on"}:
+        return True
+    if value in {"0", "false", "no", "off"}:
+        return False
+    raise ValueError("expected true or false")
+
+
+def _parse_positive_int(raw: str) -> int:
+    value = int(raw)
+    if value <= 0:
+        raise ValueError("expected a whole number greater than zero")
+    return value
+
+
+def _parse_database_url(raw: str) -> str:
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        url = make_url(raw)
+    except ArgumentError as exc:
+        raise ValueError(f"not a database URL ({exc})") from None
+    if url.get_backend_name() not in {"sqlite", "postgresql"}:
+        raise ValueError("only sqlite:/// and postgresql+psycopg:// URLs are supported")
+    return raw
+
+
+def _parse_text(raw: str) -> str:
+    if not raw.strip():
+        raise ValueError("must not be empty")
+    return raw
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One setting: its name without the prefix, default (None = computed), help and parser."""
+
+    name: str
+    default: Any
+    help: str
+    parse: Callable[[str], Any] = _parse_text
+
+    @property
+    def env_name(self) -> str:
+        return PREFIX + self.name
+
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting("INSTANCE_PATH", None,
+            "Folder for runtime data (database, secret key, files, search index). "
+            "Default: `instance/` in the working directory."),
+    Setting("DATABASE_URL", None,
+            "SQLAlchemy URL of the database. Default: SQLite file `labapp.db` in the instance "
+            "folder. Production: `postgresql+psycopg://user@host/dbname`.",
+            _parse_database_url),
+    Setting("SECRET_KEY", None,
+            "Key that signs tokens and cookies. Default: generated once into "
+            "`instance/secret_key`."),
+    Setting("ADMIN_PASSWORD", None,
+            "Password given to the `admin` user when `flask --app labapp init` creates it. "
+            "Default: a generated password, printed once."),
+    Setting("ON_PREMISES", True,
+            "Whether this is an on-premises installation (enables the ADMIN ON-PREMISES scope).",
+            _parse_bool),
+    Setting("MAX_UPLOAD_MB", 100,
+            "Largest request body or file upload in MiB; larger ones are answered with 413.",
+            _parse_positive_int),
+    Setting("LOGIN_MAX_FAILURES", 10,
+            "Failed logins allowed per username and per client address within the window.",
+            _parse_positive_int),
+    Setting("LOGIN_WINDOW_SECONDS", 300,
+            "Length of the failed-login window in seconds.", _parse_positive_int),
+    Setting("SQLITE_BUSY_TIMEOUT_MS", 5000,
+            "How long an SQLite connection waits for a lock before failing, in milliseconds.",
+            _parse_positive_int),
+    Setting("SECURE_COOKIES", False,
+            "Mark cookies `Secure` (set to true when served over HTTPS).", _parse_bool),
+)
+
+SETTINGS_BY_NAME = {setting.name: setting for setting in SETTINGS}
+
+
+def _read_instance_file(instance_path: Path) -> dict[str, Any]:
+    """Return the ``LABAPP_*`` assignments of ``instance/config.py`` (empty when absent)."""
+    config_file = instance_path / "config.py"
+    if not config_file.is_file():
+        return {}
+    namespace: dict[str, Any] = {}
+    exec(compile(config_file.read_text(), str(config_file), "exec"), namespace)
+    return {key: value for key, value in namespace.items() if key.startswith(PREFIX)}
+
+
+def _coerce(setting: Setting, value: Any) -> Any:
+    if isinstance(value, str):
+        return setting.parse(value)
+    if value is None or isinstance(value, type(setting.default)) or setting.default is None:
+        return value
+    raise ValueError(f"expected {type(setting.default).__name__}")
+
+
+def load_settings(overrides: Mapping[str, Any] | None = None,
+                  environ: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """Resolve every setting and return them by name (without prefix).
+
+    Raises :class:`ConfigError` naming every invalid or unknown setting.
+    """
+    environ = os.environ if environ is None else environ
+    overrides = dict(overrides or {})
+    unknown = [key for key in overrides if key not in SETTINGS_BY_NAME]
+    if unknown:
+        raise ConfigError(f"unknown setting(s): {', '.join(sorted(unknown))}")
+
+    instance_raw = overrides.get("INSTANCE_PATH") or environ.get(PREFIX + "INSTANCE_PATH")
+    instance_path = Path(instance_raw or Path.cwd() / "instance").resolve()
+    sources: dict[str, Any] = _read_instance_file(instance_path)
+    sources.update({k: v for k, v in environ.items()
+                    if k.startswith(PREFIX) and not k.startswith(TEST_PREFIX)})
+    sources.update({PREFIX + k: v for k, v in overrides.items()})
+
+    problems = [f"{key}: no such setting" for key in sorted(sources)
+                if key[len(PREFIX):] not in SETTINGS_BY_NAME]
+    values: dict[str, Any] = {}
+    for setting in SETTINGS:
+        raw = sources.get(setting.env_name, setting.default)
+        try:
+            values[setting.name] = _coerce(setting, raw)
+        except ValueError as exc:
+            problems.append(f"{setting.env_name}={raw!r}: {exc}")
+    if problems:
+        raise ConfigError("invalid settings:\n  " + "\n  ".join(problems))
+
+    values["INSTANCE_PATH"] = str(instance_path)
+    if values["DATABASE_URL"] is None:
+        values["DATABASE_URL"] = f"sqlite:///{instance_path / 'labapp.db'}"
+    return values
+
+
+def ensure_secret_key(instance_path: Path) -> str:
+    """Return the instance's generated secret key, creating it (mode 0600) on first use.
+
+    Safe when several workers start at once: the key is written to a private temporary file
+    and linked into place, so every process reads the same complete key.
+    """
+    key_file = instance_path / "secret_key"
+    if not key_file.exists():
+        instance_path.mkdir(parents=True, exist_ok=True)
+        temporary = instance_path / f".secret_key.{os.getpid()}.{secrets.token_hex(4)}"
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as handle:
+            handle.write(secrets.token_urlsafe(48))
+        try:
+            os.link(temporary, key_file)
+        except FileExistsError:
+            pass
+        finally:
+            temporary.unlink()
+    return key_file.read_text().strip()

@@ -1,0 +1,97 @@
+"""The database handle, the naming convention and :func:`transaction`, the one place that commits."""
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from flask import Flask
+from flask_sqlalchemy import SQLAlchemy
+from sqlalchemy import MetaData, event
+from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.orm import DeclarativeBase, Session
+
+NAMING_CONVENTION = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+class Base(DeclarativeBase):
+    """Declarative base of every model; carries the constraint naming convention."""
+
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+
+db = SQLAlchemy(model_class=Base, session_options={"expire_on_commit": False})
+
+_IN_TRANSACTION = "labapp.in_transaction"
+
+
+@contextmanager
+def transaction() -> Iterator[Session]:
+    """Run a unit of work: commit once when the block succeeds, roll back on any exception.
+
+    Nested uses join the outermost block, so a service called from another service never
+    commits half of a larger change.
+    """
+    session = db.session()
+    if session.info.get(_IN_TRANSACTION):
+        yield session
+        return
+    session.info[_IN_TRANSACTION] = True
+    try:
+        yield session
+        session.commit()
+    except BaseException:
+        session.rollback()
+        raise
+    finally:
+        session.info.pop(_IN_TRANSACTION, None)
+
+
+def sqlite_path(url: str) -> Path | None:
+    """Return the file of an SQLite URL, or None for other databases and in-memory SQLite."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() != "sqlite" or parsed.database in (None, "", ":memory:"):
+        return None
+    return Path(parsed.database)
+
+
+def create_sqlite_file(path: Path) -> None:
+    """Create an empty SQLite database in WAL mode; WAL is a property of the file, set once."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    connection = sqlite3.connect(path)
+    try:
+        connection.execute("PRAGMA journal_mode=WAL")
+    finally:
+        connection.close()
+
+
+def configure_engine(app: Flask, engine: Engine) -> None:
+    """Attach per-connection settings to the engine of ``app``.
+
+    SQLite: a busy timeout and ``synchronous=NORMAL`` on every connection, foreign keys on,
+    and transactions begun by SQLAlchemy (not by the driver) so that savepoints and
+    transactional DDL behave as on PostgreSQL.
+    """
+    if engine.dialect.name != "sqlite":
+        return
+    busy_timeout = app.config["LABAPP"]["SQLITE_BUSY_TIMEOUT_MS"]
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection, _record) -> None:
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        cursor.execute(f"PRAGMA busy_timeout={int(busy_timeout)}")
+        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(connection) -> None:
+        connection.exec_driver_sql("BEGIN")

@@ -1,0 +1,178 @@
+"""Errors: the AppError family and the handlers that turn every error into one shape.
+
+Under ``/api``, ``/odata`` and ``/healthz`` every error — ours, Werkzeug's, marshmallow's or an
+unexpected exception — becomes an RFC 9457 problem document (``application/problem+json``).
+Everywhere else the same error renders ``templates/error.html``.
+"""
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from flask import Flask, Response, render_template, request
+from marshmallow import ValidationError
+from werkzeug.exceptions import HTTPException
+
+PROBLEM_MEDIA_TYPE = "application/problem+json"
+WWW_AUTHENTICATE = 'Bearer, Basic realm="labapp"'
+MACHINE_PREFIXES = ("/api/", "/odata")
+MACHINE_PATHS = {"/api", "/healthz"}
+
+log = logging.getLogger(__name__)
+
+# Problem codes for the HTTP errors Werkzeug raises itself (routing, body parsing, limits).
+_HTTP_CODES = {
+    400: "bad_request",
+    401: "not_authenticated",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    409: "conflict",
+    413: "payload_too_large",
+    415: "unsupported_media_type",
+    429: "too_many_requests",
+}
+
+
+class AppError(Exception):
+    """An error a client can cause or act on; carries everything the problem body needs."""
+
+    status = 400
+    code = "bad_request"
+    title = "Bad request"
+
+    def __init__(self, detail: str, *, code: str | None = None,
+                 errors: list[dict[str, str]] | None = None,
+                 headers: Mapping[str, str] | None = None) -> None:
+        super().__init__(detail)
+        self.detail = detail
+        if code:
+            self.code = code
+        self.errors = errors
+        self.headers = dict(headers or {})
+
+
+class InvalidInput(AppError):
+    """400: the request is well-formed but its content is not acceptable."""
+
+    code = "invalid_input"
+    title = "Invalid input"
+
+
+class NotAuthenticated(AppError):
+    status, code, title = 401, "not_authenticated", "Authentication required"
+
+    def __init__(self, detail: str = "Authentication is required.", **kwargs: Any) -> None:
+        super().__init__(detail, **kwargs)
+        self.headers.setdefault("WWW-Authenticate", WWW_AUTHENTICATE)
+
+
+class Forbidden(AppError):
+    status, code, title = 403, "forbidden", "Forbidden"
+
+
+class NotFound(AppError):
+    status, code, title = 404, "not_found", "Not found"
+
+
+class Conflict(AppError):
+    status, code, title = 409, "conflict", "Conflict"
+
+
+class UnsupportedMediaType(AppError):
+    status, code, title = 415, "unsupported_media_type", "Unsupported media type"
+
+
+class TooManyRequests(AppError):
+    status, code, title = 429, "too_many_requests", "Too many requests"
+
+    def __init__(self, detail: str, retry_after: int, **kwargs: Any) -> None:
+        super().__init__(detail, **kwargs)
+        self.headers["Retry-After"] = str(max(1, int(retry_after)))
+
+
+def wants_problem_json() -> bool:
+    """True when the current request is for the machine faces (API, OData, health)."""
+    path = request.path
+    return path in MACHINE_PATHS or path.startswith(MACHINE_PREFIXES)
+
+
+def flatten_messages(messages: Any, prefix: str = "") -> list[dict[str, str]]:
+    """Turn marshmallow's nested message dict into ``[{field, message}]`` with dotted paths."""
+    if isinstance(messages, Mapping):
+        flat: list[dict[str, str]] = []
+        for key, value in messages.items():
+            field = f"{prefix}.{key}" if prefix else str(key)
+            flat.extend(flatten_messages(value, field))
+        return flat
+    if isinstance(messages, list) and all(isinstance(item, str) for item in messages):
+        return [{"field": prefix or "_schema", "message": message} for message in messages]
+    if isinstance(messages, list):
+        return [entry for item in messages for entry in flatten_messages(item, prefix)]
+    return [{"field": prefix or "_schema", "message": str(messages)}]
+
+
+def problem_body(status: int, code: str, title: str, detail: str,
+                 errors: list[dict[str, str]] | None = None) -> dict[str, Any]:
+    body: dict[str, Any] = {"type": f"/problems/{code}", "title": title, "status": status,
+                            "detail": detail, "code": code}
+    if errors:
+        body["errors"] = errors
+    return body
+
+
+def _respond(status: int, code: str, title: str, detail: str,
+             errors: list[dict[str, str]] | None = None,
+             headers: Mapping[str, str] | None = None) -> Response:
+    if wants_problem_json():
+        from flask import json
+
+        response = Response(json.dumps(problem_body(status, code, title, detail, errors)),
+                            status=status, mimetype=PROBLEM_MEDIA_TYPE)
+    else:
+        response = Response(render_template("error.html", status=status, title=title,
+                                            detail=detail, errors=errors or []),
+                            status=status, mimetype="text/html")
+    for name, value in (headers or {}).items():
+        response.headers[name] = value
+    return response
+
+
+def _handle_app_error(error: AppError) -> Response:
+    return _respond(error.status, error.code, error.title, error.detail, error.errors,
+                    error.headers)
+
+
+def _handle_validation_error(error: ValidationError) -> Response:
+    errors = flatten_messages(error.messages)
+    return _respond(400, "validation_failed", "Validation failed",
+                    "The request body has invalid or missing fields.", errors)
+
+
+def _handle_http_exception(error: HTTPException) -> Response:
+    status = error.code or 500
+    code = _HTTP_CODES.get(status, "http_error")
+    if status == 400 and "JSON" in (error.description or ""):
+        code = "invalid_json"
+    headers = {}
+    for name, value in error.get_headers():
+        if name.lower() not in {"content-type", "content-length"}:
+            headers[name] = value
+    if status == 401:
+        headers["WWW-Authenticate"] = WWW_AUTHENTICATE
+    return _respond(status, code, error.name, error.description or error.name, None, headers)
+
+
+def _handle_unexpected(error: Exception) -> Response:
+    log.exception("unhandled error on %s %s", request.method, request.path)
+    return _respond(500, "internal_error", "Internal server error",
+                    "The server failed to complete the request; the error has been logged.")
+
+
+def register_error_handlers(app: Flask) -> None:
+    """Route every error source to the one problem/HTML renderer."""
+    app.register_error_handler(AppError, _handle_app_error)
+    app.register_error_handler(ValidationError, _handle_validation_error)
+    app.register_error_handler(HTTPException, _handle_http_exception)
+    app.register_error_handler(Exception, _handle_unexpected)

@@ -1,0 +1,68 @@
+"""Authentication state: login sessions, refresh tokens, personal access tokens, failed logins.
+
+Secrets are never stored: tokens are kept as SHA-256 hashes of their random values.
+"""
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import Boolean, ForeignKey, Integer, String
+from sqlalchemy.orm import Mapped, mapped_column
+
+from labapp.db import db
+from labapp.model.types import UtcDateTime
+
+
+class LoginSession(db.Model):
+    """One login: the browser cookie, its access tokens and its chain of refresh tokens."""
+
+    __tablename__ = "login_session"
+
+    id: Mapped[str] = mapped_column(String(43), primary_key=True)
+    user_id: Mapped[str] = mapped_column(
+        String(64), ForeignKey("app_user.id", ondelete="CASCADE"), index=True)
+    keep_alive: Mapped[bool] = mapped_column(Boolean, default=False)
+    created_utc: Mapped[datetime] = mapped_column(UtcDateTime)
+    expires_utc: Mapped[datetime] = mapped_column(UtcDateTime)
+    revoked_utc: Mapped[datetime | None] = mapped_column(UtcDateTime)
+
+
+class RefreshToken(db.Model):
+    """A refresh token of a login; used once, then replaced (rotation)."""
+
+    __tablename__ = "refresh_token"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    session_id: Mapped[str] = mapped_column(
+        String(43), ForeignKey("login_session.id", ondelete="CASCADE"), index=True)
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    created_utc: Mapped[datetime] = mapped_column(UtcDateTime)
+    expires_utc: Mapped[datetime] = mapped_column(UtcDateTime)
+    used_utc: Mapped[datetime | None] = mapped_column(UtcDateTime)
+
+
+class PersonalAccessToken(db.Model):
+    """A long-lived token a user creates for scripts; sent as Basic ``username:PAT...``."""
+
+    __tablename__ = "personal_access_token"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    user_id: Mapped[str] = mapped_column(
+        String(64), ForeignKey("app_user.id", ondelete="CASCADE"), index=True)
+    name: Mapped[str] = mapped_column(String(255))
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    created_utc: Mapped[datetime] = mapped_column(UtcDateTime)
+    expires_utc: Mapped[datetime | None] = mapped_column(UtcDateTime)
+    last_used_utc: Mapped[datetime | None] = mapped_column(UtcDateTime)
+    revoked_utc: Mapped[datetime | None] = mapped_column(UtcDateTime)
+
+
+class LoginFailure(db.Model):
+    """A failed password check, kept for the throttling window (shared by all workers)."""
+
+    __tablename__ = "login_failure"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    username: Mapped[str] = mapped_column(String(255), index=True)
+    address: Mapped[str] = mapped_column(String(64), index=True)
+    at_utc: Mapped[datetime] = mapped_column(UtcDateTime, index=True)

@@ -1,0 +1,69 @@
+"""The entity base: table ``entity`` with the common fields of every class.
+
+Each class of the data model is a joined-table subclass with its own table. Column ``info``
+carries the API facts the registry reads: ``ref`` (referenced class, ``*`` for any),
+``readOnly``, ``createOnly``, ``hidden`` and ``api`` (the JSON name when it is not the
+camelCase of the attribute).
+"""
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import ForeignKey, Integer, String, Text
+from sqlalchemy.orm import Mapped, declared_attr, mapped_column
+
+from labapp.db import db
+from labapp.model.types import JsonObject, UtcDateTime
+
+ENTITY_TABLE = "entity"
+
+
+def ref_column(target: str, table: str = ENTITY_TABLE, **info: Any) -> Mapped[Any]:
+    """A nullable, indexed reference to an entity of class ``target`` (``*`` = any class)."""
+    return mapped_column(String(64), ForeignKey(f"{table}.id"), index=True, nullable=True,
+                         info={"ref": target, **info})
+
+
+def subclass_id() -> Mapped[str]:
+    """Primary key of a subclass table: the id of its row in ``entity``."""
+    return mapped_column(String(64), ForeignKey(f"{ENTITY_TABLE}.id", ondelete="CASCADE"),
+                         primary_key=True)
+
+
+class Entity(db.Model):
+    """Common fields of every entity; ``eclass`` selects the subclass."""
+
+    __tablename__ = ENTITY_TABLE
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    eclass: Mapped[str] = mapped_column(String(32), index=True,
+                                        info={"api": "eClass", "readOnly": True})
+    name: Mapped[str] = mapped_column(String(255), index=True)
+    description: Mapped[str | None] = mapped_column(Text)
+    barcode: Mapped[str | None] = mapped_column(String(128), unique=True)
+    status: Mapped[str] = mapped_column(String(32), index=True)
+    type: Mapped[str] = mapped_column(String(64), default="Other")
+    user_id: Mapped[str | None] = ref_column("User")
+    department_id: Mapped[str | None] = ref_column("Department")
+    project_id: Mapped[str | None] = ref_column("Project")
+    attributes: Mapped[dict[str, Any]] = mapped_column(JsonObject, default=dict)
+    created_by: Mapped[str] = mapped_column(String(64), info={"ref": "User", "readOnly": True})
+    created_utc: Mapped[datetime] = mapped_column(UtcDateTime, index=True,
+                                                  info={"readOnly": True})
+    modified_by: Mapped[str] = mapped_column(String(64), info={"ref": "User", "readOnly": True})
+    modified_utc: Mapped[datetime] = mapped_column(UtcDateTime, index=True,
+                                                   info={"readOnly": True})
+    version: Mapped[int] = mapped_column(Integer, default=1, info={"readOnly": True})
+
+    @declared_attr.directive
+    def __mapper_args__(cls) -> dict[str, Any]:
+        if cls.__tablename__ == ENTITY_TABLE:
+            return {"polymorphic_on": "eclass"}
+        # Subclasses may reference entity.id from other columns too (originID, subjectID...),
+        # so the inheritance join is named explicitly.
+        return {"polymorphic_identity": cls.__name__,
+                "inherit_condition": cls.__table__.c.id == Entity.__table__.c.id}
+
+    def __repr__(self) -> str:
+        return f"<{self.eclass} {self.id}>"

@@ -1,0 +1,223 @@
+"""The data-model registry: every class with its API fields, types, references and statuses.
+
+Everything that needs to know the data model — validation, ``$filter``/``$select`` checks,
+the datamodel endpoint, OData metadata, forms, the hierarchy — reads it from here. The
+fields are derived from the SQLAlchemy models (column types plus their ``info``), so the
+registry and the schema cannot disagree.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import (JSON, BigInteger, Boolean, Date, Float, Integer, String, Text)
+from sqlalchemy.orm import ColumnProperty
+
+from labapp.model.base import Entity
+from labapp.model.content import File, Note
+from labapp.model.lab import Experiment, Fermentation, Plate, Request, Sample, Step, StepInput
+from labapp.model.org import Department, Project, User
+from labapp.model.storage import Location
+from labapp.model.types import UtcDateTime
+
+
+@dataclass(frozen=True)
+class Workflow:
+    """The statuses of a class (initial first) and the allowed moves; None = any move."""
+
+    statuses: tuple[str, ...]
+    transitions: Mapping[str, tuple[str, ...]] | None = None
+
+    @property
+    def initial(self) -> str:
+        return self.statuses[0]
+
+    def allowed_from(self, current: str) -> tuple[str, ...]:
+        """Statuses reachable from ``current`` (every other status when moves are free)."""
+        if self.transitions is None:
+            return tuple(status for status in self.statuses if status != current)
+        return self.transitions.get(current, ())
+
+    def can_move(self, current: str, target: str) -> bool:
+        return current == target or target in self.allowed_from(current)
+
+
+def _workflow(active: str) -> Workflow:
+    return Workflow(
+        ("Initial", active, "Completed", "Canceled"),
+        {"Initial": (active, "Canceled"),
+         active: ("Completed", "Canceled", "Initial"),
+         "Completed": (active,),
+         "Canceled": ("Initial",)})
+
+
+WORKFLOW = _workflow("InProgress")
+PROJECT_WORKFLOW = _workflow("Active")
+MATERIAL_WORKFLOW = Workflow(
+    WORKFLOW.statuses + ("Discarded",),
+    {**{status: moves + ("Discarded",) for status, moves in WORKFLOW.transitions.items()},
+     "Discarded": ()})
+REQUEST_WORKFLOW = Workflow(
+    ("Initial", "InProgress", "Completed", "Rejected", "Canceled"),
+    {"Initial": ("InProgress", "Rejected", "Canceled"),
+     "InProgress": ("Completed", "Canceled"),
+     "Completed": ("InProgress",),
+     "Rejected": ("Initial",),
+     "Canceled": ("Initial",)})
+ACTIVE_INACTIVE = Workflow(("Active", "Inactive"))
+INITIAL_ONLY = Workflow(("Initial",))
+
+
+@dataclass(frozen=True)
+class FieldSpec:
+    """One API field of a class."""
+
+    name: str
+    attr: str | None
+    type: str
+    nullable: bool = True
+    default: Any = None
+    ref: str | None = None
+    read_only: bool = False
+    max_length: int | None = None
+    choices: tuple[str, ...] | None = None
+    common: bool = False
+
+    def describe(self) -> dict[str, Any]:
+        """The field as the datamodel endpoint shows it."""
+        return {"name": self.name, "type": self.type, "nullable": self.nullable,
+                "default": self.default, "ref": self.ref, "readOnly": self.read_only,
+                "maxLength": self.max_length, "choices": list(self.choices or []) or None}
+
+
+@dataclass(frozen=True)
+class ClassSpec:
+    """One entity class: model, id prefix, workflow, fields by API name."""
+
+    name: str
+    model: type[Entity]
+    prefix: str | None
+    workflow: Workflow
+    fields: Mapping[str, FieldSpec]
+    create_only: frozenset[str] = field(default_factory=frozenset)
+    _by_lower: dict[str, FieldSpec] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_by_lower",
+                           {spec.name.lower(): spec for spec in self.fields.values()})
+
+    def field(self, name: str) -> FieldSpec | None:
+        """The field called ``name`` (matched case-insensitively), or None."""
+        return self._by_lower.get(name.lower())
+
+    @property
+    def table(self) -> str:
+        return self.model.__tablename__
+
+    def column(self, spec: FieldSpec):
+        """The mapped attribute behind a stored field (for queries)."""
+        return getattr(self.model, spec.attr)
+
+
+_TYPES: tuple[tuple[type, str], ...] = (
+    (UtcDateTime, "datetime"), (Boolean, "bool"), (Date, "date"), (BigInteger, "int"),
+    (Integer, "int"), (Float, "float"), (Text, "text"), (String, "str"), (JSON, "json"),
+)
+
+
+def api_name(attr: str) -> str:
+    """camelCase API name of a snake_case attribute; a trailing ``_id`` becomes ``ID``."""
+    first, *rest = attr.split("_")
+    parts = [first] + [part.capitalize() for part in rest]
+    if len(parts) > 1 and parts[-1] == "Id":
+        parts[-1] = "ID"
+    return "".join(parts)
+
+
+def _type_name(column) -> str:
+    column_type = column.type
+    variant_base = getattr(column_type, "impl", column_type)
+    for sa_type, name in _TYPES:
+        if isinstance(column_type, sa_type) or isinstance(variant_base, sa_type):
+            return name
+    raise TypeError(f"no API type for column {column}")
+
+
+def _fields_of(model: type[Entity]) -> dict[str, FieldSpec]:
+    fields: dict[str, FieldSpec] = {}
+    entity_columns = set(Entity.__table__.c.keys())
+    for prop in model.__mapper__.iterate_properties:
+        if not isinstance(prop, ColumnProperty):
+            continue
+        column = prop.columns[0]
+        info = column.info
+        if info.get("hidden"):
+            continue
+        type_name = "ref" if info.get("ref") else _type_name(column)
+        default = column.default.arg if column.default is not None else None
+        spec = FieldSpec(
+            name=info.get("api") or api_name(prop.key), attr=prop.key, type=type_name,
+            nullable=bool(column.nullable) and not column.primary_key,
+            default=None if callable(default) else default, ref=info.get("ref"),
+            read_only=bool(info.get("readOnly")),
+            max_length=getattr(column.type, "length", None),
+            choices=info.get("choices"), common=prop.key in entity_columns)
+        fields[spec.name] = spec
+    return fields
+
+
+COMMON_CREATE_ONLY = frozenset({"notes", "files"})
+
+
+def _spec(model: type[Entity], prefix: str | None, workflow: Workflow,
+          extra_fields: tuple[FieldSpec, ...] = (),
+          create_only: frozenset[str] = frozenset()) -> ClassSpec:
+    fields = _fields_of(model)
+    fields.update({extra.name: extra for extra in extra_fields})
+    return ClassSpec(model.__name__, model, prefix, workflow, fields,
+                     COMMON_CREATE_ONLY | create_only)
+
+
+_ROLES_FIELD = FieldSpec("roles", None, "json", read_only=True)
+
+CLASSES: dict[str, ClassSpec] = {spec.name: spec for spec in (
+    _spec(Department, "DEP", ACTIVE_INACTIVE),
+    _spec(Project, "PRJ", PROJECT_WORKFLOW),
+    _spec(User, None, ACTIVE_INACTIVE, (_ROLES_FIELD,), frozenset({"password"})),
+    _spec(Experiment, "EXP", WORKFLOW),
+    _spec(Step, "STP", WORKFLOW, create_only=frozenset({"input"})),
+    _spec(StepInput, "SIN", INITIAL_ONLY),
+    _spec(Sample, "SAM", MATERIAL_WORKFLOW),
+    _spec(Plate, "PLT", MATERIAL_WORKFLOW),
+    _spec(Fermentation, "FER", WORKFLOW),
+    _spec(Request, "REQ", REQUEST_WORKFLOW),
+    _spec(Location, "LOC", ACTIVE_INACTIVE),
+    _spec(Note, "NTE", INITIAL_ONLY),
+    _spec(File, "FIL", INITIAL_ONLY),
+)}
+
+_BY_LOWER = {name.lower(): spec for name, spec in CLASSES.items()}
+
+# Parent links (child field -> parent) used by hierarchy, inheritance and views.
+PARENT_LINKS: dict[str, tuple[str, ...]] = {
+    "Step": ("experimentID",),
+    "StepInput": ("stepID",),
+    "Sample": ("parentID", "stepID", "experimentID", "plateID"),
+    "Plate": ("stepID", "experimentID"),
+    "Fermentation": ("originID", "experimentID"),
+    "Location": ("parentID",),
+    "Department": ("parentID",),
+    "Note": ("subjectID",),
+    "File": ("subjectID",),
+}
+
+
+def find_class(name: str) -> ClassSpec | None:
+    """The class called ``name`` (case-insensitive), or None."""
+    return _BY_LOWER.get(name.lower())
+
+
+def classes() -> list[ClassSpec]:
+    """Every entity class, in declaration order."""
+    return list(CLASSES.values())

@@ -1,0 +1,52 @@
+"""Bookkeeping tables: id sequences, audit trail and domain events."""
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import ForeignKey, Integer, String
+from sqlalchemy.orm import Mapped, mapped_column
+
+from labapp.db import db
+from labapp.model.types import JsonObject, UtcDateTime
+
+
+class Sequence(db.Model):
+    """A number sequence for generated ids: ``prefix`` + ``next_value`` padded to ``min_digits``."""
+
+    __tablename__ = "sequence"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    prefix: Mapped[str] = mapped_column(String(32), default="")
+    min_digits: Mapped[int] = mapped_column(Integer, default=5)
+    next_value: Mapped[int] = mapped_column(Integer, default=1)
+    type: Mapped[str | None] = mapped_column(String(64))
+
+
+class AuditEvent(db.Model):
+    """One change of one entity: ``changes`` maps each field to ``{old, new}``."""
+
+    __tablename__ = "audit_event"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    entity_id: Mapped[str] = mapped_column(
+        String(64), ForeignKey("entity.id", ondelete="CASCADE"), index=True)
+    action: Mapped[str] = mapped_column(String(16))
+    version: Mapped[int] = mapped_column(Integer)
+    user_id: Mapped[str | None] = mapped_column(String(64))
+    timestamp_utc: Mapped[datetime] = mapped_column(UtcDateTime)
+    changes: Mapped[dict[str, Any]] = mapped_column(JsonObject, default=dict)
+
+
+class EntityEvent(db.Model):
+    """A domain event of an entity (Created, StatusChanged, FileAdded, ...)."""
+
+    __tablename__ = "entity_event"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    entity_id: Mapped[str] = mapped_column(
+        String(64), ForeignKey("entity.id", ondelete="CASCADE"), index=True)
+    kind: Mapped[str] = mapped_column(String(32))
+    user_id: Mapped[str | None] = mapped_column(String(64))
+    timestamp_utc: Mapped[datetime] = mapped_column(UtcDateTime)
+    data: Mapped[dict[str, Any]] = mapped_column(JsonObject, default=dict)
