@@ -1,0 +1,83 @@
+"""labapp: an on-premises laboratory data management service.
+
+:func:`create_app` builds the application in a fixed order: settings → extensions →
+blueprints → error handlers → CLI. Nothing is read or connected at import time.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from flask import Flask
+from flask_migrate import Migrate
+
+from labapp.config import ensure_secret_key, load_settings
+from labapp.db import configure_engine, create_sqlite_file, db, sqlite_path
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+MIGRATIONS_DIR = PROJECT_ROOT / "migrations"
+
+migrate = Migrate()
+
+
+def create_app(overrides: Mapping[str, Any] | None = None) -> Flask:
+    """Build the application; ``overrides`` maps setting names (without prefix) to values.
+
+    Raises :class:`labapp.config.ConfigError` when a setting is invalid.
+    """
+    settings = load_settings(overrides)
+    instance_path = Path(settings["INSTANCE_PATH"])
+    app = Flask(__name__, instance_path=str(instance_path),
+                template_folder=str(PROJECT_ROOT / "templates"),
+                static_folder=str(PROJECT_ROOT / "static"))
+    app.config.update(
+        LABAPP=settings,
+        SECRET_KEY=settings["SECRET_KEY"] or ensure_secret_key(instance_path),
+        SQLALCHEMY_DATABASE_URI=settings["DATABASE_URL"],
+        SQLALCHEMY_ENGINE_OPTIONS={"pool_pre_ping": True},
+        MAX_CONTENT_LENGTH=settings["MAX_UPLOAD_MB"] * 1024 * 1024,
+        SESSION_COOKIE_HTTPONLY=True,
+        SESSION_COOKIE_SAMESITE="Lax",
+        SESSION_COOKIE_SECURE=settings["SECURE_COOKIES"],
+        SESSION_COOKIE_NAME="labapp_flash",
+    )
+    _init_extensions(app)
+    _register_blueprints(app)
+    _register_cli(app)
+    return app
+
+
+def _init_extensions(app: Flask) -> None:
+    from labapp.auth.loader import init_auth
+    from labapp.errors import register_error_handlers
+    from labapp.jsonprovider import LabJSONProvider
+    import labapp.model  # noqa: F401  (registers every table on the metadata)
+
+    app.json = LabJSONProvider(app)
+    database_file = sqlite_path(app.config["SQLALCHEMY_DATABASE_URI"])
+    if database_file is not None and not database_file.exists():
+        create_sqlite_file(database_file)
+    db.init_app(app)
+    with app.app_context():
+        configure_engine(app, db.engine)
+    migrate.init_app(app, db, directory=str(MIGRATIONS_DIR), render_as_batch=True)
+    register_error_handlers(app)
+    init_auth(app)
+
+
+def _register_blueprints(app: Flask) -> None:
+    from labapp.auth.api import bp as auth_api
+    from labapp.auth.views import bp as auth_views
+    from labapp.openapi import bp as openapi_bp
+    from labapp.web.views import bp as web_views
+
+    for blueprint in (auth_api, openapi_bp, auth_views, web_views):
+        app.register_blueprint(blueprint)
+
+
+def _register_cli(app: Flask) -> None:
+    from labapp.cli import init_command, users_cli
+
+    app.cli.add_command(init_command)
+    app.cli.add_command(users_cli)

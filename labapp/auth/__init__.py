@@ -1,0 +1,1 @@
+"""Authentication: passwords, tokens, login sessions, PATs and the request → Actor loader."""

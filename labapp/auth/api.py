@@ -1,0 +1,149 @@
+"""``/api/auth/*``, ``/api/user/pat`` and ``/api/user/password/change``."""
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Blueprint, Response, jsonify, request
+
+from labapp.auth import passwords, pats, sessions, throttle
+from labapp.auth.loader import (REFRESH_COOKIE, clear_login_cookies, client_address,
+                                current_actor, require_scope, rotate_csrf_token,
+                                set_login_cookies, verify_csrf)
+from labapp.auth.schemas import (AuthContextSchema, CreatedPatSchema, LoginSchema, LogoutSchema,
+                                 PasswordChangeSchema, PatCreateSchema, PatSchema,
+                                 RefreshSchema, TokenPairSchema)
+from labapp.auth.sessions import InvalidCredentials, InvalidToken, RefreshTokenReused, TokenPair
+from labapp.db import db, transaction
+from labapp.endpoints import endpoint
+from labapp.model import User
+from labapp.users.schemas import UserSchema
+
+bp = Blueprint("auth_api", __name__, url_prefix="/api")
+
+
+def _token_response(pair: TokenPair) -> Response:
+    response = jsonify(TokenPairSchema().dump({
+        "accessToken": pair.access_token, "refreshToken": pair.refresh_token,
+        "expiresIn": pair.expires_in, "tokenType": pair.token_type}))
+    set_login_cookies(response, pair)
+    return response
+
+
+def login_with_password(username: str, password: str, keep_alive: bool) -> TokenPair:
+    """Log in and commit; a failed attempt is recorded (committed) before the 401 is raised."""
+    try:
+        with transaction():
+            return sessions.login(username, password, keep_alive, client_address())
+    except InvalidCredentials:
+        with transaction():
+            throttle.record_failure(username, client_address())
+        raise
+
+
+@bp.post("/auth/login")
+@endpoint("Log in with username and password; answers a token pair and sets the cookies.",
+          body=LoginSchema, responses={200: TokenPairSchema}, public=True, throttled=True)
+def login(body: dict[str, Any]) -> Response:
+    pair = login_with_password(body["username"], body["password"], body["keepAlive"])
+    rotate_csrf_token()
+    return _token_response(pair)
+
+
+@bp.post("/auth/refresh")
+@endpoint("Exchange a refresh token (body or cookie) for a new pair; the old one dies.",
+          body=RefreshSchema, optional_body=True, responses={200: TokenPairSchema},
+          public=True)
+def refresh(body: dict[str, Any]) -> Response:
+    value = body["refreshToken"]
+    if value is None:
+        value = request.cookies.get(REFRESH_COOKIE)
+        if value is None:
+            raise InvalidToken("Send refreshToken in the body or the refresh cookie.")
+        verify_csrf()
+    try:
+        with transaction():
+            pair = sessions.refresh(value)
+    except RefreshTokenReused as reused:
+        with transaction():
+            sessions.revoke_session(reused.session_id)
+        raise
+    return _token_response(pair)
+
+
+@bp.post("/auth/logout")
+@endpoint("End a login: the refresh token given (body or cookie), else the caller's login.",
+          body=LogoutSchema, optional_body=True, responses={204: "Logged out"}, public=True)
+def logout(body: dict[str, Any]) -> Response:
+    actor = current_actor()
+    value = body["refreshToken"]
+    with transaction():
+        if value is not None:
+            session_id = sessions.session_of_refresh_token(value)
+        elif actor.session_id is not None:
+            session_id = actor.session_id
+        else:
+            cookie = request.cookies.get(REFRESH_COOKIE)
+            session_id = sessions.find_session_of_refresh_token(cookie) if cookie else None
+        if session_id is not None:
+            sessions.revoke_session(session_id)
+    response = Response(status=204)
+    clear_login_cookies(response)
+    rotate_csrf_token()
+    return response
+
+
+@bp.get("/auth/user")
+@endpoint("Who is calling, and how they authenticated (also for anonymous callers).",
+          responses={200: AuthContextSchema}, public=True)
+def auth_user() -> Response:
+    actor = current_actor()
+    user = db.session.get(User, actor.user_id) if actor.is_authenticated else None
+    return jsonify({
+        "contextUser": {"name": actor.user_id, "isAuthenticated": actor.is_authenticated,
+                        "windowsAuthentication": False},
+        "currentUser": UserSchema().dump(user) if user is not None else None,
+        "method": actor.method,
+    })
+
+
+@bp.get("/user/pat")
+@endpoint("The caller's personal access tokens (never their values).",
+          responses={200: PatSchema(many=True)})
+def list_pats() -> Response:
+    return jsonify(PatSchema(many=True).dump(pats.list_for(current_actor())))
+
+
+@bp.post("/user/pat")
+@endpoint("Create a personal access token; its value is in this answer only.",
+          body=PatCreateSchema, responses={201: CreatedPatSchema})
+def create_pat(body: dict[str, Any]) -> tuple[Response, int]:
+    with transaction():
+        created = pats.create(current_actor(), body["name"], body["expiresUtc"])
+    data = PatSchema().dump(created.token) | {"value": created.value}
+    return jsonify(data), 201
+
+
+@bp.delete("/user/pat/<pat_id>")
+@endpoint("Revoke one of the caller's personal access tokens.", responses={204: "Revoked"})
+def revoke_pat(pat_id: str) -> Response:
+    with transaction():
+        pats.revoke(current_actor(), pat_id)
+    return Response(status=204)
+
+
+@bp.post("/user/password/change")
+@require_scope()
+@endpoint("Change the caller's password; their other logins end.",
+          body=PasswordChangeSchema, responses={204: "Changed"}, throttled=True)
+def change_password(body: dict[str, Any]) -> Response:
+    actor = current_actor()
+    throttle.check(actor.user_id, client_address())
+    try:
+        with transaction():
+            passwords.change_password(actor, body["password"], body["repeatPassword"],
+                                      body["confirmPassword"])
+    except passwords.WrongCurrentPassword:
+        with transaction():
+            throttle.record_failure(actor.user_id, client_address())
+        raise
+    return Response(status=204)

@@ -1,0 +1,182 @@
+"""The request → Actor loader, the login cookies and CSRF protection.
+
+Every request is authenticated once, before its view runs, by exactly one method:
+``Authorization: Bearer`` (access token), ``Authorization: Basic`` (``username:PAT…`` or
+``username:password``), or the browser session cookie. Bad credentials in a header are a
+401 on every path; a stale cookie simply means anonymous. State-changing requests that rely on
+the cookie must carry the CSRF token (header ``X-CSRF-Token`` or form field ``csrf_token``).
+"""
+from __future__ import annotations
+
+import secrets
+from functools import wraps
+from typing import Any, Callable
+
+from flask import Flask, Response, current_app, g, has_request_context, request, session
+from flask_login import LoginManager, current_user
+
+from labapp.access.actor import ANONYMOUS, Actor
+from labapp.auth import pats, sessions, throttle
+from labapp.auth.secrets import PAT_PREFIX, same
+from labapp.auth.sessions import InvalidCredentials, TokenPair
+from labapp.db import transaction
+from labapp.errors import Forbidden, NotAuthenticated, wants_problem_json
+from labapp.model import User
+
+SESSION_COOKIE = "labapp_session"
+REFRESH_COOKIE = "labapp_refresh"
+REFRESH_COOKIE_PATH = "/api/auth"
+CSRF_HEADER = "X-CSRF-Token"
+CSRF_FIELD = "csrf_token"
+_SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+
+
+def current_actor() -> Actor:
+    """The actor of the current request (anonymous outside a request or when not logged in)."""
+    actor = current_user._get_current_object() if has_request_context() else ANONYMOUS
+    return actor if isinstance(actor, Actor) else ANONYMOUS
+
+
+def client_address() -> str:
+    return request.remote_addr or "unknown"
+
+
+def _actor(user: User, method: str, session_id: str | None = None) -> Actor:
+    return Actor(user_id=user.id, name=user.name, department_id=user.department_id,
+                 roles=frozenset(user.roles), method=method, session_id=session_id,
+                 on_premises=current_app.config["LABAPP"]["ON_PREMISES"])
+
+
+def _from_basic(username: str, password: str) -> Actor:
+    if password.startswith(PAT_PREFIX):
+        user = pats.user_for_pat(username, password)
+        if user is not None:
+            return _actor(user, "pat")
+    throttle.check(username, client_address())
+    return _actor(sessions.check_password(username, password), "basic")
+
+
+def _from_header() -> Actor:
+    auth = request.authorization
+    if auth is None or auth.type not in {"basic", "bearer"}:
+        raise NotAuthenticated("The Authorization header is malformed or uses an unsupported "
+                               "scheme; use Bearer or Basic.", code="invalid_authorization")
+    if auth.type == "bearer":
+        user, session_id = sessions.user_for_access_token(auth.token or "")
+        return _actor(user, "bearer", session_id)
+    if not auth.username or auth.password is None:
+        raise NotAuthenticated("The Basic credentials are malformed.",
+                               code="invalid_authorization")
+    username = auth.username
+    try:
+        with transaction():
+            return _from_basic(username, auth.password)
+    except InvalidCredentials:
+        with transaction():
+            throttle.record_failure(username, client_address())
+        raise
+
+
+def _from_cookie() -> Actor:
+    cookie = request.cookies.get(SESSION_COOKIE)
+    found = sessions.user_for_session_cookie(cookie) if cookie else None
+    if found is None:
+        return ANONYMOUS
+    user, session_id = found
+    return _actor(user, "cookie", session_id)
+
+
+def _authenticate() -> None:
+    if request.endpoint == "static":
+        g.actor = ANONYMOUS
+        return
+    g.actor = _from_header() if "Authorization" in request.headers else _from_cookie()
+    _check_csrf(g.actor)
+
+
+def csrf_token() -> str:
+    """The CSRF token of this browser, created on first use and kept in its signed session."""
+    token = session.get("csrf")
+    if not token:
+        token = session["csrf"] = secrets.token_urlsafe(32)
+    return token
+
+
+def rotate_csrf_token() -> None:
+    """Give the browser a new CSRF token (at login and logout)."""
+    session["csrf"] = secrets.token_urlsafe(32)
+
+
+def verify_csrf() -> None:
+    """Raise 403 unless the request carries this browser's CSRF token."""
+    sent = request.headers.get(CSRF_HEADER)
+    if sent is None and request.mimetype in {"application/x-www-form-urlencoded",
+                                             "multipart/form-data"}:
+        sent = request.form.get(CSRF_FIELD)
+    expected = session.get("csrf")
+    if not sent or not expected or not same(sent, expected):
+        raise Forbidden("The CSRF token is missing or invalid; reload the page and try again.",
+                        code="csrf_failed")
+
+
+def _check_csrf(actor: Actor) -> None:
+    if request.method in _SAFE_METHODS:
+        return
+    # API callers authenticating with a header cannot be forged cross-site; cookies can.
+    if wants_problem_json() and actor.method != "cookie":
+        return
+    verify_csrf()
+
+
+def set_login_cookies(response: Response, pair: TokenPair) -> None:
+    """Attach the session and refresh cookies of a login (HttpOnly, SameSite=Lax)."""
+    secure = current_app.config["LABAPP"]["SECURE_COOKIES"]
+    max_age = int(sessions.KEEP_ALIVE_LIFETIME.total_seconds()) if pair.keep_alive else None
+    response.set_cookie(SESSION_COOKIE, sessions.session_cookie_value(pair.session_id, pair.user_id),
+                        max_age=max_age, httponly=True, samesite="Lax", secure=secure)
+    response.set_cookie(REFRESH_COOKIE, pair.refresh_token, max_age=max_age,
+                        path=REFRESH_COOKIE_PATH, httponly=True, samesite="Lax", secure=secure)
+
+
+def clear_login_cookies(response: Response) -> None:
+    response.delete_cookie(SESSION_COOKIE, httponly=True, samesite="Lax")
+    response.delete_cookie(REFRESH_COOKIE, path=REFRESH_COOKIE_PATH, httponly=True,
+                           samesite="Lax")
+
+
+def require_scope(*scopes: str) -> Callable:
+    """Guard a view: 401 for anonymous callers; with ``scopes``, 403 unless one is held.
+
+    The scopes are recorded on the view for the OpenAPI document.
+    """
+    def decorate(view: Callable) -> Callable:
+        @wraps(view)
+        def guarded(*args: Any, **kwargs: Any) -> Any:
+            actor = current_actor()
+            if not actor.is_authenticated:
+                raise NotAuthenticated()
+            if scopes and not actor.holds_any(scopes):
+                raise Forbidden(f"This requires the scope {' or '.join(scopes)}.",
+                                code="missing_scope")
+            return view(*args, **kwargs)
+
+        guarded.required_scopes = tuple(scopes)
+        return guarded
+    return decorate
+
+
+def _loaded_actor(_request: Any) -> Actor | None:
+    actor = g.get("actor")
+    return actor if actor is not None and actor.is_authenticated else None
+
+
+def init_auth(app: Flask) -> None:
+    """Install the loader, Flask-Login's ``current_user`` and the template helpers."""
+    manager = LoginManager()
+    manager.session_protection = None
+    manager.anonymous_user = Actor
+    manager.request_loader(_loaded_actor)
+    manager.init_app(app)
+    app.before_request(_authenticate)
+    app.jinja_env.globals["csrf_token"] = csrf_token
+    app.context_processor(lambda: {"current_actor": current_actor()})

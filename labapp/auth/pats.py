@@ -1,0 +1,73 @@
+"""Personal access tokens: created, listed and revoked by their owner; used with Basic auth."""
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from sqlalchemy import select
+
+from labapp.access.actor import Actor
+from labapp.auth import secrets as tokens
+from labapp.db import db
+from labapp.errors import InvalidInput, NotFound
+from labapp.model import PersonalAccessToken, User
+from labapp.model.types import utc_now
+
+# Writing last-used on every request would turn every read into a write.
+_LAST_USED_RESOLUTION = timedelta(minutes=1)
+
+
+@dataclass(frozen=True)
+class CreatedToken:
+    """A new token with its value, which is shown this once and never stored."""
+
+    token: PersonalAccessToken
+    value: str
+
+
+def create(actor: Actor, name: str, expires_utc: datetime | None) -> CreatedToken:
+    """Create a PAT for the actor; ``expires_utc`` must lie in the future."""
+    if expires_utc is not None and expires_utc <= utc_now():
+        raise InvalidInput("expiresUtc must lie in the future.",
+                           errors=[{"field": "expiresUtc", "message": "must lie in the future"}])
+    value = tokens.new_pat_value()
+    token = PersonalAccessToken(id="pat_" + secrets.token_hex(8), user_id=actor.user_id,
+                                name=name, token_hash=tokens.token_hash(value),
+                                created_utc=utc_now(), expires_utc=expires_utc)
+    db.session.add(token)
+    db.session.flush()
+    return CreatedToken(token, value)
+
+
+def list_for(actor: Actor) -> list[PersonalAccessToken]:
+    """The actor's tokens that are not revoked, newest first (expired ones included)."""
+    return list(db.session.scalars(
+        select(PersonalAccessToken)
+        .where(PersonalAccessToken.user_id == actor.user_id,
+               PersonalAccessToken.revoked_utc.is_(None))
+        .order_by(PersonalAccessToken.created_utc.desc(), PersonalAccessToken.id)))
+
+
+def revoke(actor: Actor, token_id: str) -> None:
+    """Revoke one of the actor's tokens; another user's token is 404, as if absent."""
+    token = db.session.get(PersonalAccessToken, token_id)
+    if token is None or token.user_id != actor.user_id or token.revoked_utc is not None:
+        raise NotFound(f"No personal access token {token_id!r}.")
+    token.revoked_utc = utc_now()
+
+
+def user_for_pat(username: str, value: str) -> User | None:
+    """The active owner of a valid, unexpired, unrevoked PAT, or None."""
+    now = utc_now()
+    token = db.session.scalar(select(PersonalAccessToken).where(
+        PersonalAccessToken.token_hash == tokens.token_hash(value)))
+    if (token is None or token.user_id != username or token.revoked_utc is not None
+            or (token.expires_utc is not None and token.expires_utc <= now)):
+        return None
+    user = db.session.get(User, username)
+    if user is None or not user.is_active:
+        return None
+    if token.last_used_utc is None or now - token.last_used_utc > _LAST_USED_RESOLUTION:
+        token.last_used_utc = now
+    return user

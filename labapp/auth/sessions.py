@@ -1,0 +1,202 @@
+"""Logins: password check, login sessions, access tokens, refresh-token rotation, logout.
+
+A login creates a :class:`LoginSession`. Its access tokens (signed, 20 minutes), its browser
+cookie (signed session id) and its refresh tokens (random, stored hashed, used once) all die
+when the session is revoked. Presenting a refresh token that was already used revokes the
+whole session, since one of its copies has been stolen.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+
+from flask import current_app
+from itsdangerous import BadSignature, URLSafeTimedSerializer
+from sqlalchemy import select, update
+
+from labapp.auth import secrets as tokens
+from labapp.auth import throttle
+from labapp.db import db
+from labapp.errors import NotAuthenticated
+from labapp.model import LoginSession, RefreshToken, User
+from labapp.model.types import utc_now
+
+ACCESS_TOKEN_SECONDS = 20 * 60
+SESSION_LIFETIME = timedelta(hours=12)
+KEEP_ALIVE_LIFETIME = timedelta(days=30)
+_ACCESS_SALT = "labapp.access-token"
+_COOKIE_SALT = "labapp.session-cookie"
+
+
+class InvalidCredentials(NotAuthenticated):
+    """Wrong username or password; the caller records the failure in its own transaction."""
+
+    code = "invalid_credentials"
+
+    def __init__(self) -> None:
+        super().__init__("Invalid username or password.")
+
+
+class InvalidToken(NotAuthenticated):
+    code = "invalid_token"
+
+
+class RefreshTokenReused(InvalidToken):
+    """A used refresh token came back; the caller revokes ``session_id`` and commits."""
+
+    def __init__(self, session_id: str) -> None:
+        super().__init__("This refresh token was already used; the login has been revoked.")
+        self.session_id = session_id
+
+
+@dataclass(frozen=True)
+class TokenPair:
+    access_token: str
+    refresh_token: str
+    session_id: str
+    user_id: str
+    keep_alive: bool
+    expires_in: int = ACCESS_TOKEN_SECONDS
+    token_type: str = "Bearer"
+
+
+def _serializer(salt: str) -> URLSafeTimedSerializer:
+    return URLSafeTimedSerializer(current_app.config["SECRET_KEY"], salt=salt)
+
+
+def check_password(username: str, password: str) -> User:
+    """Return the active user with these credentials or raise :class:`InvalidCredentials`.
+
+    Unknown users, wrong passwords and deactivated users get the same answer and take the
+    same time, so the answer never reveals whether a username exists.
+    """
+    user = db.session.get(User, username) if username else None
+    stored = user.password_hash if user is not None else None
+    if not tokens.verify_password(stored, password) or not user.is_active:
+        raise InvalidCredentials()
+    if tokens.needs_rehash(stored):
+        user.password_hash = tokens.hash_password(password)
+    return user
+
+
+def login(username: str, password: str, keep_alive: bool, address: str) -> TokenPair:
+    """Check throttling and credentials, then open a login session and issue its tokens."""
+    throttle.check(username, address)
+    user = check_password(username, password)
+    throttle.clear(username)
+    now = utc_now()
+    session = LoginSession(id=tokens.new_token(), user_id=user.id, keep_alive=keep_alive,
+                           created_utc=now, expires_utc=now + _lifetime(keep_alive))
+    user.last_login_utc = now
+    db.session.add(session)
+    return _issue(session)
+
+
+def _lifetime(keep_alive: bool) -> timedelta:
+    return KEEP_ALIVE_LIFETIME if keep_alive else SESSION_LIFETIME
+
+
+def _issue(session: LoginSession) -> TokenPair:
+    value = tokens.new_token()
+    db.session.add(RefreshToken(session_id=session.id, token_hash=tokens.token_hash(value),
+                                created_utc=utc_now(), expires_utc=session.expires_utc))
+    db.session.flush()
+    access = _serializer(_ACCESS_SALT).dumps({"u": session.user_id, "s": session.id})
+    return TokenPair(access, value, session.id, session.user_id, session.keep_alive)
+
+
+def refresh(value: str) -> TokenPair:
+    """Rotate a refresh token: mark it used and issue a new pair for the same login.
+
+    Raises :class:`InvalidToken` for an unknown, expired or revoked token and
+    :class:`RefreshTokenReused` for one that was already used.
+    """
+    now = utc_now()
+    row = db.session.execute(
+        select(RefreshToken, LoginSession)
+        .join(LoginSession, RefreshToken.session_id == LoginSession.id)
+        .where(RefreshToken.token_hash == tokens.token_hash(value))).first()
+    if row is None:
+        raise InvalidToken("Unknown refresh token.")
+    token, session = row
+    if session.revoked_utc is not None or token.expires_utc <= now:
+        raise InvalidToken("This refresh token has expired or was revoked.")
+    # Only one of two concurrent refreshes with the same token can win this update.
+    claimed = db.session.execute(
+        update(RefreshToken).where(RefreshToken.id == token.id, RefreshToken.used_utc.is_(None))
+        .values(used_utc=now).execution_options(synchronize_session=False)).rowcount
+    if claimed != 1:
+        raise RefreshTokenReused(session.id)
+    user = db.session.get(User, session.user_id)
+    if user is None or not user.is_active:
+        raise InvalidToken("The account is deactivated.")
+    session.expires_utc = now + _lifetime(session.keep_alive)
+    return _issue(session)
+
+
+def revoke_session(session_id: str) -> None:
+    """End a login: its cookie, access tokens and refresh tokens stop working at once."""
+    db.session.execute(update(LoginSession).where(LoginSession.id == session_id,
+                                                  LoginSession.revoked_utc.is_(None))
+                       .values(revoked_utc=utc_now())
+                       .execution_options(synchronize_session=False))
+
+
+def revoke_other_sessions(user_id: str, keep_session_id: str | None) -> None:
+    """End every login of ``user_id`` except ``keep_session_id`` (after a password change)."""
+    condition = [LoginSession.user_id == user_id, LoginSession.revoked_utc.is_(None)]
+    if keep_session_id:
+        condition.append(LoginSession.id != keep_session_id)
+    db.session.execute(update(LoginSession).where(*condition).values(revoked_utc=utc_now())
+                       .execution_options(synchronize_session=False))
+
+
+def find_session_of_refresh_token(value: str) -> str | None:
+    """The login a refresh token belongs to, or None when the token is unknown."""
+    return db.session.scalar(select(RefreshToken.session_id)
+                             .where(RefreshToken.token_hash == tokens.token_hash(value)))
+
+
+def session_of_refresh_token(value: str) -> str:
+    """The login a refresh token belongs to; raises :class:`InvalidToken` when unknown."""
+    session_id = find_session_of_refresh_token(value)
+    if session_id is None:
+        raise InvalidToken("Unknown refresh token.")
+    return session_id
+
+
+def session_cookie_value(session_id: str, user_id: str) -> str:
+    """The signed browser cookie of a login."""
+    return _serializer(_COOKIE_SALT).dumps({"u": user_id, "s": session_id})
+
+
+def _active_session_user(user_id: str, session_id: str) -> User | None:
+    now = utc_now()
+    return db.session.scalar(
+        select(User).join(LoginSession, LoginSession.user_id == User.id)
+        .where(LoginSession.id == session_id, LoginSession.user_id == user_id,
+               LoginSession.revoked_utc.is_(None), LoginSession.expires_utc > now,
+               User.is_active.is_(True)))
+
+
+def user_for_access_token(token: str) -> tuple[User, str]:
+    """The user and login of a valid access token; raises :class:`InvalidToken`."""
+    try:
+        claims = _serializer(_ACCESS_SALT).loads(token, max_age=ACCESS_TOKEN_SECONDS)
+    except BadSignature:
+        raise InvalidToken("The access token is invalid or has expired.") from None
+    user = _active_session_user(claims.get("u", ""), claims.get("s", ""))
+    if user is None:
+        raise InvalidToken("The access token has been revoked.")
+    return user, claims["s"]
+
+
+def user_for_session_cookie(cookie: str) -> tuple[User, str] | None:
+    """The user and login behind a browser cookie, or None when it is stale or forged."""
+    try:
+        claims = _serializer(_COOKIE_SALT).loads(
+            cookie, max_age=int(KEEP_ALIVE_LIFETIME.total_seconds()))
+    except BadSignature:
+        return None
+    user = _active_session_user(claims.get("u", ""), claims.get("s", ""))
+    return (user, claims["s"]) if user is not None else None

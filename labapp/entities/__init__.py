@@ -1,0 +1,1 @@
+"""Entities: create, update, clone, with audit trail and domain events."""

@@ -1,0 +1,47 @@
+"""The audit trail and domain events, written in the same transaction as the change."""
+from __future__ import annotations
+
+from datetime import date, datetime
+from typing import Any
+
+from labapp.db import db
+from labapp.jsonprovider import format_utc
+from labapp.model import AuditEvent, Entity, EntityEvent
+from labapp.model.registry import find_class
+from labapp.model.types import utc_now
+
+SYSTEM_ACTOR = "system"
+
+
+def json_value(value: Any) -> Any:
+    """A value as it is stored in an audit record (timestamps and dates as ISO text)."""
+    if isinstance(value, datetime):
+        return format_utc(value)
+    if isinstance(value, date):
+        return value.isoformat()
+    return value
+
+
+def stamp_created(entity: Entity, actor_id: str) -> None:
+    """Set the audit columns of a new entity."""
+    now = utc_now()
+    entity.created_by = entity.modified_by = actor_id
+    entity.created_utc = entity.modified_utc = now
+    entity.version = 1
+
+
+def record_created(entity: Entity, actor_id: str) -> None:
+    """Write the ``create`` audit event (every stored field, old = null) and ``Created``."""
+    spec = find_class(entity.eclass)
+    changes = {}
+    for field in spec.fields.values():
+        if field.attr is None or field.read_only:
+            continue
+        value = getattr(entity, field.attr)
+        if value is not None and value != {}:
+            changes[field.name] = {"old": None, "new": json_value(value)}
+    now = entity.created_utc
+    db.session.add(AuditEvent(entity_id=entity.id, action="create", version=entity.version,
+                              user_id=actor_id, timestamp_utc=now, changes=changes))
+    db.session.add(EntityEvent(entity_id=entity.id, kind="Created", user_id=actor_id,
+                               timestamp_utc=now, data={}))

@@ -1,0 +1,145 @@
+"""``GET /api/openapi.json``: the OpenAPI 3.1 document, built from the registered views.
+
+Every ``/api`` view declares itself with :func:`labapp.endpoints.endpoint`; this module walks
+the URL map and turns each declaration (schemas, scopes, public or not) into an operation with
+its request body, responses and the problem responses it can give.
+"""
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from apispec import APISpec
+from apispec.ext.marshmallow import MarshmallowPlugin
+from flask import Blueprint, Flask, Response, current_app, jsonify
+from marshmallow import Schema, fields
+
+from labapp.endpoints import ApiDoc, endpoint
+
+bp = Blueprint("openapi", __name__, url_prefix="/api")
+
+_CONVERTER_TYPES = {"int": "integer", "float": "number"}
+_PATH_ARGUMENT = re.compile(r"<(?:(?P<converter>[a-z]+)(?:\([^)]*\))?:)?(?P<name>\w+)>")
+
+
+class ProblemFieldSchema(Schema):
+    field = fields.String()
+    message = fields.String()
+
+
+class ProblemSchema(Schema):
+    """RFC 9457 problem document, the body of every API error."""
+
+    type = fields.String(required=True)
+    title = fields.String(required=True)
+    status = fields.Integer(required=True)
+    detail = fields.String(required=True)
+    code = fields.String(required=True)
+    errors = fields.List(fields.Nested(ProblemFieldSchema))
+
+
+_PROBLEMS = {
+    400: "Malformed or invalid input",
+    401: "Not authenticated",
+    403: "Authenticated but not allowed (scope, write access or CSRF token)",
+    404: "No such resource, or not visible to the caller",
+    413: "Body too large",
+    415: "Body is not application/json",
+    429: "Too many failed login attempts",
+    500: "Unexpected server error",
+}
+
+
+def _problem(code: int) -> dict[str, Any]:
+    return {"description": _PROBLEMS[code],
+            "content": {"application/problem+json": {"schema": "Problem"}}}
+
+
+def _path_and_parameters(rule: str) -> tuple[str, list[dict[str, Any]]]:
+    parameters = []
+    for match in _PATH_ARGUMENT.finditer(rule):
+        schema_type = _CONVERTER_TYPES.get(match["converter"] or "", "string")
+        parameters.append({"name": match["name"], "in": "path", "required": True,
+                           "schema": {"type": schema_type}})
+    return _PATH_ARGUMENT.sub(r"{\g<name>}", rule), parameters
+
+
+def _operation(endpoint_name: str, doc: ApiDoc, scopes: tuple[str, ...],
+               parameters: list[dict[str, Any]]) -> dict[str, Any]:
+    responses: dict[str, Any] = {}
+    for status, schema in doc.responses.items():
+        if isinstance(schema, str) or schema is None:
+            responses[str(status)] = {"description": schema or "Success"}
+        else:
+            responses[str(status)] = {"description": "Success",
+                                      "content": {"application/json": {"schema": schema}}}
+    problems = {500}
+    if doc.body is not None or doc.query is not None or parameters:
+        problems.add(400)
+    if doc.body is not None:
+        problems |= {413, 415}
+    if not doc.public:
+        problems |= {401, 403}
+    if parameters:
+        problems.add(404)
+    if doc.throttled:
+        problems.add(429)
+    responses.update({str(code): _problem(code) for code in sorted(problems)})
+    operation: dict[str, Any] = {
+        "operationId": endpoint_name.replace(".", "_"), "summary": doc.summary,
+        "tags": [endpoint_name.split(".")[0]], "responses": responses,
+    }
+    if parameters:
+        operation["parameters"] = list(parameters)
+    if doc.query is not None:
+        operation["parameters"] = operation.get("parameters", []) + [{"in": "query",
+                                                                      "schema": doc.query}]
+    if doc.body is not None:
+        operation["requestBody"] = {"required": not doc.optional_body, "content": {
+            "application/json": {"schema": doc.body}}}
+    if doc.public:
+        operation["security"] = [{}, {"bearer": []}, {"basic": []}, {"cookie": []}]
+    if scopes:
+        operation["x-required-scopes"] = list(scopes)
+    return operation
+
+
+def build_document(app: Flask) -> dict[str, Any]:
+    """The OpenAPI 3.1 document for every ``/api`` view of ``app``."""
+    spec = APISpec(title="labapp API", version="1", openapi_version="3.1.0",
+                   plugins=[MarshmallowPlugin()],
+                   info={"description": "Laboratory data management HTTP API. Errors are "
+                                        "RFC 9457 problem documents."})
+    spec.components.schema("Problem", schema=ProblemSchema)
+    spec.components.security_scheme("bearer", {"type": "http", "scheme": "bearer"})
+    spec.components.security_scheme("basic", {"type": "http", "scheme": "basic",
+                                              "description": "username:password or "
+                                                             "username:PAT…"})
+    spec.components.security_scheme("cookie", {"type": "apiKey", "in": "cookie",
+                                               "name": "labapp_session"})
+    spec.options["security"] = [{"bearer": []}, {"basic": []}, {"cookie": []}]
+    paths: dict[str, dict[str, Any]] = {}
+    for rule in sorted(app.url_map.iter_rules(), key=lambda r: r.rule):
+        if not rule.rule.startswith("/api/"):
+            continue
+        view = app.view_functions[rule.endpoint]
+        doc: ApiDoc | None = getattr(view, "api_doc", None)
+        if doc is None:
+            continue
+        path, parameters = _path_and_parameters(rule.rule)
+        scopes = getattr(view, "required_scopes", ())
+        for method in sorted(rule.methods - {"HEAD", "OPTIONS"}):
+            paths.setdefault(path, {})[method.lower()] = _operation(
+                rule.endpoint, doc, scopes, parameters)
+    for path, operations in paths.items():
+        spec.path(path=path, operations=operations)
+    return spec.to_dict()
+
+
+@bp.get("/openapi.json")
+@endpoint("This OpenAPI 3.1 document.", responses={200: "The OpenAPI document"}, public=True)
+def openapi_document() -> Response:
+    document = current_app.extensions.get("labapp.openapi")
+    if document is None:
+        document = current_app.extensions["labapp.openapi"] = build_document(current_app)
+    return jsonify(document)

@@ -1,0 +1,1 @@
+"""Id sequences: prefix + zero-padded number, handed out atomically."""

@@ -1,0 +1,1 @@
+"""Users: the directory of people, their profiles and settings."""

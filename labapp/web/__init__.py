@@ -1,0 +1,1 @@
+"""The web shell: home page and health check."""

@@ -1,0 +1,88 @@
+/* labapp — small enhancements on top of htmx. Plain JS, no build step.
+ *
+ * Failed htmx requests are never silent: the problem title/detail is shown in #htmx-error
+ * (created at the top of <main> when missing). Machine faces answer with
+ * application/problem+json; HTML pages answer with templates/error.html, whose
+ * .problem-title/.problem-detail/.problem-errors elements are read instead.
+ */
+(function () {
+  "use strict";
+
+  function errorBox() {
+    var box = document.getElementById("htmx-error");
+    if (!box) {
+      box = document.createElement("div");
+      box.id = "htmx-error";
+      box.className = "flash flash-error";
+      box.setAttribute("role", "alert");
+      var main = document.getElementById("main") || document.body;
+      main.insertBefore(box, main.firstChild);
+    }
+    return box;
+  }
+
+  function fromProblemJson(text) {
+    var body = JSON.parse(text);
+    return { title: body.title, detail: body.detail, errors: body.errors || [] };
+  }
+
+  function fromErrorPage(text) {
+    var doc = new DOMParser().parseFromString(text, "text/html");
+    var title = doc.querySelector(".problem-title");
+    if (!title) return null;
+    var detail = doc.querySelector(".problem-detail");
+    var errors = [];
+    doc.querySelectorAll(".problem-errors li").forEach(function (li) {
+      errors.push({ message: li.textContent.trim() });
+    });
+    return { title: title.textContent.trim(), detail: detail ? detail.textContent.trim() : "", errors: errors };
+  }
+
+  function describe(xhr) {
+    var type = (xhr.getResponseHeader("Content-Type") || "").toLowerCase();
+    var problem = null;
+    try {
+      if (type.indexOf("json") !== -1) problem = fromProblemJson(xhr.responseText);
+      else if (type.indexOf("html") !== -1) problem = fromErrorPage(xhr.responseText);
+    } catch (ignored) {
+      problem = null;
+    }
+    return problem || { title: "Request failed", detail: "The server answered " + xhr.status +
+                        (xhr.statusText ? " " + xhr.statusText : "") + ".", errors: [] };
+  }
+
+  function show(problem) {
+    var box = errorBox();
+    box.textContent = "";
+    var dismiss = document.createElement("button");
+    dismiss.type = "button";
+    dismiss.className = "button-link dismiss";
+    dismiss.textContent = "Dismiss";
+    dismiss.addEventListener("click", function () { box.remove(); });
+    box.appendChild(dismiss);
+    var title = document.createElement("strong");
+    title.textContent = problem.title || "Request failed";
+    box.appendChild(title);
+    if (problem.detail) box.appendChild(document.createTextNode(" " + problem.detail));
+    if (problem.errors && problem.errors.length) {
+      var list = document.createElement("ul");
+      problem.errors.forEach(function (error) {
+        var item = document.createElement("li");
+        item.textContent = error.field ? error.field + ": " + error.message : error.message;
+        list.appendChild(item);
+      });
+      box.appendChild(list);
+    }
+    box.scrollIntoView({ block: "nearest" });
+  }
+
+  document.addEventListener("htmx:responseError", function (event) {
+    show(describe(event.detail.xhr));
+  });
+  document.addEventListener("htmx:sendError", function () {
+    show({ title: "Network error", detail: "The server could not be reached. Try again." });
+  });
+  document.addEventListener("htmx:timeout", function () {
+    show({ title: "Timed out", detail: "The server took too long to answer. Try again." });
+  });
+})();

@@ -1,0 +1,245 @@
+"""Fixtures shared by the whole suite.
+
+The backend comes from ``LABAPP_TEST_BACKEND`` (``sqlite``, the default, or ``postgresql`` at
+``LABAPP_TEST_POSTGRES_URL``). One database per run is created and brought up with the real
+``flask --app labapp init``; every test then runs inside an outer transaction that is rolled
+back afterwards, while the code under test commits to savepoints as it would in production.
+"""
+from __future__ import annotations
+
+import base64
+import os
+import secrets
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from flask import Flask
+from flask.testing import FlaskClient, FlaskCliRunner
+from flask_sqlalchemy.session import _app_ctx_id
+from sqlalchemy.engine import make_url
+from sqlalchemy.orm import scoped_session, sessionmaker
+
+from labapp import create_app
+from labapp.db import db, transaction
+from labapp.users.service import create_user
+
+BACKEND = os.environ.get("LABAPP_TEST_BACKEND", "sqlite")
+POSTGRES_URL = os.environ.get("LABAPP_TEST_POSTGRES_URL",
+                              "postgresql+psycopg://postgres@127.0.0.1:5432/test")
+ADMIN_PASSWORD = "admin-password-for-tests"
+PASSWORD = "correct horse battery"
+SECRET_KEY = "test-secret-key-not-for-production"
+DEFAULT_DEPARTMENT = "DEP00001"
+
+
+def _server_dsn() -> str:
+    url = make_url(POSTGRES_URL)
+    return url.set(drivername="postgresql").render_as_string(hide_password=False)
+
+
+@contextmanager
+def new_database(directory: Path) -> Iterator[str]:
+    """A brand-new, empty database of the selected backend; dropped afterwards."""
+    if BACKEND == "sqlite":
+        yield f"sqlite:///{directory / 'labapp.db'}"
+        return
+    if BACKEND != "postgresql":
+        raise RuntimeError(f"LABAPP_TEST_BACKEND must be sqlite or postgresql, not {BACKEND!r}")
+    name = f"labapp_test_{secrets.token_hex(6)}"
+    with psycopg.connect(_server_dsn(), autocommit=True) as server:
+        server.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield make_url(POSTGRES_URL).set(database=name).render_as_string(hide_password=False)
+    finally:
+        with psycopg.connect(_server_dsn(), autocommit=True) as server:
+            server.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def build_app(instance: Path, database_url: str, **overrides: Any) -> Flask:
+    """An application on ``database_url`` with test settings."""
+    settings = {"INSTANCE_PATH": str(instance), "DATABASE_URL": database_url,
+                "SECRET_KEY": SECRET_KEY, "ADMIN_PASSWORD": ADMIN_PASSWORD}
+    settings.update(overrides)
+    app = create_app(settings)
+    app.config["TESTING"] = True
+    return app
+
+
+def dispose(app: Flask) -> None:
+    """Close every connection of ``app`` (else PostgreSQL runs raise ResourceWarning)."""
+    with app.app_context():
+        db.session.remove()
+        db.engine.dispose()
+
+
+def run_init(app: Flask) -> str:
+    result = app.test_cli_runner().invoke(args=["init"])
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+@pytest.fixture(scope="session")
+def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Flask]:
+    """The application on a database initialised once per run by ``flask init``."""
+    instance = tmp_path_factory.mktemp("instance")
+    with new_database(instance) as url:
+        application = build_app(instance, url)
+        run_init(application)
+        yield application
+        dispose(application)
+
+
+@pytest.fixture(autouse=True)
+def _rolled_back(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Run the test inside a transaction that is rolled back, so tests never see each other.
+
+    Tests that bring their own application (``fresh_app``) or a live server skip this.
+    """
+    if "app" not in request.fixturenames:
+        yield
+        return
+    application: Flask = request.getfixturevalue("app")
+    with application.app_context():
+        engine = db.engine
+    connection = engine.connect()
+    outer = connection.begin()
+    production_session = db.session
+    # Flask-SQLAlchemy's session class always picks the engine, so the test session is a
+    # plain SQLAlchemy one bound to the connection, scoped per app context as in production.
+    db.session = scoped_session(
+        sessionmaker(bind=connection, expire_on_commit=False,
+                     join_transaction_mode="create_savepoint"),
+        scopefunc=_app_ctx_id)
+    try:
+        yield
+    finally:
+        with application.app_context():
+            db.session.remove()
+        db.session = production_session
+        outer.rollback()
+        connection.close()
+
+
+@pytest.fixture
+def fresh_app(tmp_path: Path) -> Iterator[Callable[..., Flask]]:
+    """Factory of applications on new, empty (un-initialised) databases."""
+    with ExitStack() as cleanup:
+
+        def make(**overrides: Any) -> Flask:
+            instance = tmp_path / f"instance-{secrets.token_hex(4)}"
+            url = cleanup.enter_context(new_database(instance))
+            application = build_app(instance, url, **overrides)
+            cleanup.callback(dispose, application)
+            return application
+
+        yield make
+
+
+@pytest.fixture
+def client(app: Flask) -> FlaskClient:
+    return app.test_client()
+
+
+@pytest.fixture
+def runner(app: Flask) -> FlaskCliRunner:
+    return app.test_cli_runner()
+
+
+@pytest.fixture
+def make_user(app: Flask) -> Callable[..., str]:
+    """Factory: ``make_user("alice", roles=["DATA_MANAGER"])`` creates an active user."""
+
+    def make(username: str, *, roles: tuple[str, ...] | list[str] = (),
+             department_id: str = DEFAULT_DEPARTMENT, password: str = PASSWORD,
+             name: str | None = None) -> str:
+        with app.app_context(), transaction():
+            create_user(username=username, name=name or username.title(),
+                        department_id=department_id, password=password, roles=roles,
+                        created_by="admin")
+        return username
+
+    return make
+
+
+def basic_header(username: str, secret: str) -> dict[str, str]:
+    """``Authorization: Basic`` for ``username:secret`` (a password or a PAT)."""
+    token = base64.b64encode(f"{username}:{secret}".encode()).decode()
+    return {"Authorization": f"Basic {token}"}
+
+
+def bearer_header(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+def login(client: FlaskClient, username: str, password: str = PASSWORD,
+          **extra: Any) -> dict[str, Any]:
+    """Log in through the API and return the token pair (asserting success)."""
+    response = client.post("/api/auth/login",
+                           json={"username": username, "password": password, **extra})
+    assert response.status_code == 200, response.get_json()
+    return response.get_json()
+
+
+def csrf_of(client: FlaskClient) -> str:
+    """The CSRF token the browser session of ``client`` holds."""
+    with client.session_transaction() as session:
+        return session["csrf"]
+
+
+class ApiClient:
+    """A test client that sends one authentication method's credentials on every request."""
+
+    def __init__(self, client: FlaskClient, headers: dict[str, str], method: str) -> None:
+        self.client = client
+        self.headers = headers
+        self.method = method
+
+    def open(self, method: str, path: str, **kwargs: Any):
+        headers = {**self.headers, **kwargs.pop("headers", {})}
+        if self.method == "cookie" and method not in {"GET", "HEAD", "OPTIONS"}:
+            headers.setdefault("X-CSRF-Token", csrf_of(self.client))
+        return self.client.open(path, method=method, headers=headers, **kwargs)
+
+    def get(self, path: str, **kwargs: Any):
+        return self.open("GET", path, **kwargs)
+
+    def post(self, path: str, **kwargs: Any):
+        return self.open("POST", path, **kwargs)
+
+    def put(self, path: str, **kwargs: Any):
+        return self.open("PUT", path, **kwargs)
+
+    def delete(self, path: str, **kwargs: Any):
+        return self.open("DELETE", path, **kwargs)
+
+
+AUTH_METHODS = ("bearer", "basic", "pat", "cookie")
+
+
+@pytest.fixture
+def api_as(app: Flask) -> Callable[..., ApiClient]:
+    """Factory: ``api_as("alice", "pat")`` is a client authenticated as alice by that method."""
+
+    def make(username: str, method: str = "bearer", password: str = PASSWORD) -> ApiClient:
+        client = app.test_client()
+        if method == "basic":
+            return ApiClient(client, basic_header(username, password), method)
+        tokens = login(client, username, password)
+        if method == "bearer":
+            client.delete_cookie("labapp_session")
+            return ApiClient(client, bearer_header(tokens["accessToken"]), method)
+        if method == "cookie":
+            return ApiClient(client, {}, method)
+        if method == "pat":
+            created = client.post("/api/user/pat", json={"name": "tests"},
+                                  headers=bearer_header(tokens["accessToken"]))
+            assert created.status_code == 201, created.get_json()
+            fresh = app.test_client()
+            return ApiClient(fresh, basic_header(username, created.get_json()["value"]), method)
+        raise ValueError(f"unknown auth method {method!r}")
+
+    return make
