@@ -50,12 +50,24 @@ def json_payload() -> Any:
             f"Send the body as application/json (got {request.mimetype or 'no content type'}).")
     raw = request.get_data(cache=True)
     try:
-        return json.loads(raw)
+        document = json.loads(raw)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        position = getattr(exc, "pos", getattr(exc, "start", 0))
-        raise InvalidInput(f"The body is not valid JSON: {exc}", code="invalid_json",
-                           errors=[{"field": "_body", "message": f"at character {position}"}]
-                           ) from None
+        raise InvalidInput(f"The body is not valid JSON: {exc}", code="invalid_json") from None
+    if b"\\u0000" in raw and _holds_nul(document):
+        raise InvalidInput("NUL characters (\\u0000) are not allowed in values.",
+                           code="invalid_value")
+    return document
+
+
+def _holds_nul(value: Any) -> bool:
+    """Whether a decoded JSON document has NUL in any string, key or value."""
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(_holds_nul(key) or _holds_nul(item) for key, item in value.items())
+    if isinstance(value, list):
+        return any(_holds_nul(item) for item in value)
+    return False
 
 
 def endpoint(summary: str, *, responses: Mapping[int, SchemaRef | str | None],

@@ -12,6 +12,7 @@ from typing import Any
 
 from flask import Flask, Response, render_template, request
 from marshmallow import ValidationError
+from sqlalchemy.exc import DataError
 from werkzeug.exceptions import HTTPException
 
 PROBLEM_MEDIA_TYPE = "application/problem+json"
@@ -170,9 +171,27 @@ def _handle_unexpected(error: Exception) -> Response:
                     "The server failed to complete the request; the error has been logged.")
 
 
+def _handle_data_error(error: DataError) -> Response:
+    log.info("database refused a value on %s %s: %s", request.method, request.path, error.orig)
+    return _respond(400, "invalid_value", "Invalid value",
+                    "A value does not fit its field (too long, out of range or malformed).")
+
+
+def reject_nul_characters() -> None:
+    """No path, query or form value may hold NUL: no name or id has one, PostgreSQL refuses
+    it. (JSON bodies are checked where they are parsed.)"""
+    values = [request.path, *request.args.values()]
+    if request.mimetype in {"application/x-www-form-urlencoded", "multipart/form-data"}:
+        values.extend(request.form.values())
+    if any("\x00" in value for value in values):
+        raise InvalidInput("NUL characters are not allowed in values.", code="invalid_value")
+
+
 def register_error_handlers(app: Flask) -> None:
     """Route every error source to the one problem/HTML renderer."""
+    app.before_request(reject_nul_characters)
     app.register_error_handler(AppError, _handle_app_error)
+    app.register_error_handler(DataError, _handle_data_error)
     app.register_error_handler(ValidationError, _handle_validation_error)
     app.register_error_handler(HTTPException, _handle_http_exception)
     app.register_error_handler(Exception, _handle_unexpected)

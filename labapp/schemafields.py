@@ -4,7 +4,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from marshmallow import fields
+from marshmallow import ValidationError, fields
 
 from labapp.jsonprovider import format_utc
 
@@ -16,4 +16,8 @@ class UtcDateTime(fields.AwareDateTime):
         return None if value is None else format_utc(value)
 
     def _deserialize(self, value: Any, attr: Any, data: Any, **kwargs: Any) -> datetime:
-        return super()._deserialize(value, attr, data, **kwargs).astimezone(UTC)
+        parsed = super()._deserialize(value, attr, data, **kwargs)
+        try:
+            return parsed.astimezone(UTC)
+        except OverflowError:
+            raise ValidationError("Out of range once converted to UTC.") from None

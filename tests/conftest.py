@@ -23,7 +23,10 @@ from flask_sqlalchemy.session import _app_ctx_id
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import scoped_session, sessionmaker
 
+from argon2 import PasswordHasher
+
 from labapp import create_app
+from labapp.auth import secrets as password_secrets
 from labapp.db import db, transaction
 from labapp.users.service import create_user
 
@@ -80,6 +83,14 @@ def run_init(app: Flask) -> str:
     result = app.test_cli_runner().invoke(args=["init"])
     assert result.exit_code == 0, result.output
     return result.output
+
+
+@pytest.fixture(autouse=True)
+def _cheap_argon2(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Argon2id at minimal cost: at production cost (50-150 ms a hash) hashing would be most
+    of the suite's run time. ``tests/auth/test_storage.py`` checks the production parameters."""
+    monkeypatch.setattr(password_secrets, "hasher",
+                        PasswordHasher(time_cost=1, memory_cost=1024, parallelism=1))
 
 
 @pytest.fixture(scope="session")

@@ -7,7 +7,7 @@ from flask import Blueprint, Response, jsonify, request
 
 from labapp.auth import passwords, pats, sessions, throttle
 from labapp.auth.loader import (REFRESH_COOKIE, clear_login_cookies, client_address,
-                                current_actor, require_scope, rotate_csrf_token,
+                                csrf_exempt, current_actor, require_scope, rotate_csrf_token,
                                 set_login_cookies, verify_csrf)
 from labapp.auth.schemas import (AuthContextSchema, CreatedPatSchema, LoginSchema, LogoutSchema,
                                  PasswordChangeSchema, PatCreateSchema, PatSchema,
@@ -25,6 +25,7 @@ def _token_response(pair: TokenPair) -> Response:
     response = jsonify(TokenPairSchema().dump({
         "accessToken": pair.access_token, "refreshToken": pair.refresh_token,
         "expiresIn": pair.expires_in, "tokenType": pair.token_type}))
+    response.headers["Cache-Control"] = "no-store"
     set_login_cookies(response, pair)
     return response
 
@@ -41,6 +42,7 @@ def login_with_password(username: str, password: str, keep_alive: bool) -> Token
 
 
 @bp.post("/auth/login")
+@csrf_exempt
 @endpoint("Log in with username and password; answers a token pair and sets the cookies.",
           body=LoginSchema, responses={200: TokenPairSchema}, public=True, throttled=True)
 def login(body: dict[str, Any]) -> Response:
@@ -50,6 +52,7 @@ def login(body: dict[str, Any]) -> Response:
 
 
 @bp.post("/auth/refresh")
+@csrf_exempt
 @endpoint("Exchange a refresh token (body or cookie) for a new pair; the old one dies.",
           body=RefreshSchema, optional_body=True, responses={200: TokenPairSchema},
           public=True)
@@ -71,6 +74,7 @@ def refresh(body: dict[str, Any]) -> Response:
 
 
 @bp.post("/auth/logout")
+@csrf_exempt
 @endpoint("End a login: the refresh token given (body or cookie), else the caller's login.",
           body=LogoutSchema, optional_body=True, responses={204: "Logged out"}, public=True)
 def logout(body: dict[str, Any]) -> Response:
@@ -80,9 +84,13 @@ def logout(body: dict[str, Any]) -> Response:
         if value is not None:
             session_id = sessions.session_of_refresh_token(value)
         elif actor.session_id is not None:
+            if actor.method == "cookie":
+                verify_csrf()
             session_id = actor.session_id
         else:
             cookie = request.cookies.get(REFRESH_COOKIE)
+            if cookie:
+                verify_csrf()
             session_id = sessions.find_session_of_refresh_token(cookie) if cookie else None
         if session_id is not None:
             sessions.revoke_session(session_id)

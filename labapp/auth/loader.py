@@ -8,6 +8,8 @@ the cookie must carry the CSRF token (header ``X-CSRF-Token`` or form field ``cs
 """
 from __future__ import annotations
 
+import base64
+import binascii
 import secrets
 from functools import wraps
 from typing import Any, Callable
@@ -56,6 +58,21 @@ def _from_basic(username: str, password: str) -> Actor:
     return _actor(sessions.check_password(username, password), "basic")
 
 
+def _basic_credentials() -> tuple[str, str] | None:
+    """``(username, secret)`` of the Basic header, or None unless it is ``username:secret``.
+
+    Werkzeug's parser turns a missing colon into an empty password; that is malformed here.
+    """
+    _, _, encoded = request.headers["Authorization"].partition(" ")
+    try:
+        decoded = base64.b64decode(encoded.strip()).decode()
+    except (binascii.Error, UnicodeDecodeError):
+        return None
+    username, colon, secret = decoded.partition(":")
+    # No username holds NUL, and PostgreSQL rejects it in any query parameter.
+    return (username, secret) if username and colon and "\x00" not in username else None
+
+
 def _from_header() -> Actor:
     auth = request.authorization
     if auth is None or auth.type not in {"basic", "bearer"}:
@@ -64,13 +81,14 @@ def _from_header() -> Actor:
     if auth.type == "bearer":
         user, session_id = sessions.user_for_access_token(auth.token or "")
         return _actor(user, "bearer", session_id)
-    if not auth.username or auth.password is None:
-        raise NotAuthenticated("The Basic credentials are malformed.",
-                               code="invalid_authorization")
-    username = auth.username
+    credentials = _basic_credentials()
+    if credentials is None:
+        raise NotAuthenticated("The Basic credentials are malformed; send "
+                               "base64(username:password).", code="invalid_authorization")
+    username, secret = credentials
     try:
         with transaction():
-            return _from_basic(username, auth.password)
+            return _from_basic(username, secret)
     except InvalidCredentials:
         with transaction():
             throttle.record_failure(username, client_address())
@@ -119,8 +137,21 @@ def verify_csrf() -> None:
                         code="csrf_failed")
 
 
+def csrf_exempt(view: Callable) -> Callable:
+    """Mark a view whose credentials travel in its body (login, refresh, logout).
+
+    A body secret cannot be forged cross-site, so a browser cookie that happens to come along
+    must not demand the CSRF token; the view calls :func:`verify_csrf` when it does rely on a
+    cookie.
+    """
+    view.csrf_exempt = True
+    return view
+
+
 def _check_csrf(actor: Actor) -> None:
     if request.method in _SAFE_METHODS:
+        return
+    if getattr(current_app.view_functions.get(request.endpoint or ""), "csrf_exempt", False):
         return
     # API callers authenticating with a header cannot be forged cross-site; cookies can.
     if wants_problem_json() and actor.method != "cookie":

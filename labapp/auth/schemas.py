@@ -8,7 +8,8 @@ from labapp.users.schemas import UserSchema
 
 
 class LoginSchema(Schema):
-    username = fields.String(required=True, validate=validate.Length(min=1, max=255))
+    username = fields.String(required=True,
+                             validate=validate.Length(min=1, max=255))
     password = fields.String(required=True, validate=validate.Length(min=1, max=1024))
     keepAlive = fields.Boolean(load_default=False)
 

@@ -119,7 +119,7 @@ def refresh(value: str) -> TokenPair:
     if row is None:
         raise InvalidToken("Unknown refresh token.")
     token, session = row
-    if session.revoked_utc is not None or token.expires_utc <= now:
+    if session.revoked_utc is not None or now >= min(token.expires_utc, session.expires_utc):
         raise InvalidToken("This refresh token has expired or was revoked.")
     # Only one of two concurrent refreshes with the same token can win this update.
     claimed = db.session.execute(
