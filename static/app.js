@@ -8,6 +8,17 @@
 (function () {
   "use strict";
 
+  // A form region marked data-swap-invalid shows its 400 answer (the form with its inline
+  // errors) in place; htmx leaves 4xx answers unswapped by default. A listener rather than
+  // an inline hx-on handler, so a Content-Security-Policy without unsafe-eval keeps working.
+  document.addEventListener("htmx:beforeSwap", function (event) {
+    var target = event.detail.target;
+    if (event.detail.xhr.status === 400 && target && target.closest("[data-swap-invalid]")) {
+      event.detail.shouldSwap = true;
+      event.detail.isError = false;
+    }
+  });
+
   function errorBox() {
     var box = document.getElementById("htmx-error");
     if (!box) {

@@ -1,21 +1,267 @@
-"""Login, logout and profile pages."""
+"""Login, logout and profile pages: the browser face of :mod:`labapp.auth`.
+
+The pages call the same service functions as ``/api/auth`` and ``/api/user`` and load their
+input through the same schemas. Every form works as a plain POST without JavaScript; htmx
+only swaps the personal-access-token section in place.
+"""
 from __future__ import annotations
 
-from flask import Blueprint
+from collections.abc import Callable, Mapping
+from datetime import UTC, date, datetime, time, timedelta
+from functools import wraps
+from typing import Any
+from urllib.parse import urlsplit
+
+from flask import Blueprint, Response, flash, redirect, request, url_for
+from marshmallow import Schema, ValidationError
+
+from labapp.access.actor import Actor
+from labapp.auth import passwords, pats, sessions, throttle
+from labapp.auth.api import login_with_password
+from labapp.auth.loader import (clear_login_cookies, client_address, current_actor,
+                                rotate_csrf_token, set_login_cookies)
+from labapp.auth.schemas import LoginSchema, PasswordChangeSchema, PatCreateSchema
+from labapp.auth.sessions import InvalidCredentials
+from labapp.db import db, transaction
+from labapp.errors import InvalidInput, TooManyRequests, flatten_messages
+from labapp.model import Department, User
+from labapp.model.types import utc_now
+from labapp.web.blocks import is_htmx, render_page
 
 bp = Blueprint("auth_views", __name__)
 
+PROFILE_TEMPLATE = "auth/profile.html"
+PAT_BLOCK = "pats"
+# API field name → form field name, so service and schema errors land on the right input.
+LOGIN_FIELDS = {"username": "username", "password": "password"}
+PASSWORD_FIELDS = {"password": "new_password", "repeatPassword": "repeat_password",
+                   "confirmPassword": "current_password"}
+PAT_FIELDS = {"name": "name", "expiresUtc": "expires"}
+
+
+@bp.after_request
+def _no_store(response: Response) -> Response:
+    # These pages carry CSRF tokens, personal data or a token shown once: never cache them.
+    response.headers["Cache-Control"] = "no-store"
+    return response
+
+
+def _local_path(target: str | None) -> str | None:
+    """``target`` when it is a path on this site, else None, so ``next`` cannot redirect away.
+
+    Browsers read ``//host`` and ``/\\host`` as other sites and drop tabs and newlines first,
+    hence no backslashes and no control characters at all.
+    """
+    if not target or not target.startswith("/") or target.startswith("//"):
+        return None
+    if "\\" in target or any(ord(char) < 0x20 or ord(char) == 0x7F for char in target):
+        return None
+    parts = urlsplit(target)
+    return target if not parts.scheme and not parts.netloc else None
+
+
+def _with_headers(response: Response, headers: Mapping[str, str]) -> Response:
+    response.headers.update(headers)
+    return response
+
+
+def _missing(form: Mapping[str, str], messages: Mapping[str, str]) -> dict[str, str]:
+    """The message of every required form field left empty, keyed by field."""
+    return {name: message for name, message in messages.items() if not form.get(name, "").strip()}
+
+
+def _field_errors(errors: list[dict[str, str]] | None, names: Mapping[str, str]) -> dict[str, str]:
+    """``[{field, message}]`` of an API error → ``{form field: message}``."""
+    return {names.get(error["field"], error["field"]): error["message"] for error in errors or []}
+
+
+def _load(schema: Schema, data: dict[str, Any], names: Mapping[str, str]) -> dict[str, str]:
+    """Validate form values with the API's schema; the errors keyed by form field."""
+    try:
+        schema.load(data)
+    except ValidationError as error:
+        return _field_errors(flatten_messages(error.messages), names)
+    return {}
+
+
+# ---- Login and logout -------------------------------------------------------------------------
+
+def _login_page(*, status: int = 200, next_path: str | None = None,
+                form: Mapping[str, Any] | None = None, errors: Mapping[str, str] | None = None,
+                error: str | None = None) -> Response:
+    return render_page("auth/login.html", status=status, next_path=next_path,
+                       form=form or {}, errors=errors or {}, error=error)
+
 
 @bp.route("/login", methods=["GET", "POST"])
-def login() -> str:
-    return "login"
+def login() -> Response:
+    """The login form; a successful POST sets the login cookies and goes to ``next`` or home."""
+    next_path = _local_path(request.values.get("next"))
+    if request.method == "GET":
+        if current_actor().is_authenticated:
+            return redirect(next_path or url_for("web.home"))
+        return _login_page(next_path=next_path)
+    username = request.form.get("username", "")
+    password = request.form.get("password", "")
+    keep_alive = bool(request.form.get("keep_alive"))
+    form = {"username": username, "keep_alive": keep_alive}
+    errors = _missing(request.form, {"username": "Enter your username.",
+                                     "password": "Enter your password."})
+    errors = errors or _load(LoginSchema(), {"username": username, "password": password,
+                                             "keepAlive": keep_alive}, LOGIN_FIELDS)
+    if errors:
+        return _login_page(status=400, next_path=next_path, form=form, errors=errors)
+    try:
+        pair = login_with_password(username, password, keep_alive)
+    except InvalidCredentials:
+        return _login_page(status=401, next_path=next_path, form=form,
+                           error="Invalid username or password.")
+    except TooManyRequests as exc:
+        return _with_headers(_login_page(status=429, next_path=next_path, form=form,
+                                         error=exc.detail), exc.headers)
+    rotate_csrf_token()
+    response = redirect(next_path or url_for("web.home"), 303)
+    set_login_cookies(response, pair)
+    return response
 
 
 @bp.post("/logout")
-def logout() -> str:
-    return "logout"
+def logout() -> Response:
+    """End the login of this browser's cookie (it stops working everywhere) and go to login."""
+    actor = current_actor()
+    if actor.session_id is not None:
+        with transaction():
+            sessions.revoke_session(actor.session_id)
+    response = redirect(url_for("auth_views.login"), 303)
+    clear_login_cookies(response)
+    rotate_csrf_token()
+    flash("You have been logged out.", "success")
+    return response
+
+
+# ---- Profile ----------------------------------------------------------------------------------
+
+def _login_required(view: Callable[..., Response]) -> Callable[..., Response]:
+    """Send anonymous visitors to the login page, which brings them back to the profile."""
+    @wraps(view)
+    def guarded(*args: Any, **kwargs: Any) -> Response:
+        if current_actor().is_authenticated:
+            return view(*args, **kwargs)
+        target = url_for("auth_views.login", next=url_for("auth_views.profile"))
+        if is_htmx():
+            # A redirect would be followed by the XHR and swap the login page into the section.
+            return Response(status=204, headers={"HX-Redirect": target})
+        return redirect(target)
+    return guarded
+
+
+def _profile(actor: Actor, *, block: str | None = None, status: int = 200,
+             **extra: Any) -> Response:
+    """The profile page (or its token block for htmx) with the actor's current data."""
+    user = db.session.get(User, actor.user_id)
+    department = db.session.get(Department, user.department_id) if user.department_id else None
+    now = utc_now()
+    context: dict[str, Any] = {
+        "user": user, "department": department, "tokens": pats.list_for(actor), "now": now,
+        "today": now.date().isoformat(), "password_errors": {}, "password_error": None,
+        "pat_form": {}, "pat_errors": {}, "pat_notice": None, "created": None}
+    context.update(extra)
+    return render_page(PROFILE_TEMPLATE, block=block, status=status, **context)
 
 
 @bp.get("/profile")
-def profile() -> str:
-    return "profile"
+@_login_required
+def profile() -> Response:
+    """The signed-in user's account, password form and personal access tokens."""
+    return _profile(current_actor())
+
+
+def _change_password(actor: Actor, password: str, repeat: str, current: str) -> None:
+    """Change the password as ``POST /api/user/password/change`` does: throttled, and a wrong
+    current password counts as a failed login."""
+    throttle.check(actor.user_id, client_address())
+    try:
+        with transaction():
+            passwords.change_password(actor, password, repeat, current)
+    except passwords.WrongCurrentPassword:
+        with transaction():
+            throttle.record_failure(actor.user_id, client_address())
+        raise
+
+
+@bp.post("/profile/password")
+@_login_required
+def change_password() -> Response:
+    """Change the password; the actor's other logins end, this one stays."""
+    actor = current_actor()
+    form = request.form
+    current = form.get("current_password", "")
+    password = form.get("new_password", "")
+    repeat = form.get("repeat_password", "")
+    errors = _missing(form, {"current_password": "Enter your current password.",
+                             "new_password": "Enter a new password.",
+                             "repeat_password": "Repeat the new password."})
+    errors = errors or _load(PasswordChangeSchema(), {
+        "password": password, "repeatPassword": repeat, "confirmPassword": current},
+        PASSWORD_FIELDS)
+    if errors:
+        return _profile(actor, status=400, password_errors=errors,
+                        password_error="The password was not changed; correct the fields below.")
+    try:
+        _change_password(actor, password, repeat, current)
+    except TooManyRequests as exc:
+        return _with_headers(_profile(actor, status=429, password_error=exc.detail), exc.headers)
+    except InvalidInput as exc:
+        return _profile(actor, status=400, password_error=exc.detail,
+                        password_errors=_field_errors(exc.errors, PASSWORD_FIELDS))
+    flash("Your password has been changed. Your other logins have been ended.", "success")
+    return redirect(url_for("auth_views.profile"), 303)
+
+
+def _expiry(raw: str) -> datetime | None:
+    """The end (UTC) of the day ``YYYY-MM-DD``; None for an empty field; ValueError if bad."""
+    if not raw:
+        return None
+    try:
+        return datetime.combine(date.fromisoformat(raw) + timedelta(days=1), time.min, UTC)
+    except OverflowError:
+        raise ValueError(raw) from None
+
+
+@bp.post("/profile/pat")
+@_login_required
+def create_pat() -> Response:
+    """Create a personal access token: 201 with its value shown this once, 400 inline errors."""
+    actor = current_actor()
+    name = request.form.get("name", "").strip()
+    raw_expiry = request.form.get("expires", "").strip()
+    form = {"name": name, "expires": raw_expiry}
+    errors = _missing(form, {"name": "Enter a name for the token."})
+    errors = errors or _load(PatCreateSchema(only=("name",)), {"name": name}, PAT_FIELDS)
+    try:
+        expires_utc = _expiry(raw_expiry)
+    except ValueError:
+        errors["expires"] = "Enter a date as YYYY-MM-DD."
+    if not errors:
+        try:
+            with transaction():
+                created = pats.create(actor, name, expires_utc)
+        except InvalidInput as exc:
+            errors = _field_errors(exc.errors, PAT_FIELDS)
+    if errors:
+        return _profile(actor, block=PAT_BLOCK, status=400, pat_form=form, pat_errors=errors)
+    return _profile(actor, block=PAT_BLOCK, status=201, created=created)
+
+
+@bp.post("/profile/pat/<pat_id>/revoke")
+@_login_required
+def revoke_pat(pat_id: str) -> Response:
+    """Revoke one of the actor's tokens; another user's (or an unknown) token is 404."""
+    actor = current_actor()
+    with transaction():
+        pats.revoke(actor, pat_id)
+    notice = "The token has been revoked; it no longer works."
+    if is_htmx():
+        return _profile(actor, block=PAT_BLOCK, pat_notice=notice)
+    flash(notice, "success")
+    return redirect(url_for("auth_views.profile"), 303)
