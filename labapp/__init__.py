@@ -11,6 +11,7 @@ from typing import Any
 
 from flask import Flask
 from flask_migrate import Migrate
+from werkzeug.middleware.proxy_fix import ProxyFix
 
 from labapp.config import ensure_secret_key, load_settings
 from labapp.db import configure_engine, create_sqlite_file, db, sqlite_path
@@ -42,6 +43,9 @@ def create_app(overrides: Mapping[str, Any] | None = None) -> Flask:
         SESSION_COOKIE_SECURE=settings["SECURE_COOKIES"],
         SESSION_COOKIE_NAME="labapp_flash",
     )
+    if settings["PROXY_COUNT"]:
+        count = settings["PROXY_COUNT"]
+        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=count, x_proto=count)
     _init_extensions(app)
     _register_blueprints(app)
     _register_cli(app)

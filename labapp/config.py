@@ -39,6 +39,13 @@ def _parse_positive_int(raw: str) -> int:
     return value
 
 
+def _parse_non_negative_int(raw: str) -> int:
+    value = int(raw)
+    if value < 0:
+        raise ValueError("expected a whole number, zero or more")
+    return value
+
+
 def _parse_database_url(raw: str) -> str:
     from sqlalchemy.engine import make_url
     from sqlalchemy.exc import ArgumentError
@@ -102,6 +109,10 @@ SETTINGS: tuple[Setting, ...] = (
             _parse_positive_int),
     Setting("SECURE_COOKIES", False,
             "Mark cookies `Secure` (set to true when served over HTTPS).", _parse_bool),
+    Setting("PROXY_COUNT", 0,
+            "Number of reverse proxies in front of the app whose `X-Forwarded-For`/`-Proto` "
+            "headers are trusted (login throttling keys on the real client address).",
+            _parse_non_negative_int),
 )
 
 SETTINGS_BY_NAME = {setting.name: setting for setting in SETTINGS}
@@ -118,11 +129,19 @@ def _read_instance_file(instance_path: Path) -> dict[str, Any]:
 
 
 def _coerce(setting: Setting, value: Any) -> Any:
+    """Parse text; check typed values (from ``instance/config.py`` or overrides) just as
+    strictly, so ``MAX_UPLOAD_MB = 0`` fails like ``LABAPP_MAX_UPLOAD_MB=0``. None means the
+    declared default."""
+    if value is None:
+        return setting.default
     if isinstance(value, str):
         return setting.parse(value)
-    if value is None or isinstance(value, type(setting.default)) or setting.default is None:
+    if setting.default is None:
         return value
-    raise ValueError(f"expected {type(setting.default).__name__}")
+    # Exact type: a bool is an int to Python but never a valid count, nor an int a flag.
+    if type(value) is not type(setting.default):
+        raise ValueError(f"expected {type(setting.default).__name__}")
+    return setting.parse(str(value))
 
 
 def load_settings(overrides: Mapping[str, Any] | None = None,

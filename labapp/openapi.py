@@ -19,6 +19,7 @@ from labapp.endpoints import ApiDoc, endpoint
 bp = Blueprint("openapi", __name__, url_prefix="/api")
 
 _CONVERTER_TYPES = {"int": "integer", "float": "number"}
+_SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 _PATH_ARGUMENT = re.compile(r"<(?:(?P<converter>[a-z]+)(?:\([^)]*\))?:)?(?P<name>\w+)>")
 
 
@@ -64,7 +65,7 @@ def _path_and_parameters(rule: str) -> tuple[str, list[dict[str, Any]]]:
     return _PATH_ARGUMENT.sub(r"{\g<name>}", rule), parameters
 
 
-def _operation(endpoint_name: str, doc: ApiDoc, scopes: tuple[str, ...],
+def _operation(endpoint_name: str, method: str, doc: ApiDoc, scopes: tuple[str, ...],
                parameters: list[dict[str, Any]]) -> dict[str, Any]:
     responses: dict[str, Any] = {}
     for status, schema in doc.responses.items():
@@ -73,13 +74,15 @@ def _operation(endpoint_name: str, doc: ApiDoc, scopes: tuple[str, ...],
         else:
             responses[str(status)] = {"description": "Success",
                                       "content": {"application/json": {"schema": schema}}}
-    problems = {500}
+    # Bad credentials in an Authorization header are a 401 on every path, public or not; a
+    # state-changing request relying on the session cookie without its CSRF token is a 403.
+    problems = {401, 500}
     if doc.body is not None or doc.query is not None or parameters:
         problems.add(400)
     if doc.body is not None:
         problems |= {413, 415}
-    if not doc.public:
-        problems |= {401, 403}
+    if not doc.public or method not in _SAFE_METHODS:
+        problems.add(403)
     if parameters:
         problems.add(404)
     if doc.throttled:
@@ -130,7 +133,7 @@ def build_document(app: Flask) -> dict[str, Any]:
         scopes = getattr(view, "required_scopes", ())
         for method in sorted(rule.methods - {"HEAD", "OPTIONS"}):
             paths.setdefault(path, {})[method.lower()] = _operation(
-                rule.endpoint, doc, scopes, parameters)
+                rule.endpoint, method, doc, scopes, parameters)
     for path, operations in paths.items():
         spec.path(path=path, operations=operations)
     return spec.to_dict()

@@ -1,0 +1,29 @@
+"""``/healthz``: no authentication; 200 only when the database answers at the current schema."""
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from flask import Flask
+from flask.testing import FlaskClient
+
+
+def test_healthy_when_initialised(client: FlaskClient) -> None:
+    response = client.get("/healthz")
+
+    assert response.status_code == 200
+    body = response.get_json()
+    assert body["status"] == "ok"
+    assert body["database"] == "ok"
+    assert body["schema"] == "up to date"
+    assert body["revision"] == body["expected"] and body["revision"]
+
+
+def test_unavailable_until_the_schema_is_created(fresh_app: Callable[..., Flask]) -> None:
+    response = fresh_app().test_client().get("/healthz")
+
+    assert response.status_code == 503
+    body = response.get_json()
+    assert body["status"] == "unavailable"
+    assert body["database"] == "ok"
+    assert body["schema"] == "needs upgrade"
+    assert body["revision"] == [] and body["expected"]
