@@ -1,0 +1,1 @@
+"""Querying: the ``$filter`` dialect (``filter.py``), the other OData options (``listing.py``)."""
