@@ -73,10 +73,11 @@ def _init_extensions(app: Flask) -> None:
 def _register_blueprints(app: Flask) -> None:
     from labapp.auth.api import bp as auth_api
     from labapp.auth.views import bp as auth_views
+    from labapp.entities.api import bp as entity_api
     from labapp.openapi import bp as openapi_bp
     from labapp.web.views import bp as web_views
 
-    for blueprint in (auth_api, openapi_bp, auth_views, web_views):
+    for blueprint in (auth_api, entity_api, openapi_bp, auth_views, web_views):
         app.register_blueprint(blueprint)
 
 

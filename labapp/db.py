@@ -30,6 +30,7 @@ class Base(DeclarativeBase):
 db = SQLAlchemy(model_class=Base, session_options={"expire_on_commit": False})
 
 _IN_TRANSACTION = "labapp.in_transaction"
+_WRITE_OPTION = "labapp_write"
 
 
 @contextmanager
@@ -44,6 +45,7 @@ def transaction() -> Iterator[Session]:
         yield session
         return
     session.info[_IN_TRANSACTION] = True
+    _begin_for_writing(session)
     try:
         yield session
         session.commit()
@@ -52,6 +54,23 @@ def transaction() -> Iterator[Session]:
         raise
     finally:
         session.info.pop(_IN_TRANSACTION, None)
+
+
+def _begin_for_writing(session: Session) -> None:
+    """On SQLite, start the unit of work with ``BEGIN IMMEDIATE``.
+
+    A deferred transaction that has read and then writes must upgrade its lock; in WAL mode
+    that fails at once (``SQLITE_BUSY_SNAPSHOT``) when another writer committed meanwhile,
+    instead of waiting the busy timeout. Taking the write lock first makes writers queue.
+    A read transaction left open by earlier work of the request (authentication) is ended
+    first; it holds no changes. Sessions bound to a connection (tests) are left alone.
+    """
+    bind = session.get_bind()
+    if not isinstance(bind, Engine) or bind.dialect.name != "sqlite":
+        return
+    if session.in_transaction():
+        session.rollback()
+    session.connection(execution_options={_WRITE_OPTION: True})
 
 
 def sqlite_path(url: str) -> Path | None:
@@ -94,4 +113,5 @@ def configure_engine(app: Flask, engine: Engine) -> None:
 
     @event.listens_for(engine, "begin")
     def _on_begin(connection) -> None:
-        connection.exec_driver_sql("BEGIN")
+        immediate = connection.get_execution_options().get(_WRITE_OPTION)
+        connection.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")

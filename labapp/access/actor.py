@@ -22,6 +22,8 @@ class Actor:
 
     ``method`` says how they authenticated: ``cookie``, ``bearer``, ``pat`` or ``basic``;
     None for anonymous callers. ``session_id`` is the login behind a cookie or Bearer token.
+    The grant sets hold the departments and projects the actor may read or write (Write
+    implies Read, so write sets are subsets of read sets).
     """
 
     user_id: str | None = None
@@ -31,6 +33,10 @@ class Actor:
     method: str | None = None
     session_id: str | None = None
     on_premises: bool = True
+    read_departments: frozenset[str] = field(default_factory=frozenset)
+    write_departments: frozenset[str] = field(default_factory=frozenset)
+    read_projects: frozenset[str] = field(default_factory=frozenset)
+    write_projects: frozenset[str] = field(default_factory=frozenset)
 
     # Flask-Login's user protocol.
     @property

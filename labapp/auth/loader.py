@@ -18,6 +18,7 @@ from flask import Flask, Response, current_app, g, has_request_context, request,
 from flask_login import LoginManager, current_user
 
 from labapp.access.actor import ANONYMOUS, Actor
+from labapp.access.grants import actor_for
 from labapp.auth import pats, sessions, throttle
 from labapp.auth.secrets import PAT_PREFIX, same
 from labapp.auth.sessions import InvalidCredentials, TokenPair
@@ -44,9 +45,8 @@ def client_address() -> str:
 
 
 def _actor(user: User, method: str, session_id: str | None = None) -> Actor:
-    return Actor(user_id=user.id, name=user.name, department_id=user.department_id,
-                 roles=frozenset(user.roles), method=method, session_id=session_id,
-                 on_premises=current_app.config["LABAPP"]["ON_PREMISES"])
+    return actor_for(user, method=method, session_id=session_id,
+                     on_premises=current_app.config["LABAPP"]["ON_PREMISES"])
 
 
 def _from_basic(username: str, password: str) -> Actor:

@@ -45,3 +45,20 @@ def record_created(entity: Entity, actor_id: str) -> None:
                               user_id=actor_id, timestamp_utc=now, changes=changes))
     db.session.add(EntityEvent(entity_id=entity.id, kind="Created", user_id=actor_id,
                                timestamp_utc=now, data={}))
+
+
+def record_updated(entity: Entity, actor_id: str,
+                   changes: dict[str, tuple[Any, Any]]) -> None:
+    """Write the ``update`` audit event of a change already applied to ``entity``."""
+    db.session.add(AuditEvent(
+        entity_id=entity.id, action="update", version=entity.version, user_id=actor_id,
+        timestamp_utc=entity.modified_utc,
+        changes={name: {"old": json_value(old), "new": json_value(new)}
+                 for name, (old, new) in changes.items()}))
+
+
+def record_event(entity_id: str, kind: str, actor_id: str,
+                 data: dict[str, Any] | None = None) -> None:
+    """Write a domain event (``StatusChanged``, ``NoteAdded``, ``FileAdded``, ``Cloned``...)."""
+    db.session.add(EntityEvent(entity_id=entity_id, kind=kind, user_id=actor_id,
+                               timestamp_utc=utc_now(), data=data or {}))

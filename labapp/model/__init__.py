@@ -1,4 +1,5 @@
 """The SQLAlchemy models; importing this package registers every table on ``db.metadata``."""
+from labapp.model.access import DepartmentAccess, ProjectAccess
 from labapp.model.auth import LoginFailure, LoginSession, PersonalAccessToken, RefreshToken
 from labapp.model.base import Entity
 from labapp.model.content import File, Note
@@ -8,8 +9,8 @@ from labapp.model.storage import Location
 from labapp.model.system import AuditEvent, EntityEvent, Sequence
 
 __all__ = [
-    "AuditEvent", "Department", "Entity", "EntityEvent", "Experiment", "Fermentation", "File",
+    "AuditEvent", "Department", "DepartmentAccess", "Entity", "EntityEvent", "Experiment", "Fermentation", "File",
     "Location", "LoginFailure", "LoginSession", "Note", "PersonalAccessToken", "Plate",
-    "Project", "RefreshToken", "Request", "Role", "Sample", "Sequence", "Step", "StepInput",
+    "Project", "ProjectAccess", "RefreshToken", "Request", "Role", "Sample", "Sequence", "Step", "StepInput",
     "User", "UserRole",
 ]

@@ -29,18 +29,23 @@ def format_value(prefix: str, number: int, min_digits: int) -> str:
     return f"{prefix}{number:0{min_digits}d}"
 
 
-def next_id(sequence_id: str) -> str:
-    """Draw the next value of a sequence, formatted; raises 400 for an unknown sequence.
+def next_ids(sequence_id: str, count: int = 1) -> list[str]:
+    """Draw the next ``count`` values of a sequence, formatted; 400 for an unknown sequence.
 
     The increment is a single ``UPDATE … RETURNING``: the row lock (PostgreSQL) or the write
     lock (SQLite) makes concurrent callers queue, so no value is handed out twice.
     """
     row = db.session.execute(
         update(Sequence).where(Sequence.id == sequence_id)
-        .values(next_value=Sequence.next_value + 1)
+        .values(next_value=Sequence.next_value + count)
         .returning(Sequence.prefix, Sequence.next_value, Sequence.min_digits)
         .execution_options(synchronize_session=False)).first()
     if row is None:
         raise InvalidInput(f"Unknown sequence {sequence_id!r}.", code="unknown_sequence")
     prefix, after, min_digits = row
-    return format_value(prefix, after - 1, min_digits)
+    return [format_value(prefix, number, min_digits) for number in range(after - count, after)]
+
+
+def next_id(sequence_id: str) -> str:
+    """Draw the next value of a sequence, formatted (see :func:`next_ids`)."""
+    return next_ids(sequence_id)[0]

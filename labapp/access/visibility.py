@@ -1,0 +1,71 @@
+"""The one visibility rule (decisions §5), as SQL predicates and as answers for one entity.
+
+An entity is readable when the actor is ADMIN, or has Read on its department or on its
+project; writable with Write on either (Write implies Read). ``User`` and ``Department``
+entities are the directory: every authenticated actor reads them, only ADMIN writes them.
+Every read path filters with :func:`readable`; every write checks :func:`writable`.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import ColumnElement, false, or_, true
+
+from labapp.access.actor import Actor
+from labapp.model import Entity
+
+DIRECTORY_CLASSES = ("User", "Department")
+READ, WRITE, NONE = "Read", "Write", "None"
+
+
+def _grant_predicate(entity: Any, departments: frozenset[str],
+                     projects: frozenset[str]) -> ColumnElement[bool]:
+    terms = []
+    if departments:
+        terms.append(entity.department_id.in_(sorted(departments)))
+    if projects:
+        terms.append(entity.project_id.in_(sorted(projects)))
+    return or_(*terms) if terms else false()
+
+
+def readable(actor: Actor, entity: Any = Entity) -> ColumnElement[bool]:
+    """SQL predicate: the rows of ``entity`` (the class or an alias) the actor may read."""
+    if not actor.is_authenticated:
+        return false()
+    if actor.is_admin:
+        return true()
+    return or_(entity.eclass.in_(DIRECTORY_CLASSES),
+               _grant_predicate(entity, actor.read_departments, actor.read_projects))
+
+
+def writable(actor: Actor, entity: Any = Entity) -> ColumnElement[bool]:
+    """SQL predicate: the rows of ``entity`` the actor may change."""
+    if not actor.is_authenticated:
+        return false()
+    if actor.is_admin:
+        return true()
+    return (entity.eclass.not_in(DIRECTORY_CLASSES)
+            & _grant_predicate(entity, actor.write_departments, actor.write_projects))
+
+
+def access_type(actor: Actor, eclass: str, department_id: str | None,
+                project_id: str | None) -> str:
+    """``Write``, ``Read`` or ``None`` for one entity, by the same rule as the predicates."""
+    if not actor.is_authenticated:
+        return NONE
+    if actor.is_admin:
+        return WRITE
+    if eclass in DIRECTORY_CLASSES:
+        return READ
+    if department_id in actor.write_departments or project_id in actor.write_projects:
+        return WRITE
+    if department_id in actor.read_departments or project_id in actor.read_projects:
+        return READ
+    return NONE
+
+
+def may_write_into(actor: Actor, department_id: str | None, project_id: str | None) -> bool:
+    """Whether the actor may create an entity that will belong to this department/project."""
+    if actor.is_admin:
+        return True
+    return (department_id in actor.write_departments) or (project_id in actor.write_projects)

@@ -1,0 +1,62 @@
+"""``/api/entity``: list, read, create or update, clone."""
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Blueprint, Response, jsonify
+
+from labapp.auth.loader import current_actor
+from labapp.db import transaction
+from labapp.endpoints import endpoint
+from labapp.entities import reading, service
+from labapp.entities.schemas import (CloneOverridesSchema, EntityBatchSchema, EntityListSchema,
+                                     EntityPageSchema, EntityQuerySchema)
+from labapp.errors import NotFound
+from labapp.model.registry import ClassSpec, find_class
+
+bp = Blueprint("entity_api", __name__, url_prefix="/api/entity")
+
+
+def class_named(name: str) -> ClassSpec:
+    """The class of a URL segment (case-insensitive); an unknown class is 404."""
+    spec = find_class(name)
+    if spec is None:
+        raise NotFound(f"No entity class {name!r}.", code="unknown_class")
+    return spec
+
+
+@bp.get("/<eclass>")
+@endpoint("A page of the visible entities of a class (at most 500), with OData options.",
+          query=EntityQuerySchema, responses={200: EntityPageSchema})
+def list_entities(eclass: str, query: dict[str, Any]) -> Response:
+    page = reading.list_entities(
+        current_actor(), class_named(eclass), filter_text=query.get("filter"),
+        orderby=query.get("orderby"), select_text=query.get("select"),
+        top=query.get("top"), skip=query.get("skip"))
+    return jsonify(page.to_json())
+
+
+@bp.get("/<eclass>/<path:entity_id>")
+@endpoint("One entity with accessType, canWrite, files, events and auditEvents.",
+          responses={200: "The entity"})
+def get_entity(eclass: str, entity_id: str) -> Response:
+    return jsonify(reading.entity_detail(current_actor(), class_named(eclass), entity_id))
+
+
+@bp.post("")
+@endpoint("Create or update entities in one transaction (functional notation allowed).",
+          body=EntityBatchSchema, responses={200: EntityListSchema, 201: EntityListSchema})
+def save_entities(body: dict[str, Any]) -> tuple[Response, int]:
+    with transaction():
+        result = service.save_batch(current_actor(), body["entities"])
+    return jsonify({"entities": result.entities}), 201 if result.created else 200
+
+
+@bp.post("/<eclass>/<path:entity_id>")
+@endpoint("Clone an entity; the body holds overrides (attributes are merged).",
+          body=CloneOverridesSchema, optional_body=True, responses={201: "The new entity"})
+def clone_entity(eclass: str, entity_id: str, body: dict[str, Any]) -> tuple[Response, int]:
+    spec = class_named(eclass)
+    with transaction():
+        created = service.clone(current_actor(), spec, entity_id, body)
+    return jsonify(created), 201

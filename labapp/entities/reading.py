@@ -1,0 +1,74 @@
+"""Reading entities: one with its files, events and audit trail; pages of a class."""
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import func, select
+
+from labapp.access.actor import Actor
+from labapp.access.visibility import WRITE, access_type, readable
+from labapp.db import db
+from labapp.entities.serialize import to_api
+from labapp.entities.service import load_visible
+from labapp.model import AuditEvent, EntityEvent, File
+from labapp.model.registry import ClassSpec
+from labapp.query.fields import entity_fields
+from labapp.query.filter import compile_filter
+from labapp.query.listing import Page, parse_orderby, parse_paging, parse_select
+
+
+def entity_detail(actor: Actor, spec: ClassSpec, entity_id: str) -> dict[str, Any]:
+    """Every property plus ``accessType``, ``canWrite``, ``files``, ``events`` and
+    ``auditEvents`` (newest first); 404 when the actor may not see the entity."""
+    entity = load_visible(actor, spec, entity_id)
+    data = to_api(entity, spec)
+    access = access_type(actor, entity.eclass, entity.department_id, entity.project_id)
+    data["accessType"] = access
+    data["canWrite"] = access == WRITE
+    files = db.session.scalars(select(File).where(File.subject_id == entity.id,
+                                                  readable(actor, File))
+                               .order_by(File.created_utc, File.id))
+    data["files"] = [to_api(file) for file in files]
+    events = db.session.scalars(select(EntityEvent).where(EntityEvent.entity_id == entity.id)
+                                .order_by(EntityEvent.id.desc()))
+    data["events"] = [{"id": event.id, "kind": event.kind, "userID": event.user_id,
+                       "timestampUtc": event.timestamp_utc, "data": event.data}
+                      for event in events]
+    audits = db.session.scalars(select(AuditEvent).where(AuditEvent.entity_id == entity.id)
+                                .order_by(AuditEvent.id.desc()))
+    data["auditEvents"] = [{"id": audit.id, "action": audit.action, "version": audit.version,
+                            "userID": audit.user_id, "timestampUtc": audit.timestamp_utc,
+                            "changes": audit.changes} for audit in audits]
+    return data
+
+
+def list_entities(actor: Actor, spec: ClassSpec, *, filter_text: str | None = None,
+                  orderby: str | None = None, select_text: str | None = None,
+                  top: str | None = None, skip: str | None = None) -> Page:
+    """One page of the visible entities of a class (at most 500), with the total count.
+
+    Rows are read as plain columns and turned into dicts directly: no ORM objects.
+    """
+    source = entity_fields(spec)
+    limit, offset = parse_paging(top, skip)
+    condition = compile_filter(filter_text, source, user_id=actor.user_id)
+    order = parse_orderby(orderby, source, spec.model.id.asc())
+    wanted = parse_select(select_text, source)
+    stored = [name for name, field in spec.fields.items() if field.attr is not None]
+    names = [name for name in wanted if not name.startswith("attributes.")] or stored
+    attribute_keys = [name for name in wanted if name.startswith("attributes.")]
+    if attribute_keys and "attributes" not in names:
+        names.append("attributes")
+    columns = [getattr(spec.model, spec.fields[name].attr) for name in names]
+    visible = (readable(actor, spec.model), condition)
+    rows = db.session.execute(select(*columns).where(*visible).order_by(*order)
+                              .limit(limit).offset(offset))
+    data = [dict(zip(names, row, strict=True)) for row in rows]
+    if attribute_keys:
+        keep_attributes = "attributes" in wanted
+        for item in data:
+            attributes = item["attributes"] if keep_attributes else item.pop("attributes")
+            for key in attribute_keys:
+                item[key] = (attributes or {}).get(key.split(".", 1)[1])
+    total = db.session.scalar(select(func.count()).select_from(spec.model).where(*visible))
+    return Page(data=data, total=total, skip=offset)

@@ -1,0 +1,136 @@
+"""Writing entities: the ``POST /api/entity`` batch and cloning.
+
+A batch is checked completely before anything is written and runs inside the caller's
+transaction: any invalid item rejects the whole batch, with the item's index in the error.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+
+from labapp.access.actor import Actor
+from labapp.db import db
+from labapp.entities import attachments
+from labapp.access.visibility import readable
+from labapp.entities.audit import json_value, record_event
+from labapp.entities.batch import (BatchInputError, Drawer, PreparedItem, load_existing,
+                                   prepare, read_items)
+from labapp.entities.create import NewRow, build_row, dependency_order, insert_rows
+from labapp.entities.notation import item_error
+from labapp.entities.references import Target, check_references
+from labapp.entities.serialize import to_api
+from labapp.entities.update import apply_update
+from labapp.errors import Conflict, NotFound
+from labapp.model import Entity
+from labapp.model.registry import ClassSpec
+
+# Fields a clone never copies (decisions §6): it is a new entity with its own history.
+_NOT_CLONED = {"id", "barcode", "status", "createdBy", "createdUtc", "modifiedBy",
+               "modifiedUtc", "version", "locationID", "position", "lastLoginUtc", "hierarchy",
+               "eClass"}
+
+
+@dataclass(frozen=True)
+class SaveResult:
+    """The saved entities in request order (API form) and whether any was created."""
+
+    entities: list[dict[str, Any]]
+    created: bool
+
+
+def _check_barcodes(items: list[PreparedItem]) -> None:
+    claimed: dict[str, PreparedItem] = {}
+    for item in items:
+        barcode = item.values.get("barcode")
+        if barcode is None:
+            continue
+        if barcode in claimed:
+            raise item_error(item.index, "barcode", f"{barcode!r} is also given to "
+                                                    f"entities[{claimed[barcode].index}]",
+                             BatchInputError)
+        claimed[barcode] = item
+    if not claimed:
+        return
+    holders = db.session.execute(select(Entity.barcode, Entity.id)
+                                 .where(Entity.barcode.in_(sorted(claimed)))).all()
+    for barcode, holder in holders:
+        item = claimed[barcode]
+        if holder != item.id:
+            raise Conflict(f"entities[{item.index}]: the barcode {barcode!r} is already used.",
+                           code="duplicate_barcode")
+
+
+def _batch_targets(items: list[PreparedItem]) -> dict[str, Target]:
+    return {item.id: Target(item.id, item.spec.name,
+                            item.existing.department_id if item.existing else None,
+                            item.existing.project_id if item.existing else None)
+            for item in items}
+
+
+def save_batch(actor: Actor, raw_items: Any) -> SaveResult:
+    """Create or update every item of a batch (see the module docstring)."""
+    batch = read_items(raw_items)
+    existing = load_existing(batch)
+    for item in batch:
+        if item.generated and item.id in existing:
+            raise Conflict(f"entities[{item.index}]: the generated id {item.id!r} is already "
+                           "taken; raise the sequence's nextValue.", code="duplicate_id")
+    items = [prepare(item, existing.get(item.id)) for item in batch]
+    draw = Drawer()
+    children = [child for item in items if item.is_new
+                for child in attachments.expand(item, draw)]
+    everything = items + children
+    targets = check_references(actor, everything, _batch_targets(everything))
+    _check_barcodes(items)
+    new_rows: dict[str, NewRow] = {}
+    for item in dependency_order([item for item in everything if item.is_new]):
+        new_rows[item.id] = build_row(actor, item, targets)
+    for item in items:
+        if not item.is_new:
+            apply_update(actor, item)
+    if new_rows:
+        try:
+            insert_rows(list(new_rows.values()), actor.user_id)
+        except IntegrityError as error:
+            raise Conflict("An id or barcode of the batch is already taken.",
+                           code="duplicate_id") from error
+    db.session.flush()
+    saved = [new_rows[item.id].api() if item.is_new else to_api(item.existing)
+             for item in items]
+    return SaveResult(saved, bool(new_rows))
+
+
+def load_visible(actor: Actor, spec: ClassSpec, entity_id: str) -> Entity:
+    """The entity of class ``spec`` with this id, if the actor may see it; else 404."""
+    entity = db.session.scalar(select(spec.model).where(spec.model.id == entity_id,
+                                                        readable(actor, spec.model)))
+    if entity is None:
+        raise NotFound(f"No {spec.name} {entity_id!r}.")
+    return entity
+
+
+def clone(actor: Actor, spec: ClassSpec, source_id: str, overrides: dict[str, Any]) -> dict:
+    """Copy an entity into a new one of the same class (decisions §6) and return it."""
+    source = load_visible(actor, spec, source_id)
+    copied = {name: value for name, value in to_api(source, spec).items()
+              if name not in _NOT_CLONED and spec.fields[name].attr is not None}
+    copied["name"] = f"{source.name} (copy)"
+    if "originID" in spec.fields:
+        copied["originID"] = source.id
+    attributes = dict(source.attributes or {})
+    for key, value in overrides.items():
+        if key == "attributes" and isinstance(value, dict):
+            attributes.update(value)
+        elif key.startswith("attributes."):
+            attributes[key.split(".", 1)[1]] = value
+        else:
+            copied[key] = value
+    copied["attributes"] = {key: value for key, value in attributes.items() if value is not None}
+    copied = {key: json_value(value) for key, value in copied.items()}
+    result = save_batch(actor, [{"eClass": spec.name, **copied}])
+    created = result.entities[0]
+    record_event(created["id"], "Cloned", actor.user_id, {"sourceID": source.id})
+    return created

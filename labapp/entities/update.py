@@ -1,0 +1,95 @@
+"""Updating stored entities: only the given properties, conditionally on ``version``.
+
+One helper applies the changes and returns ``{field: (old, new)}``; that dict is the audit
+record. An update that changes nothing leaves the version alone.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from labapp.access.actor import Actor
+from labapp.access.visibility import NONE, WRITE, access_type, may_write_into
+from labapp.entities.audit import record_event, record_updated
+from labapp.entities.batch import BatchInputError, PreparedItem
+from labapp.entities.notation import item_error
+from labapp.errors import Conflict, Forbidden, NotFound
+from labapp.model import Entity
+from labapp.model.types import utc_now
+
+
+def check_writable(actor: Actor, item: PreparedItem, entity: Entity) -> None:
+    """404 when the actor cannot see the entity (never revealing it), 403 when read-only."""
+    access = access_type(actor, entity.eclass, entity.department_id, entity.project_id)
+    if access == NONE:
+        raise NotFound(f"entities[{item.index}]: no {item.spec.name} {item.id!r}.")
+    if access != WRITE:
+        raise Forbidden(f"entities[{item.index}]: you may read but not change {item.id!r}.")
+
+
+def merged_attributes(current: dict[str, Any], item: PreparedItem) -> dict[str, Any]:
+    """Current attributes with the item's object and dot keys merged in; null removes a key."""
+    merged = dict(current or {})
+    for source in (item.attributes or {}, item.attribute_keys):
+        for key, value in source.items():
+            if value is None:
+                merged.pop(key, None)
+            else:
+                merged[key] = value
+    return merged
+
+
+def _check_status(item: PreparedItem, entity: Entity, target: str) -> None:
+    workflow = item.spec.workflow
+    if target not in workflow.statuses:
+        raise item_error(item.index, "status", f"{target!r} is not a status of "
+                                               f"{item.spec.name} ({', '.join(workflow.statuses)})",
+                         BatchInputError)
+    if not workflow.can_move(entity.status, target):
+        allowed = ", ".join(workflow.allowed_from(entity.status)) or "none"
+        raise Conflict(f"entities[{item.index}]: {item.spec.name} {item.id} cannot go from "
+                       f"{entity.status} to {target} (allowed: {allowed}).",
+                       code="invalid_transition")
+
+
+def apply_update(actor: Actor, item: PreparedItem) -> dict[str, tuple[Any, Any]]:
+    """Apply one item to its stored entity; returns the changes (empty when nothing changed)."""
+    entity = item.existing
+    check_writable(actor, item, entity)
+    if item.version is not None and item.version != entity.version:
+        raise Conflict(f"entities[{item.index}]: {item.id} is at version {entity.version}, not "
+                       f"{item.version}; reload it and apply your change again.",
+                       code="stale_version")
+    changes: dict[str, tuple[Any, Any]] = {}
+    for name, value in item.values.items():
+        field = item.spec.fields[name]
+        if name == "status":
+            _check_status(item, entity, value)
+        if name in {"departmentID", "projectID"} and item.spec.name in {"Department",
+                                                                        "Project"}:
+            continue
+        old = getattr(entity, field.attr)
+        if old != value:
+            changes[name] = (old, value)
+    if item.attributes is not None or item.attribute_keys:
+        new_attributes = merged_attributes(entity.attributes, item)
+        if new_attributes != (entity.attributes or {}):
+            changes["attributes"] = (entity.attributes, new_attributes)
+    if "departmentID" in changes or "projectID" in changes:
+        department = changes.get("departmentID", (None, entity.department_id))[1]
+        project = changes.get("projectID", (None, entity.project_id))[1]
+        if not may_write_into(actor, department, project):
+            raise Forbidden(f"entities[{item.index}]: you have no write access to department "
+                            f"{department!r} or project {project!r}.")
+    if not changes:
+        return changes
+    for name, (_, new) in changes.items():
+        setattr(entity, item.spec.fields[name].attr, new)
+    entity.version += 1
+    entity.modified_by = actor.user_id
+    entity.modified_utc = utc_now()
+    record_updated(entity, actor.user_id, changes)
+    if "status" in changes:
+        old_status, new_status = changes["status"]
+        record_event(entity.id, "StatusChanged", actor.user_id,
+                     {"from": old_status, "to": new_status})
+    return changes
