@@ -103,6 +103,27 @@ def save_batch(actor: Actor, raw_items: Any) -> SaveResult:
     return SaveResult(saved, bool(new_rows))
 
 
+def create_stored_file(actor: Actor, *, name: str, media_type: str, sha256: str, size: int,
+                       subject_id: str | None = None, file_type: str | None = None,
+                       description: str | None = None) -> dict[str, Any]:
+    """Create the File entity of content already in the store (``POST /api/file``).
+
+    The digest and size come from the store, never from the client. The subject must be
+    visible to the actor; the file inherits its department and project.
+    """
+    raw = {"eClass": "File", "name": name, "mediaType": media_type, "type": file_type,
+           "description": description, "subjectID": subject_id}
+    item = prepare(read_items([{k: v for k, v in raw.items() if v is not None}])[0], None)
+    item.values.update(size=size, sha256=sha256)
+    targets = check_references(actor, [item], _batch_targets([item]))
+    subject = targets.get(subject_id) if subject_id else None
+    if subject is not None:
+        item.values["subjectClass"] = subject.eclass
+    row = build_row(actor, item, targets)
+    insert_rows([row], actor.user_id)
+    return row.api()
+
+
 def load_visible(actor: Actor, spec: ClassSpec, entity_id: str) -> Entity:
     """The entity of class ``spec`` with this id, if the actor may see it; else 404."""
     entity = db.session.scalar(select(spec.model).where(spec.model.id == entity_id,

@@ -25,5 +25,7 @@ class File(Entity):
     subject_class: Mapped[str | None] = mapped_column(String(32))
     subject_id: Mapped[str | None] = ref_column("*")
     media_type: Mapped[str | None] = mapped_column(String(255))
-    size: Mapped[int | None] = mapped_column(BigInteger)
-    sha256: Mapped[str | None] = mapped_column(String(64), index=True)
+    # Set only from stored content: a client naming a digest could read others' files.
+    size: Mapped[int | None] = mapped_column(BigInteger, info={"readOnly": True})
+    sha256: Mapped[str | None] = mapped_column(String(64), index=True,
+                                               info={"readOnly": True})
