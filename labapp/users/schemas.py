@@ -1,7 +1,7 @@
 """How a user is shown through the API (never a secret)."""
 from __future__ import annotations
 
-from marshmallow import Schema, fields
+from marshmallow import Schema, fields, validate
 
 from labapp.schemafields import UtcDateTime
 
@@ -18,3 +18,28 @@ class UserSchema(Schema):
     roles = fields.List(fields.String())
     lastLoginUtc = UtcDateTime(attribute="last_login_utc", allow_none=True)
     settings = fields.Dict()
+
+
+class UserUpdateSchema(Schema):
+    """``PUT /api/user``: the user to change (absent = the caller) and the new values."""
+
+    userID = fields.String(validate=validate.Length(min=1, max=64))
+    id = fields.String(validate=validate.Length(min=1, max=64))
+    name = fields.String(validate=validate.Length(min=1, max=255))
+    email = fields.String(allow_none=True, validate=validate.Length(max=255))
+    initials = fields.String(allow_none=True, validate=validate.Length(max=16))
+    settings = fields.Dict(keys=fields.String())
+    departmentID = fields.String(validate=validate.Length(min=1, max=64))
+    isActive = fields.Boolean()
+    password = fields.String(validate=validate.Length(max=1024),
+                             metadata={"description": "ADMIN: reset the password"})
+
+
+class RoleSchema(Schema):
+    name = fields.String()
+    description = fields.String()
+
+
+class RoleChangeSchema(Schema):
+    name = fields.String(required=True, validate=validate.Length(min=1, max=64))
+    userID = fields.String(required=True, validate=validate.Length(min=1, max=64))

@@ -1,16 +1,20 @@
-"""Creating users (the CLI and ``init``; the API's user management builds on it)."""
+"""Users: creating them (CLI and ``init``), profiles, activation and roles."""
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 
+from labapp.access.actor import ADMIN, Actor
+from labapp.auth import sessions
 from labapp.auth.passwords import set_password
 from labapp.db import db
-from labapp.entities.audit import record_created, stamp_created
-from labapp.errors import Conflict, InvalidInput
+from labapp.entities.audit import record_created, record_updated, stamp_created
+from labapp.errors import Conflict, Forbidden, InvalidInput, NotFound
 from labapp.model import Department, Entity, Role, User, UserRole
+from labapp.model.types import utc_now
 
 USERNAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$")
 
@@ -44,4 +48,102 @@ def create_user(*, username: str, name: str, department_id: str, password: str,
     db.session.add(user)
     db.session.flush()
     record_created(user, created_by)
+    return user
+
+
+SELF_EDITABLE = ("name", "email", "initials", "settings")
+ADMIN_EDITABLE = SELF_EDITABLE + ("departmentID", "isActive", "password")
+_ATTRIBUTES = {"name": "name", "email": "email", "initials": "initials", "settings": "settings",
+               "departmentID": "department_id", "isActive": "is_active"}
+
+
+def get_user(user_id: str) -> User:
+    user = db.session.get(User, user_id)
+    if user is None:
+        raise NotFound(f"No user {user_id!r}.")
+    return user
+
+
+def _active_admins_other_than(user_id: str) -> int:
+    return db.session.scalar(
+        select(func.count()).select_from(User)
+        .join(UserRole, UserRole.user_id == User.id)
+        .where(UserRole.role_name == ADMIN, User.is_active.is_(True), User.id != user_id))
+
+
+def _guard_last_admin(user: User) -> None:
+    if ADMIN in user.roles and user.is_active and not _active_admins_other_than(user.id):
+        raise Conflict("This is the last active administrator; make another user ADMIN "
+                       "first.", code="last_admin")
+
+
+def update_user(actor: Actor, changes: dict[str, Any]) -> User:
+    """``PUT /api/user``: the caller edits themselves (name, email, initials, settings); an
+    ADMIN edits anyone and may also move, (de)activate or reset the password."""
+    target_id = changes.pop("userID", None) or changes.pop("id", None) or actor.user_id
+    if target_id != actor.user_id and not actor.is_admin:
+        raise Forbidden("Only an administrator may change another user.", code="missing_scope")
+    user = get_user(target_id)
+    allowed = ADMIN_EDITABLE if actor.is_admin else SELF_EDITABLE
+    refused = sorted(set(changes) - set(allowed))
+    if refused:
+        raise Forbidden(f"You may not change {', '.join(refused)}.", code="forbidden_field")
+    if "departmentID" in changes and db.session.get(Department, changes["departmentID"]) is None:
+        raise InvalidInput(f"Unknown department {changes['departmentID']!r}.",
+                           errors=[{"field": "departmentID", "message": "unknown department"}])
+    if changes.get("isActive") is False:
+        _guard_last_admin(user)
+    if "password" in changes:
+        set_password(user, changes.pop("password"))
+        sessions.revoke_other_sessions(user.id, actor.session_id if user.id == actor.user_id
+                                       else None)
+    audited = {}
+    for name, value in changes.items():
+        attribute = _ATTRIBUTES[name]
+        old = getattr(user, attribute)
+        if old != value:
+            setattr(user, attribute, value)
+            if name != "settings":
+                audited[name] = (old, value)
+    if "isActive" in audited:
+        user.status = "Active" if user.is_active else "Inactive"
+    if audited:
+        user.version += 1
+        user.modified_by = actor.user_id
+        user.modified_utc = utc_now()
+        record_updated(user, actor.user_id, audited)
+    db.session.flush()
+    return user
+
+
+def list_roles() -> list[Role]:
+    return list(db.session.scalars(select(Role).order_by(Role.name)))
+
+
+def _role(name: str) -> Role:
+    role = db.session.get(Role, name)
+    if role is None:
+        raise InvalidInput(f"Unknown role {name!r}.",
+                           errors=[{"field": "name", "message": "unknown role"}])
+    return role
+
+
+def assign_role(role_name: str, user_id: str) -> User:
+    """Give a user a role (no change when they hold it already)."""
+    _role(role_name)
+    user = get_user(user_id)
+    if role_name not in user.roles:
+        user.role_links.append(UserRole(role_name=role_name))
+        db.session.flush()
+    return user
+
+
+def revoke_role(role_name: str, user_id: str) -> User:
+    """Take a role from a user; taking ADMIN from the last active administrator is 409."""
+    _role(role_name)
+    user = get_user(user_id)
+    if role_name == ADMIN:
+        _guard_last_admin(user)
+    user.role_links = [link for link in user.role_links if link.role_name != role_name]
+    db.session.flush()
     return user

@@ -1,0 +1,55 @@
+"""Bodies of the department and project access endpoints."""
+from __future__ import annotations
+
+from marshmallow import Schema, fields, validate
+
+from labapp.model.access import ACCESS_TYPES
+
+_ID = validate.Length(min=1, max=64)
+
+
+class DepartmentGrantSchema(Schema):
+    accessType = fields.String(required=True, validate=validate.OneOf(ACCESS_TYPES))
+    userID = fields.String(load_default=None, allow_none=True, validate=_ID)
+    accessDepartmentID = fields.String(load_default=None, allow_none=True, validate=_ID)
+
+
+class ProjectGrantSchema(Schema):
+    accessType = fields.String(required=True, validate=validate.OneOf(ACCESS_TYPES))
+    userID = fields.String(load_default=None, allow_none=True, validate=_ID)
+    departmentID = fields.String(load_default=None, allow_none=True, validate=_ID)
+
+
+class GranteeUserSchema(Schema):
+    id = fields.String()
+    name = fields.String()
+    email = fields.String(allow_none=True)
+    departmentID = fields.String(allow_none=True)
+    isActive = fields.Boolean()
+
+
+class GranteeDepartmentSchema(Schema):
+    id = fields.String()
+    name = fields.String()
+
+
+class DepartmentAccessEntrySchema(Schema):
+    isMember = fields.Boolean()
+    accessType = fields.String()
+    userID = fields.String(allow_none=True)
+    user = fields.Nested(GranteeUserSchema, allow_none=True)
+    accessDepartmentID = fields.String(allow_none=True)
+    department = fields.Nested(GranteeDepartmentSchema, allow_none=True)
+
+
+class ProjectAccessEntrySchema(Schema):
+    accessType = fields.String()
+    userID = fields.String(allow_none=True)
+    user = fields.Nested(GranteeUserSchema, allow_none=True)
+    departmentID = fields.String(allow_none=True)
+    department = fields.Nested(GranteeDepartmentSchema, allow_none=True)
+
+
+class DeleteQuerySchema(Schema):
+    force = fields.Boolean(load_default=False,
+                           metadata={"description": "ADMIN: clear references and delete"})

@@ -1,0 +1,235 @@
+"""Managing access: department and project grants, and deleting departments and projects.
+
+Scopes are checked by the routes; this module checks what the data must satisfy (the
+grantee exists, exactly one grantee, Read or Write) and keeps one grant per grantee.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Column, delete, exists, or_, select, update
+
+from labapp.access.actor import Actor
+from labapp.db import db
+from labapp.errors import Conflict, Forbidden, InvalidInput, NotFound
+from labapp.model import Department, Entity, Project, User
+from labapp.model.access import ACCESS_TYPES, DepartmentAccess, ProjectAccess
+
+
+@dataclass(frozen=True)
+class Grantee:
+    """Exactly one of a user or a department."""
+
+    user_id: str | None = None
+    department_id: str | None = None
+
+
+def _grantee(user_id: str | None, department_id: str | None, department_field: str) -> Grantee:
+    if bool(user_id) == bool(department_id):
+        raise InvalidInput(f"Give exactly one of userID and {department_field}.",
+                           errors=[{"field": "userID", "message": f"exactly one of userID and "
+                                                                  f"{department_field}"}])
+    if user_id and db.session.get(User, user_id) is None:
+        raise InvalidInput(f"Unknown user {user_id!r}.",
+                           errors=[{"field": "userID", "message": "unknown user"}])
+    if department_id and db.session.get(Department, department_id) is None:
+        raise InvalidInput(f"Unknown department {department_id!r}.",
+                           errors=[{"field": department_field, "message": "unknown department"}])
+    return Grantee(user_id or None, department_id or None)
+
+
+def _check_access_type(access_type: Any) -> str:
+    if access_type not in ACCESS_TYPES:
+        raise InvalidInput("accessType must be Read or Write.",
+                           errors=[{"field": "accessType", "message": "Read or Write"}])
+    return access_type
+
+
+def get_department(department_id: str) -> Department:
+    department = db.session.get(Department, department_id)
+    if department is None:
+        raise NotFound(f"No department {department_id!r}.")
+    return department
+
+
+def get_project(project_id: str) -> Project:
+    project = db.session.get(Project, project_id)
+    if project is None:
+        raise NotFound(f"No project {project_id!r}.")
+    return project
+
+
+def _user_brief(user: User | None) -> dict[str, Any] | None:
+    if user is None:
+        return None
+    return {"id": user.id, "name": user.name, "email": user.email,
+            "departmentID": user.department_id, "isActive": user.is_active}
+
+
+def _department_brief(department: Department | None) -> dict[str, Any] | None:
+    return None if department is None else {"id": department.id, "name": department.name}
+
+
+def department_access(department_id: str) -> list[dict[str, Any]]:
+    """Members (Write, ``isMember``) and grants to users and departments, members first."""
+    get_department(department_id)
+    members = db.session.scalars(select(User).where(User.department_id == department_id)
+                                 .order_by(User.id))
+    entries = [{"isMember": True, "accessType": "Write", "userID": user.id,
+                "user": _user_brief(user), "accessDepartmentID": None, "department": None}
+               for user in members]
+    grants = db.session.scalars(select(DepartmentAccess)
+                                .where(DepartmentAccess.department_id == department_id)
+                                .order_by(DepartmentAccess.id))
+    for grant in grants:
+        entries.append(_department_entry(grant))
+    return entries
+
+
+def _department_entry(grant: DepartmentAccess) -> dict[str, Any]:
+    return {"isMember": False, "accessType": grant.access_type, "userID": grant.user_id,
+            "user": _user_brief(db.session.get(User, grant.user_id) if grant.user_id else None),
+            "accessDepartmentID": grant.access_department_id,
+            "department": _department_brief(db.session.get(Department, grant.access_department_id)
+                                            if grant.access_department_id else None)}
+
+
+def grant_department(department_id: str, access_type: Any, user_id: str | None,
+                     access_department_id: str | None) -> tuple[dict[str, Any], bool]:
+    """Add or update a grant on a department; returns the entry and whether it is new."""
+    get_department(department_id)
+    access_type = _check_access_type(access_type)
+    grantee = _grantee(user_id, access_department_id, "accessDepartmentID")
+    grant = db.session.scalar(select(DepartmentAccess).where(
+        DepartmentAccess.department_id == department_id,
+        DepartmentAccess.user_id.is_(None) if grantee.user_id is None
+        else DepartmentAccess.user_id == grantee.user_id,
+        DepartmentAccess.access_department_id.is_(None) if grantee.department_id is None
+        else DepartmentAccess.access_department_id == grantee.department_id))
+    created = grant is None
+    if created:
+        grant = DepartmentAccess(department_id=department_id, user_id=grantee.user_id,
+                                 access_department_id=grantee.department_id)
+        db.session.add(grant)
+    grant.access_type = access_type
+    db.session.flush()
+    return _department_entry(grant), created
+
+
+def revoke_department(department_id: str, *, user_id: str | None = None,
+                      access_department_id: str | None = None) -> None:
+    """Remove one grant on a department; 404 when there is none."""
+    get_department(department_id)
+    column, value = ((DepartmentAccess.user_id, user_id) if user_id is not None
+                     else (DepartmentAccess.access_department_id, access_department_id))
+    removed = db.session.execute(delete(DepartmentAccess).where(
+        DepartmentAccess.department_id == department_id, column == value)).rowcount
+    if not removed:
+        raise NotFound(f"No grant on {department_id!r} for {value!r}.")
+
+
+def project_access(project_id: str) -> list[dict[str, Any]]:
+    """The grants on a project, to users and to departments."""
+    get_project(project_id)
+    grants = db.session.scalars(select(ProjectAccess).where(ProjectAccess.project_id == project_id)
+                                .order_by(ProjectAccess.id))
+    return [_project_entry(grant) for grant in grants]
+
+
+def _project_entry(grant: ProjectAccess) -> dict[str, Any]:
+    return {"accessType": grant.access_type, "userID": grant.user_id,
+            "user": _user_brief(db.session.get(User, grant.user_id) if grant.user_id else None),
+            "departmentID": grant.department_id,
+            "department": _department_brief(db.session.get(Department, grant.department_id)
+                                            if grant.department_id else None)}
+
+
+def grant_project(project_id: str, access_type: Any, user_id: str | None,
+                  department_id: str | None) -> tuple[dict[str, Any], bool]:
+    """Add or update a grant on a project; returns the entry and whether it is new."""
+    get_project(project_id)
+    access_type = _check_access_type(access_type)
+    grantee = _grantee(user_id, department_id, "departmentID")
+    grant = db.session.scalar(select(ProjectAccess).where(
+        ProjectAccess.project_id == project_id,
+        ProjectAccess.user_id.is_(None) if grantee.user_id is None
+        else ProjectAccess.user_id == grantee.user_id,
+        ProjectAccess.department_id.is_(None) if grantee.department_id is None
+        else ProjectAccess.department_id == grantee.department_id))
+    created = grant is None
+    if created:
+        grant = ProjectAccess(project_id=project_id, user_id=grantee.user_id,
+                              department_id=grantee.department_id)
+        db.session.add(grant)
+    grant.access_type = access_type
+    db.session.flush()
+    return _project_entry(grant), created
+
+
+def revoke_project(project_id: str, user_or_department_id: str) -> None:
+    """Remove the grant of a user or department on a project; 404 when there is none."""
+    get_project(project_id)
+    removed = db.session.execute(delete(ProjectAccess).where(
+        ProjectAccess.project_id == project_id,
+        or_(ProjectAccess.user_id == user_or_department_id,
+            ProjectAccess.department_id == user_or_department_id))).rowcount
+    if not removed:
+        raise NotFound(f"No grant on {project_id!r} for {user_or_department_id!r}.")
+
+
+def _referencing_columns(table_name: str) -> list[Column]:
+    """Every column whose foreign key points at ``table_name`` (or at ``entity``, which every
+    class shares) and that does not vanish with the row: cascades and inheritance excluded."""
+    columns = []
+    for table in db.metadata.sorted_tables:
+        for key in table.foreign_keys:
+            target = key.column.table.name
+            if (target in {table_name, Entity.__tablename__} and key.ondelete != "CASCADE"
+                    and not key.parent.primary_key):
+                columns.append(key.parent)
+    return columns
+
+
+def _in_use(entity_id: str, table_name: str) -> bool:
+    """Whether any other row references the entity."""
+    for column in _referencing_columns(table_name):
+        condition = column == entity_id
+        if column.table is Entity.__table__:
+            condition = condition & (Entity.__table__.c.id != entity_id)
+        if db.session.scalar(select(exists().where(condition))):
+            return True
+    return False
+
+
+def _delete_container(actor: Actor, entity_id: str, table_name: str, kind: str,
+                      force: bool) -> None:
+    if _in_use(entity_id, table_name):
+        if not force:
+            raise Conflict(f"{kind} {entity_id} still owns or is referenced by entities; "
+                           "delete with force=true (ADMIN) to clear those references.",
+                           code="in_use")
+        if not actor.is_admin:
+            raise Forbidden(f"Only ADMIN may force the deletion of a {kind.lower()}.",
+                            code="missing_scope")
+        for column in _referencing_columns(table_name):
+            db.session.execute(update(column.table).where(column == entity_id)
+                               .values({column.name: None}))
+    db.session.execute(update(Entity.__table__).where(Entity.__table__.c.id == entity_id)
+                       .values(department_id=None, project_id=None))
+    db.session.execute(delete(Entity.__table__).where(Entity.__table__.c.id == entity_id))
+    db.session.expire_all()
+
+
+def delete_department(actor: Actor, department_id: str, force: bool) -> None:
+    """Delete a department; one that still owns or is referenced by entities (members,
+    sub-departments, notes...) is 409 unless ``force`` (ADMIN), which clears the references."""
+    get_department(department_id)
+    _delete_container(actor, department_id, Department.__tablename__, "Department", force)
+
+
+def delete_project(actor: Actor, project_id: str, force: bool) -> None:
+    """Delete a project; one that still owns or is referenced by entities is 409 unless
+    ``force`` (ADMIN), which clears the references."""
+    get_project(project_id)
+    _delete_container(actor, project_id, Project.__tablename__, "Project", force)
