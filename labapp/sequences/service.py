@@ -1,14 +1,21 @@
-"""Sequences: the default one per class, and atomic number generation."""
+"""Sequences: the default one per class, adding and updating them, and atomic number generation."""
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from sqlalchemy import select, update
+from sqlalchemy.exc import IntegrityError
 
 from labapp.db import db
-from labapp.errors import InvalidInput
+from labapp.errors import Conflict, InvalidInput
 from labapp.model import Sequence
 from labapp.model.registry import classes
 
 DEFAULT_MIN_DIGITS = 5
+# ``next_value`` is a 32-bit integer column (PostgreSQL ``integer``).
+MAX_NEXT_VALUE = 2**31 - 1
+EDITABLE = frozenset({"prefix", "min_digits", "next_value", "type"})
 
 
 def ensure_default_sequences() -> list[str]:
@@ -27,6 +34,54 @@ def ensure_default_sequences() -> list[str]:
 def format_value(prefix: str, number: int, min_digits: int) -> str:
     """``prefix`` followed by ``number`` padded to at least ``min_digits`` digits."""
     return f"{prefix}{number:0{min_digits}d}"
+
+
+def pattern_of(sequence: Sequence) -> str:
+    """The readable example of a sequence: the value its next draw yields (``SAM00001``)."""
+    return format_value(sequence.prefix, sequence.next_value, sequence.min_digits)
+
+
+def list_sequences() -> list[Sequence]:
+    """Every sequence, sorted by id."""
+    return list(db.session.scalars(select(Sequence).order_by(Sequence.id)))
+
+
+def save_sequence(sequence_id: str, values: Mapping[str, Any]) -> tuple[Sequence, bool]:
+    """Add the sequence ``sequence_id`` or change the given attributes of it; flushes.
+
+    ``values`` maps attributes of :data:`EDITABLE` to new values (already validated); a new
+    sequence takes the defaults (empty prefix, 5 digits, numbering from 1) for the rest.
+    Returns the sequence and whether it was created. The row is read under a lock (``FOR
+    UPDATE``; SQLite's write lock is held from ``BEGIN IMMEDIATE``), so no draw can slip in
+    between the check and the change.
+
+    Raises :class:`ValueError` for an attribute outside :data:`EDITABLE`, and
+    :class:`~labapp.errors.Conflict` (409) when ``next_value`` would go below the stored one
+    (every value below it has been handed out) or when a concurrent request created the same
+    sequence first.
+    """
+    unknown = set(values) - EDITABLE
+    if unknown:
+        raise ValueError(f"not editable on a sequence: {', '.join(sorted(unknown))}")
+    sequence = db.session.get(Sequence, sequence_id, with_for_update=True,
+                              populate_existing=True)
+    created = sequence is None
+    if sequence is None:
+        sequence = Sequence(id=sequence_id, prefix="", min_digits=DEFAULT_MIN_DIGITS,
+                            next_value=1, type=None)
+        db.session.add(sequence)
+    elif values.get("next_value", sequence.next_value) < sequence.next_value:
+        raise Conflict(f"Sequence {sequence_id!r} has handed out every value below "
+                       f"{sequence.next_value}; nextValue may not go below it.",
+                       code="sequence_value_issued")
+    for attribute, value in values.items():
+        setattr(sequence, attribute, value)
+    try:
+        db.session.flush()
+    except IntegrityError:
+        raise Conflict(f"Sequence {sequence_id!r} was created by another request meanwhile; "
+                       "try again.", code="duplicate_id") from None
+    return sequence, created
 
 
 def next_ids(sequence_id: str, count: int = 1) -> list[str]:
