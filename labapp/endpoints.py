@@ -36,7 +36,8 @@ class ApiDoc:
     optional_body: bool = False
     public: bool = False
     throttled: bool = False
-    tags: tuple[str, ...] = field(default_factory=tuple)
+    forms: Mapping[str, SchemaRef] = field(default_factory=dict)
+    problems: tuple[int, ...] = ()
 
 
 def _schema_instance(schema: SchemaRef) -> Schema:
@@ -72,13 +73,17 @@ def _holds_nul(value: Any) -> bool:
 
 def endpoint(summary: str, *, responses: Mapping[int, SchemaRef | str | None],
              body: SchemaRef | None = None, query: SchemaRef | None = None,
-             optional_body: bool = False, public: bool = False,
-             throttled: bool = False) -> Callable:
+             optional_body: bool = False, public: bool = False, throttled: bool = False,
+             forms: Mapping[str, SchemaRef] | None = None,
+             problems: tuple[int, ...] = ()) -> Callable:
     """Declare an API view (see the module docstring).
 
-    With ``optional_body`` an empty request body loads as an empty object.
+    With ``optional_body`` an empty request body loads as an empty object. ``forms`` maps
+    form media types to the schemas the view loads itself (documentation only); ``problems``
+    names further problem statuses the view can answer (such as 409).
     """
-    doc = ApiDoc(summary, dict(responses), body, query, optional_body, public, throttled)
+    doc = ApiDoc(summary, dict(responses), body, query, optional_body, public, throttled,
+                 dict(forms or {}), problems)
 
     def decorate(view: Callable) -> Callable:
         @wraps(view)
@@ -88,7 +93,7 @@ def endpoint(summary: str, *, responses: Mapping[int, SchemaRef | str | None],
             if query is not None:
                 kwargs["query"] = _schema_instance(query).load(request.args.to_dict())
             if body is not None:
-                empty = optional_body and not request.get_data(cache=True)
+                empty = optional_body and not request.content_length and not request.is_json
                 kwargs["body"] = _schema_instance(body).load({} if empty else json_payload())
             return view(*args, **kwargs)
 

@@ -32,6 +32,7 @@ _HTTP_CODES = {
     409: "conflict",
     413: "payload_too_large",
     415: "unsupported_media_type",
+    416: "range_not_satisfiable",
     429: "too_many_requests",
 }
 

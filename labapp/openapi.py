@@ -44,6 +44,7 @@ _PROBLEMS = {
     401: "Not authenticated",
     403: "Authenticated but not allowed (scope, write access or CSRF token)",
     404: "No such resource, or not visible to the caller",
+    409: "Conflict: stale version, duplicate, invalid status transition or still in use",
     413: "Body too large",
     415: "Body is not application/json",
     429: "Too many failed login attempts",
@@ -79,14 +80,15 @@ def _operation(endpoint_name: str, method: str, doc: ApiDoc, scopes: tuple[str, 
     problems = {401, 500}
     if doc.body is not None or doc.query is not None or parameters:
         problems.add(400)
-    if doc.body is not None:
-        problems |= {413, 415}
+    if doc.body is not None or doc.forms:
+        problems |= {400, 413, 415}
     if not doc.public or method not in _SAFE_METHODS:
         problems.add(403)
     if parameters:
         problems.add(404)
     if doc.throttled:
         problems.add(429)
+    problems.update(doc.problems)
     responses.update({str(code): _problem(code) for code in sorted(problems)})
     operation: dict[str, Any] = {
         "operationId": endpoint_name.replace(".", "_"), "summary": doc.summary,
@@ -100,6 +102,9 @@ def _operation(endpoint_name: str, method: str, doc: ApiDoc, scopes: tuple[str, 
     if doc.body is not None:
         operation["requestBody"] = {"required": not doc.optional_body, "content": {
             "application/json": {"schema": doc.body}}}
+    elif doc.forms:
+        operation["requestBody"] = {"required": True, "content": {
+            media_type: {"schema": schema} for media_type, schema in doc.forms.items()}}
     if doc.public:
         operation["security"] = [{}, {"bearer": []}, {"basic": []}, {"cookie": []}]
     if scopes:

@@ -12,6 +12,7 @@ from typing import Any
 
 from labapp.entities.batch import BatchInputError, PreparedItem, _coerce_field
 from labapp.entities.notation import item_error
+from labapp.files.media import is_media_type
 from labapp.files.store import store_bytes
 from labapp.model.registry import CLASSES
 
@@ -77,12 +78,16 @@ def expand(owner: PreparedItem, draw: Callable[[str], str]) -> list[PreparedItem
         if not isinstance(entry.get("name"), str) or not entry["name"]:
             raise item_error(owner.index, f"files.{position}.name", "required",
                              BatchInputError)
+        media_type = entry.get("mediaType") or "application/octet-stream"
+        if not isinstance(media_type, str) or not is_media_type(media_type):
+            raise item_error(owner.index, f"files.{position}.mediaType",
+                             "expected a media type such as text/csv", BatchInputError)
         content = _decode(owner, position, entry.get("content"))
         sha256, size = store_bytes(content)
         children.append(_child(owner, "File", draw("File"), f"files.{position}", {
             **subject, "name": entry["name"], "type": entry.get("type"),
             "description": entry.get("description"),
-            "mediaType": entry.get("mediaType") or "application/octet-stream",
+            "mediaType": media_type,
             "size": size, "sha256": sha256}))
     if owner.spec.name == "Step":
         for position, entry in enumerate(_entries(owner, "input", _INPUT_KEYS)):

@@ -14,7 +14,7 @@ from labapp.db import db
 from labapp.entities.notation import (DRAWABLE_FIELDS, ID_PATTERN, SEQUENCE_VALUE, BatchItem,
                                       Resolver, decide_id, item_error)
 from labapp.entities.values import FieldValueError, coerce
-from labapp.errors import InvalidInput
+from labapp.errors import Conflict, InvalidInput
 from labapp.model import Entity, Sequence
 from labapp.model.registry import ClassSpec, FieldSpec, find_class
 from labapp.sequences.service import next_ids
@@ -113,29 +113,35 @@ def _class_of(index: int, item: Any) -> ClassSpec:
     return spec
 
 
-def read_items(raw_items: Any) -> list[BatchItem]:
-    """Classes and ids of every item, with ``#variables`` and ``!sequences`` applied."""
+def read_items(raw_items: Any, notation: bool = True) -> list[BatchItem]:
+    """Classes and ids of every item, with ``#variables`` and ``!sequences`` applied.
+
+    With ``notation`` False (forms, uploads, clones) every value is taken literally: a name
+    such as ``#1 plate`` or ``!important`` is just a name; ids are generated when absent.
+    """
     if not isinstance(raw_items, list) or not raw_items:
         raise BatchInputError("entities must be a non-empty array.",
                               errors=[{"field": "entities", "message": "non-empty array"}])
     if len(raw_items) > MAX_BATCH:
         raise BatchInputError(f"At most {MAX_BATCH} entities per request.")
     draw = Drawer()
-    draw.reserve(_sequences_needed(raw_items))
+    if notation:
+        draw.reserve(_sequences_needed(raw_items))
     items = []
     seen: dict[str, int] = {}
     for index, raw in enumerate(raw_items):
         spec = _class_of(index, raw)
-        entity_id, variable, generated = decide_id(index, spec, raw.get("id"), draw)
+        entity_id, variable, generated = decide_id(index, spec, raw.get("id"), draw, notation)
         if len(entity_id) > 64:
             raise item_error(index, "id", "longer than 64 characters", BatchInputError)
         if entity_id in seen:
-            raise item_error(index, "id", f"{entity_id!r} appears twice in the batch "
-                                          f"(also entities[{seen[entity_id]}])", BatchInputError)
+            raise Conflict(f"entities[{index}].id: {entity_id!r} appears twice in the batch "
+                           f"(also entities[{seen[entity_id]}]).", code="duplicate_id")
         seen[entity_id] = index
         values = {key: value for key, value in raw.items() if key not in {"id"}}
         items.append(BatchItem(index, spec, entity_id, values, variable, generated))
-    Resolver(items, draw).resolve_batch(items)
+    if notation:
+        Resolver(items, draw).resolve_batch(items)
     return items
 
 
@@ -164,12 +170,16 @@ def prepare(item: BatchItem, existing: Entity | None) -> PreparedItem:
         raise item_error(item.index, "eClass", f"{item.id!r} is a {existing.eclass}; the class "
                                                "of an entity cannot change", BatchInputError)
     for key, value in item.values.items():
-        if key == "version":
+        if key.lower() == "version":
             prepared.version = _coerce_version(item.index, value)
         elif key in IGNORED_ON_WRITE or (key == "files" and existing is not None):
             continue
         elif key.startswith("attributes."):
-            prepared.attribute_keys[key.split(".", 1)[1]] = value
+            attribute = key.split(".", 1)[1]
+            if not attribute:
+                raise item_error(item.index, key, "an attribute needs a name",
+                                 BatchInputError)
+            prepared.attribute_keys[attribute] = value
         elif key in item.spec.create_only:
             if existing is not None:
                 raise item_error(item.index, key, "can only be given when the entity is "

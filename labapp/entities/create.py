@@ -23,6 +23,7 @@ from labapp.entities.references import Target, first_parent, ref_values
 from labapp.errors import Forbidden
 from labapp.model import AuditEvent, Entity, EntityEvent
 from labapp.model.types import utc_now
+from labapp.users.service import USERNAME_PATTERN
 
 _ENTITY_COLUMNS = tuple(Entity.__table__.c.keys())
 
@@ -108,6 +109,13 @@ def _attributes_of(item: PreparedItem) -> dict[str, Any]:
     return {key: value for key, value in attributes.items() if value is not None}
 
 
+def _check_username(item: PreparedItem) -> None:
+    # A User's id is its username: it must work in Basic credentials and the login form.
+    if not USERNAME_PATTERN.fullmatch(item.id):
+        raise item_error(item.index, "id", "a username is 1 to 64 letters, digits or . _ @ -, "
+                                           "starting with a letter or digit", BatchInputError)
+
+
 def _password_hash(item: PreparedItem) -> str:
     password = item.extras.get("password")
     if not isinstance(password, str):
@@ -139,6 +147,7 @@ def build_row(actor: Actor, item: PreparedItem, targets: dict[str, Target]) -> N
                   attributes=_attributes_of(item), created_by=actor.user_id,
                   modified_by=actor.user_id, created_utc=now, modified_utc=now, version=1)
     if spec.name == "User":
+        _check_username(item)
         own.update(password_hash=_password_hash(item), settings={},
                    is_active=own.get("is_active", True) is not False)
     targets[item.id] = Target(item.id, spec.name, department, project)

@@ -51,11 +51,12 @@ def item_error(index: int, field_name: str, message: str,
                  errors=[{"field": f"entities.{index}.{field_name}", "message": message}])
 
 
-def decide_id(index: int, spec: ClassSpec, raw_id: Any,
-              draw: Callable[[str], str]) -> tuple[str, str | None, bool]:
+def decide_id(index: int, spec: ClassSpec, raw_id: Any, draw: Callable[[str], str],
+              notation: bool = True) -> tuple[str, str | None, bool]:
     """The id of an item, the variable it declares, and whether the id was generated.
 
-    ``draw(sequence_or_class)`` returns the next formatted value of a sequence.
+    ``draw(sequence_or_class)`` returns the next formatted value of a sequence. Without
+    ``notation`` a given id is always literal.
     """
     if raw_id is None:
         if spec.prefix is None:
@@ -63,7 +64,7 @@ def decide_id(index: int, spec: ClassSpec, raw_id: Any,
         return _drawn(draw, spec.name, index, "id"), None, True
     if not isinstance(raw_id, str) or not raw_id:
         raise item_error(index, "id", "expected a non-empty string")
-    if raw_id[0] not in "#!":
+    if not notation or raw_id[0] not in "#!":
         return raw_id, None, False
     match = ID_PATTERN.match(raw_id)
     if match is None:

@@ -31,11 +31,18 @@ class Target:
 
 
 def ref_values(item: PreparedItem) -> Iterable[tuple[str, str, str]]:
-    """``(field, target class, id)`` for every reference an item sets."""
+    """``(field, target class, id)`` for every reference an item sets or changes.
+
+    An update that sends back a reference it already holds (fetch-merge-save) is not
+    re-checked: the caller may not see that target, and it is not theirs to change.
+    """
     for name, value in item.values.items():
         spec = item.spec.fields[name]
-        if spec.type == "ref" and value is not None:
-            yield name, spec.ref or "*", value
+        if spec.type != "ref" or value is None:
+            continue
+        if item.existing is not None and getattr(item.existing, spec.attr) == value:
+            continue
+        yield name, spec.ref or "*", value
 
 
 def load_targets(actor: Actor, ids: set[str]) -> dict[str, Target]:
@@ -72,6 +79,27 @@ def check_references(actor: Actor, items: list[PreparedItem],
                 raise item_error(item.index, name, "an entity cannot be its own parent",
                                  BatchInputError)
     return targets
+
+
+# References to any class and the field that names the class of their target.
+_CLASS_FIELDS = {"subjectID": "subjectClass", "inputID": "inputClass"}
+
+
+def fill_subject_classes(items: list[PreparedItem], targets: dict[str, Target]) -> None:
+    """Set ``subjectClass``/``inputClass`` of new items from the checked target; a class that
+    contradicts the target is 400."""
+    for item in items:
+        for ref_field, class_field in _CLASS_FIELDS.items():
+            value = item.values.get(ref_field)
+            if value is None or class_field not in item.spec.fields:
+                continue
+            actual = targets[value].eclass
+            given = item.values.get(class_field)
+            if given is None:
+                item.values[class_field] = actual
+            elif given != actual:
+                raise item_error(item.index, class_field, f"{value!r} is a {actual}, not a "
+                                                          f"{given}", BatchInputError)
 
 
 def first_parent(item: PreparedItem, targets: dict[str, Any]) -> Target | None:

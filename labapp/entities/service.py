@@ -1,7 +1,8 @@
 """Writing entities: the ``POST /api/entity`` batch and cloning.
 
-A batch is checked completely before anything is written and runs inside the caller's
-transaction: any invalid item rejects the whole batch, with the item's index in the error.
+A batch runs inside the caller's transaction: any invalid item rejects the whole batch, with
+the item's index in the error. New items are checked completely before anything is written;
+updates are applied after the inserts, since they may point at an entity the batch creates.
 """
 from __future__ import annotations
 
@@ -14,19 +15,20 @@ from sqlalchemy.exc import IntegrityError
 from labapp.access.actor import Actor
 from labapp.db import db
 from labapp.entities import attachments
-from labapp.access.visibility import readable
+from labapp.access.visibility import NONE, access_type, readable
 from labapp.entities.audit import json_value, record_event
 from labapp.entities.batch import (BatchInputError, Drawer, PreparedItem, load_existing,
                                    prepare, read_items)
 from labapp.entities.create import NewRow, build_row, dependency_order, insert_rows
 from labapp.entities.notation import item_error
-from labapp.entities.references import Target, check_references
+from labapp.entities.references import Target, check_references, fill_subject_classes
 from labapp.entities.serialize import to_api
 from labapp.entities.update import apply_update
-from labapp.errors import Conflict, NotFound
+from labapp.errors import Conflict, InvalidInput, NotFound
 from labapp.model import Entity
 from labapp.model.registry import ClassSpec
 
+NOT_CLONABLE = frozenset({"File", "User"})
 # Fields a clone never copies (decisions §6): it is a new entity with its own history.
 _NOT_CLONED = {"id", "barcode", "status", "createdBy", "createdUtc", "modifiedBy",
                "modifiedUtc", "version", "locationID", "position", "lastLoginUtc", "hierarchy",
@@ -70,33 +72,40 @@ def _batch_targets(items: list[PreparedItem]) -> dict[str, Target]:
             for item in items}
 
 
-def save_batch(actor: Actor, raw_items: Any) -> SaveResult:
+def save_batch(actor: Actor, raw_items: Any, notation: bool = True) -> SaveResult:
     """Create or update every item of a batch (see the module docstring)."""
-    batch = read_items(raw_items)
+    batch = read_items(raw_items, notation)
     existing = load_existing(batch)
     for item in batch:
         if item.generated and item.id in existing:
             raise Conflict(f"entities[{item.index}]: the generated id {item.id!r} is already "
                            "taken; raise the sequence's nextValue.", code="duplicate_id")
+        stored = existing.get(item.id)
+        # Before anything else looks at it (its class, its department): hidden stays hidden.
+        if stored is not None and access_type(actor, stored.eclass, stored.department_id,
+                                              stored.project_id) == NONE:
+            raise NotFound(f"entities[{item.index}]: no {item.spec.name} {item.id!r}.")
     items = [prepare(item, existing.get(item.id)) for item in batch]
     draw = Drawer()
     children = [child for item in items if item.is_new
                 for child in attachments.expand(item, draw)]
     everything = items + children
     targets = check_references(actor, everything, _batch_targets(everything))
+    fill_subject_classes([item for item in everything if item.is_new], targets)
     _check_barcodes(items)
     new_rows: dict[str, NewRow] = {}
     for item in dependency_order([item for item in everything if item.is_new]):
         new_rows[item.id] = build_row(actor, item, targets)
-    for item in items:
-        if not item.is_new:
-            apply_update(actor, item)
     if new_rows:
         try:
             insert_rows(list(new_rows.values()), actor.user_id)
         except IntegrityError as error:
             raise Conflict("An id or barcode of the batch is already taken.",
                            code="duplicate_id") from error
+    # After the inserts: an update may point at an entity the batch creates.
+    for item in items:
+        if not item.is_new:
+            apply_update(actor, item)
     db.session.flush()
     saved = [new_rows[item.id].api() if item.is_new else to_api(item.existing)
              for item in items]
@@ -113,7 +122,8 @@ def create_stored_file(actor: Actor, *, name: str, media_type: str, sha256: str,
     """
     raw = {"eClass": "File", "name": name, "mediaType": media_type, "type": file_type,
            "description": description, "subjectID": subject_id}
-    item = prepare(read_items([{k: v for k, v in raw.items() if v is not None}])[0], None)
+    item = prepare(read_items([{k: v for k, v in raw.items() if v is not None}],
+                              notation=False)[0], None)
     item.values.update(size=size, sha256=sha256)
     targets = check_references(actor, [item], _batch_targets([item]))
     subject = targets.get(subject_id) if subject_id else None
@@ -134,13 +144,24 @@ def load_visible(actor: Actor, spec: ClassSpec, entity_id: str) -> Entity:
 
 
 def clone(actor: Actor, spec: ClassSpec, source_id: str, overrides: dict[str, Any]) -> dict:
-    """Copy an entity into a new one of the same class (decisions §6) and return it."""
+    """Copy an entity into a new one of the same class (decisions §6) and return it.
+
+    Files (whose content comes only from an upload) and users (who need their own password)
+    cannot be cloned.
+    """
     source = load_visible(actor, spec, source_id)
+    if spec.name in NOT_CLONABLE:
+        raise InvalidInput(f"{spec.name} entities cannot be cloned.", code="not_clonable")
     copied = {name: value for name, value in to_api(source, spec).items()
               if name not in _NOT_CLONED and spec.fields[name].attr is not None}
     copied["name"] = f"{source.name} (copy)"
-    if "originID" in spec.fields:
+    origin = spec.fields.get("originID")
+    if origin is not None and origin.ref in {"*", spec.name}:  # Fermentation's is a Step
         copied["originID"] = source.id
+    wanted_id = overrides.get("id")
+    if isinstance(wanted_id, str) and db.session.get(Entity, wanted_id) is not None:
+        # A clone is always a new entity: an existing id must not turn it into an update.
+        raise Conflict(f"The id {wanted_id!r} is already taken.", code="duplicate_id")
     attributes = dict(source.attributes or {})
     for key, value in overrides.items():
         if key == "attributes" and isinstance(value, dict):
@@ -151,7 +172,7 @@ def clone(actor: Actor, spec: ClassSpec, source_id: str, overrides: dict[str, An
             copied[key] = value
     copied["attributes"] = {key: value for key, value in attributes.items() if value is not None}
     copied = {key: json_value(value) for key, value in copied.items()}
-    result = save_batch(actor, [{"eClass": spec.name, **copied}])
+    result = save_batch(actor, [{"eClass": spec.name, **copied}], notation=False)
     created = result.entities[0]
     record_event(created["id"], "Cloned", actor.user_id, {"sourceID": source.id})
     return created

@@ -16,6 +16,9 @@ from labapp.errors import Conflict, Forbidden, NotFound
 from labapp.model import Entity
 from labapp.model.types import utc_now
 
+# A Department's departmentID and a Project's projectID are their own ids, never changed.
+_OWN_ID_FIELDS = {("Department", "departmentID"), ("Project", "projectID")}
+
 
 def check_writable(actor: Actor, item: PreparedItem, entity: Entity) -> None:
     """404 when the actor cannot see the entity (never revealing it), 403 when read-only."""
@@ -64,8 +67,7 @@ def apply_update(actor: Actor, item: PreparedItem) -> dict[str, tuple[Any, Any]]
         field = item.spec.fields[name]
         if name == "status":
             _check_status(item, entity, value)
-        if name in {"departmentID", "projectID"} and item.spec.name in {"Department",
-                                                                        "Project"}:
+        if (item.spec.name, name) in _OWN_ID_FIELDS:
             continue
         old = getattr(entity, field.attr)
         if old != value:

@@ -32,15 +32,16 @@ def _coerce_str(spec: FieldSpec, value: Any) -> str:
     return value
 
 
-def _coerce_int(_spec: FieldSpec, value: Any) -> int:
+def _coerce_int(spec: FieldSpec, value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise FieldValueError("expected a whole number")
     if isinstance(value, float):
         if not value.is_integer():
             raise FieldValueError("expected a whole number")
         value = int(value)
-    if abs(value) > 2**63 - 1:
-        raise FieldValueError("number out of range")
+    limit = spec.maximum or 2**63 - 1
+    if abs(value) > limit:
+        raise FieldValueError(f"out of range (at most {limit})")
     return value
 
 
@@ -66,7 +67,7 @@ def _coerce_date(_spec: FieldSpec, value: Any) -> date:
         if "T" in value:
             return _parse_datetime(value).date()
         return date.fromisoformat(value)
-    except ValueError:
+    except (ValueError, OverflowError):  # overflow: year 9999 moved past 9999 by its offset
         raise FieldValueError("expected a date such as 2026-03-01") from None
 
 
@@ -77,7 +78,7 @@ def _coerce_datetime(_spec: FieldSpec, value: Any) -> datetime:
         return _parse_datetime(value)
     except FieldValueError:
         raise
-    except ValueError:
+    except (ValueError, OverflowError):
         raise FieldValueError("expected a timestamp such as 2026-03-01T12:00:00Z") from None
 
 

@@ -83,6 +83,7 @@ class FieldSpec:
     max_length: int | None = None
     choices: tuple[str, ...] | None = None
     common: bool = False
+    maximum: int | None = None
 
     def describe(self) -> dict[str, Any]:
         """The field as the datamodel endpoint shows it."""
@@ -144,6 +145,15 @@ def _type_name(column) -> str:
     raise TypeError(f"no API type for column {column}")
 
 
+def _integer_maximum(column) -> int | None:
+    """The largest value an integer column holds on every database (32 or 64 bits)."""
+    if isinstance(column.type, BigInteger):
+        return 2**63 - 1
+    if isinstance(column.type, Integer):
+        return 2**31 - 1
+    return None
+
+
 def _fields_of(model: type[Entity]) -> dict[str, FieldSpec]:
     fields: dict[str, FieldSpec] = {}
     entity_columns = set(Entity.__table__.c.keys())
@@ -162,7 +172,8 @@ def _fields_of(model: type[Entity]) -> dict[str, FieldSpec]:
             default=None if callable(default) else default, ref=info.get("ref"),
             read_only=bool(info.get("readOnly")),
             max_length=getattr(column.type, "length", None),
-            choices=info.get("choices"), common=prop.key in entity_columns)
+            choices=info.get("choices"), common=prop.key in entity_columns,
+            maximum=_integer_maximum(column))
         fields[spec.name] = spec
     return fields
 

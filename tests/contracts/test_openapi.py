@@ -145,10 +145,11 @@ def test_every_operation_documents_its_problem_responses(
             assert {} not in operation.get("security", document["security"]), path
         else:
             assert {} in operation["security"], f"public {path} must allow anonymous callers"
-        if doc.body is not None:
+        if doc.body is not None or doc.forms:
             expected |= {"400", "413", "415"}
         if doc.throttled:
             expected.add("429")
+        expected |= {str(status) for status in doc.problems}
         responses = operation["responses"]
         assert expected <= set(responses), (method, path, sorted(responses))
         for status, response in responses.items():
@@ -163,6 +164,12 @@ def test_json_bodies_are_documented(app: Flask, document: dict[str, Any]) -> Non
     bodies = 0
     for path, method, operation in _operations(document):
         doc = _api_doc(app, path, method)
+        if doc.forms:
+            content = operation["requestBody"]["content"]
+            assert set(content) == set(doc.forms), (method, path)
+            for media in content.values():
+                assert _resolve(document, media["schema"]["$ref"])["properties"], path
+            continue
         if doc.body is None:
             assert "requestBody" not in operation, (method, path)
             continue

@@ -1,0 +1,112 @@
+"""The create and edit pages of an entity, registered on the entity browser's blueprint.
+
+Both post the form as one item to :func:`labapp.entities.service.save_batch`. Errors the
+service reports on a field appear next to that input (400); a stale version (409) shows the
+form again with the user's changes merged onto the stored entity and says what moved.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Response, flash, redirect, request
+
+from labapp.access.actor import Actor
+from labapp.access.policy import may_create_class
+from labapp.auth.loader import current_actor
+from labapp.db import transaction
+from labapp.entities import forms, reading, service
+from labapp.entities.api import class_named
+from labapp.entities.display import detail_url, text
+from labapp.entities.forms import FORM_ERROR, EntityForm
+from labapp.errors import AppError, Conflict, Forbidden, InvalidInput
+from labapp.model.registry import ClassSpec
+from labapp.web.blocks import render_page
+
+FORM_TEMPLATE = "entities/form.html"
+# Files are made by uploading content, never through the entity form.
+NOT_FROM_FORM = frozenset({"File"})
+
+
+def may_create(actor: Actor, spec: ClassSpec) -> bool:
+    """Whether the create form of ``spec`` is offered to ``actor`` (the API would accept it)."""
+    return spec.name not in NOT_FROM_FORM and may_create_class(actor, spec.name)
+
+
+def _page(form: EntityForm, *, status: int = 200, conflict: dict[str, Any] | None = None,
+          add_row: bool = False) -> Response:
+    rows = form.attributes + ([("", "")] if add_row else [])
+    return render_page(FORM_TEMPLATE, status=status, form=form, spec=form.spec, rows=rows,
+                       conflict=conflict)
+
+
+def _save(actor: Actor, form: EntityForm) -> dict[str, Any]:
+    """Save the form as one batch item; InvalidInput also for attribute rows that make no
+    item (the one check the service cannot make: it never sees the rows)."""
+    problem = forms.attribute_problem(form)
+    if problem:
+        raise InvalidInput(problem, errors=[{"field": f"entities.0.{forms.ATTRIBUTES}",
+                                             "message": problem}])
+    with transaction():
+        return service.save_batch(actor, [forms.batch_item(form)], notation=False).entities[0]
+
+
+def _refused(form: EntityForm, error: AppError) -> Response:
+    """The form again with the service's complaint on the fields it names, else on top."""
+    errors = forms.field_errors(error.errors) or {FORM_ERROR: error.detail}
+    return _page(form.with_errors(errors), status=error.status)
+
+
+def create(eclass: str) -> Response:
+    """``GET``: the empty form (query parameters prefill fields); ``POST``: create."""
+    actor = current_actor()
+    spec = class_named(eclass)
+    if not may_create(actor, spec):
+        raise Forbidden(f"You may not create {spec.name} entities here.")
+    blank = forms.new_form(spec, request.args if request.method == "GET" else None)
+    if request.method == "GET":
+        return _page(blank)
+    form = forms.submitted(blank, request.form)
+    if request.form.get("add_row"):
+        return _page(form, add_row=True)
+    try:
+        created = _save(actor, form)
+    except (InvalidInput, Conflict, Forbidden) as error:
+        return _refused(form, error)
+    flash(f"{spec.name} {created['id']} created.", "success")
+    return redirect(detail_url(spec.name, created["id"]), 303)
+
+
+def _conflict(actor: Actor, form: EntityForm) -> Response:
+    """A stale edit: the user's changes on the stored entity, and what changed meanwhile."""
+    stored = reading.entity_detail(actor, form.spec, form.entity_id)
+    merged, moved = forms.merge_conflict(form, forms.edit_form(form.spec, stored))
+    conflict = {"by": stored["modifiedBy"], "at": text(stored["modifiedUtc"]),
+                "version": stored["version"], "yours": form.version, "moved": moved}
+    return _page(merged, status=409, conflict=conflict)
+
+
+def edit(eclass: str, entity_id: str) -> Response:
+    """``GET``: the form with the stored values; ``POST``: save the changed fields."""
+    actor = current_actor()
+    spec = class_named(eclass)
+    entity = reading.entity_detail(actor, spec, entity_id)
+    if not entity["canWrite"]:
+        raise Forbidden(f"You may read but not change {spec.name} {entity_id}.")
+    blank = forms.edit_form(spec, entity)
+    if request.method == "GET":
+        return _page(blank)
+    form = forms.submitted(blank, request.form)
+    if request.form.get("add_row"):
+        return _page(form, add_row=True)
+    try:
+        saved = _save(actor, form)
+    except Conflict as error:
+        if error.code == "stale_version":
+            return _conflict(actor, form)
+        return _refused(form, error)
+    except (InvalidInput, Forbidden) as error:
+        return _refused(form, error)
+    changed = saved["version"] != form.version
+    flash(f"{spec.name} {entity_id} saved." if changed else "Nothing was changed.",
+          "success" if changed else "info")
+    return redirect(detail_url(spec.name, entity_id), 303)

@@ -1,0 +1,291 @@
+"""The entity browser: classes, a table per class, detail pages, notes, files and cloning.
+
+Every page calls the same service functions as ``/api/entity``: lists through
+:func:`reading.list_entities`, details through :func:`reading.entity_detail`, every write
+through :func:`service.save_batch`, :func:`service.clone` or, for uploads,
+:func:`labapp.files.service.create_file`. Forms work as plain requests; htmx swaps the table
+(paging, sorting, filtering) and the notes section in place. The create and edit pages live
+in :mod:`labapp.entities.editing` and are routed here, behind the same login check.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+from flask import Blueprint, Response, flash, redirect, request, url_for
+
+from labapp.access.actor import Actor
+from labapp.auth.loader import current_actor
+from labapp.db import transaction
+from labapp.entities import display, editing, reading, service
+from labapp.entities.api import class_named
+from labapp.entities.editing import may_create
+from labapp.entities.forms import label_of
+from labapp.errors import InvalidInput
+from labapp.files import service as files
+from labapp.files.store import store_stream
+from labapp.model.registry import ClassSpec, classes, find_class
+from labapp.query.fields import entity_fields
+from labapp.query.filter import FilterError
+from labapp.query.listing import parse_select
+from labapp.web.blocks import is_htmx, render_page
+
+bp = Blueprint("entity_views", __name__, url_prefix="/entities")
+bp.add_url_rule("/<eclass>/new", view_func=editing.create, methods=["GET", "POST"])
+bp.add_url_rule("/<eclass>/<path:entity_id>/edit", view_func=editing.edit,
+                methods=["GET", "POST"])
+bp.add_app_template_filter(display.text, "entity_text")
+
+PAGE_SIZE = 50
+LIST_TEMPLATE = "entities/list.html"
+DETAIL_TEMPLATE = "entities/detail.html"
+# Columns every table starts with, before a few of the class's own fields.
+COMMON_COLUMNS = ("name", "status", "type", "modifiedUtc")
+OWN_COLUMNS = 3
+# A copy of a file would have no content, a copy of a user no password.
+NOT_CLONED = frozenset({"File", "User"})
+
+
+@bp.before_request
+def _signed_in() -> Response | None:
+    """Send anonymous visitors to the login page (which brings a GET back here)."""
+    if current_actor().is_authenticated:
+        return None
+    here = request.full_path.rstrip("?") if request.method == "GET" else None
+    target = url_for("auth_views.login", next=here)
+    if is_htmx():
+        # A redirect would be followed by the XHR and swap the login page into the section.
+        return Response(status=204, headers={"HX-Redirect": target})
+    return redirect(target)
+
+
+@bp.after_request
+def _no_store(response: Response) -> Response:
+    # Pages of restricted data with CSRF tokens in their forms: never cached.
+    response.headers["Cache-Control"] = "no-store"
+    return response
+
+
+# ---- Classes ----------------------------------------------------------------------------------
+
+@bp.get("")
+def index() -> Response:
+    """One card per class with the number of entities the user may see."""
+    actor = current_actor()
+    cards = [(spec, reading.list_entities(actor, spec, top="0").total, may_create(actor, spec))
+             for spec in classes()]
+    return render_page("entities/index.html", cards=cards)
+
+
+# ---- One class: the table ---------------------------------------------------------------------
+
+def default_columns(spec: ClassSpec) -> tuple[str, ...]:
+    """The common columns and the first few own fields of the class (plain values first)."""
+    own = [field for field in spec.fields.values()
+           if not field.common and field.attr is not None and field.type != "json"]
+    own.sort(key=lambda field: field.type == "ref")
+    return COMMON_COLUMNS + tuple(field.name for field in own[:OWN_COLUMNS])
+
+
+@dataclass(frozen=True)
+class TableState:
+    """What the URL says about a table: ``?filter=&orderby=&skip=&columns=``."""
+
+    spec: ClassSpec
+    filter: str
+    orderby: str
+    skip: int
+    columns: tuple[str, ...]
+
+    def url(self, **changes: Any) -> str:
+        """The table's URL with ``changes`` applied (defaults and empty values left out)."""
+        state = replace(self, **changes)
+        args = {"filter": state.filter, "orderby": state.orderby, "skip": state.skip,
+                "columns": ",".join(state.columns)
+                if state.columns != default_columns(state.spec) else ""}
+        return url_for("entity_views.browse", eclass=state.spec.name,
+                       **{name: value for name, value in args.items() if value})
+
+    def sort_of(self, column: str) -> str | None:
+        """``ascending``/``descending`` when the table is sorted by ``column`` first."""
+        first = self.orderby.split(",")[0].split()
+        if not first or first[0].lower() != column.lower():
+            return None
+        return "descending" if first[-1].lower() == "desc" else "ascending"
+
+    def sort_url(self, column: str) -> str:
+        """Sort by ``column``: ascending first, toggled when already sorted by it."""
+        direction = "desc" if self.sort_of(column) == "ascending" else "asc"
+        return self.url(orderby=f"{column} {direction}", skip=0)
+
+
+def _requested_columns(spec: ClassSpec) -> tuple[str, ...]:
+    names = [part.strip() for value in request.args.getlist("columns")
+             for part in value.split(",")]
+    key = request.args.get("attribute", "").strip()
+    if key:
+        names.append(f"attributes.{key}")
+    chosen = tuple(name for name in dict.fromkeys(names) if name and name.lower() != "id")
+    return chosen or default_columns(spec)
+
+
+@dataclass(frozen=True)
+class Column:
+    """A column of the table: field name, header, and whether the header sorts."""
+
+    name: str
+    label: str
+    sortable: bool
+
+
+def _table(actor: Actor, state: TableState) -> dict[str, Any]:
+    """The context of the table block: columns, rows, and any error of the query."""
+    spec = state.spec
+    context: dict[str, Any] = {"state": state, "rows": [], "total": 0, "columns": [],
+                               "filter_error": None, "error": None}
+    try:
+        names = parse_select(",".join(state.columns), entity_fields(spec), always=())
+        wanted = ["id", *names]
+        if "subjectID" in names and "subjectClass" in spec.fields:
+            wanted.append("subjectClass")  # to link the subject
+        page = reading.list_entities(actor, spec, filter_text=state.filter or None,
+                                     orderby=state.orderby or None,
+                                     select_text=",".join(wanted), top=str(PAGE_SIZE),
+                                     skip=request.args.get("skip"))
+    except FilterError as error:
+        context["filter_error"] = error.detail
+        return context
+    except InvalidInput as error:
+        context["error"] = error.detail
+        return context
+    fields = spec.fields
+    context["state"] = replace(state, columns=tuple(names))
+    context["columns"] = [Column("id", "ID", True)] + [
+        Column(name, label_of(name), name not in fields or fields[name].type != "json")
+        for name in names]
+    context["rows"] = [
+        [display.Cell(row["id"], display.detail_url(spec.name, row["id"]))]
+        + [display.cell(spec, name, row.get(name), row) for name in names]
+        for row in page.data]
+    context["total"] = page.total
+    return context
+
+
+def _column_choices(state: TableState) -> list[tuple[str, str]]:
+    """The picker's columns: every stored field but the id, and the chosen attributes."""
+    names = [name for name, field in state.spec.fields.items()
+             if field.attr is not None and name != "id"]
+    names += [name for name in state.columns if name not in names]
+    return [(name, label_of(name)) for name in names]
+
+
+@bp.get("/<eclass>")
+def browse(eclass: str) -> Response:
+    """The visible entities of a class: filter, sort, choose columns, page through them."""
+    actor = current_actor()
+    spec = class_named(eclass)
+    skip = request.args.get("skip", "")
+    state = TableState(spec, request.args.get("filter", "").strip(),
+                       request.args.get("orderby", "").strip(),
+                       int(skip) if skip.isdigit() else 0, _requested_columns(spec))
+    context = _table(actor, state)
+    failed = context["filter_error"] or context["error"]
+    response = render_page(LIST_TEMPLATE, block="table", status=400 if failed else 200,
+                           spec=spec, page_size=PAGE_SIZE,
+                           choices=_column_choices(context["state"]),
+                           can_create=may_create(actor, spec), **context)
+    if is_htmx():
+        # The address bar shows the table's state as links write it, not the raw form fields.
+        response.headers["HX-Push-Url"] = context["state"].url()
+    return response
+
+
+# ---- One entity: the detail page and what may be added to it ----------------------------------
+
+def _notes(actor: Actor, entity_id: str) -> list[dict[str, Any]]:
+    """The visible notes about an entity, newest first."""
+    quoted = entity_id.replace("'", "''")
+    return reading.list_entities(actor, find_class("Note"),
+                                 filter_text=f"subjectID eq '{quoted}'",
+                                 orderby="createdUtc desc").data
+
+
+def _detail(actor: Actor, spec: ClassSpec, entity_id: str, *, block: str | None = None,
+            status: int = 200, **extra: Any) -> Response:
+    """The detail page (or one of its blocks for htmx) of a visible entity; 404 otherwise."""
+    entity = reading.entity_detail(actor, spec, entity_id)
+    can_write = entity["canWrite"]
+    context: dict[str, Any] = {
+        "spec": spec, "entity": entity, "fields": display.field_rows(spec, entity),
+        "attributes": sorted((entity.get("attributes") or {}).items()),
+        "notes": _notes(actor, entity["id"]), "audit": display.audit_rows(entity["auditEvents"]),
+        "can_write": can_write,
+        "can_clone": can_write and spec.name not in NOT_CLONED and may_create(actor, spec),
+        "note_error": None, "note_text": "", "note_notice": None, "file_error": None}
+    context.update(extra)
+    return render_page(DETAIL_TEMPLATE, block=block, status=status, **context)
+
+
+@bp.get("/<eclass>/<path:entity_id>")
+def detail(eclass: str, entity_id: str) -> Response:
+    """Fields, attributes, notes, files, audit trail and events of one entity."""
+    return _detail(current_actor(), class_named(eclass), entity_id)
+
+
+def _back_to(spec: ClassSpec, entity_id: str, section: str) -> Response:
+    return redirect(f"{display.detail_url(spec.name, entity_id)}#{section}", 303)
+
+
+@bp.post("/<eclass>/<path:entity_id>/notes")
+def add_note(eclass: str, entity_id: str) -> Response:
+    """Add a note about the entity; htmx gets the notes section back, others a redirect."""
+    actor = current_actor()
+    spec = class_named(eclass)
+    content = request.form.get("content", "")
+    if not content.strip():
+        return _detail(actor, spec, entity_id, block="notes", status=400,
+                       note_error="Write the note before adding it.", note_text=content)
+    with transaction():
+        subject = service.load_visible(actor, spec, entity_id)
+        service.save_batch(actor, [{"eClass": "Note", "subjectID": subject.id,
+                                    "subjectClass": spec.name, "content": content}],
+                           notation=False)
+    if is_htmx():
+        return _detail(actor, spec, entity_id, block="notes", status=201,
+                       note_notice="Note added.")
+    flash("Note added.", "success")
+    return _back_to(spec, entity_id, "notes")
+
+
+@bp.post("/<eclass>/<path:entity_id>/files")
+def upload_file(eclass: str, entity_id: str) -> Response:
+    """Store an uploaded file (once per content) and attach it to the entity, as
+    ``POST /api/file`` does; then back to the files of the detail page."""
+    actor = current_actor()
+    spec = class_named(eclass)
+    subject_id = service.load_visible(actor, spec, entity_id).id
+    upload = request.files.get("file")
+    name = files.clean_filename(upload.filename or "") if upload else ""
+    if not name:
+        return _detail(actor, spec, entity_id, status=400, file_error="Choose a file to upload.")
+    sha256, size = store_stream(upload.stream)
+    try:
+        with transaction():
+            files.create_file(actor, sha256=sha256, size=size, name=name,
+                              media_type=files.media_type_for(name, upload.mimetype),
+                              subject_id=subject_id,
+                              description=request.form.get("description", "").strip() or None)
+    except InvalidInput as error:
+        return _detail(actor, spec, entity_id, status=400, file_error=error.detail)
+    flash(f"File “{name}” uploaded.", "success")
+    return _back_to(spec, entity_id, "files")
+
+
+@bp.post("/<eclass>/<path:entity_id>/clone")
+def clone(eclass: str, entity_id: str) -> Response:
+    """Copy the entity (decisions §6) and show the copy."""
+    spec = class_named(eclass)
+    with transaction():
+        created = service.clone(current_actor(), spec, entity_id, {})
+    flash(f"{spec.name} {entity_id} cloned as {created['id']}.", "success")
+    return redirect(display.detail_url(spec.name, created["id"]), 303)
