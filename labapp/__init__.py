@@ -71,13 +71,19 @@ def _init_extensions(app: Flask) -> None:
 
 
 def _register_blueprints(app: Flask) -> None:
+    from labapp.access.api import bp as access_api
     from labapp.auth.api import bp as auth_api
     from labapp.auth.views import bp as auth_views
     from labapp.entities.api import bp as entity_api
+    from labapp.entities.views import bp as entity_views
+    from labapp.files.api import bp as file_api
     from labapp.openapi import bp as openapi_bp
+    from labapp.sequences.api import bp as sequence_api
+    from labapp.users.api import bp as user_api
     from labapp.web.views import bp as web_views
 
-    for blueprint in (auth_api, entity_api, openapi_bp, auth_views, web_views):
+    for blueprint in (auth_api, user_api, access_api, entity_api, file_api, sequence_api,
+                      openapi_bp, auth_views, web_views, entity_views):
         app.register_blueprint(blueprint)
 
 

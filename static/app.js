@@ -97,3 +97,20 @@
     show({ title: "Timed out", detail: "The server took too long to answer. Try again." });
   });
 })();
+
+/* "Add row" of a key/value table (entity attributes): copy the row template in place. Without
+ * JavaScript the same button posts the form back and the server adds the row. */
+(function () {
+  "use strict";
+
+  document.addEventListener("click", function (event) {
+    var button = event.target.closest("[data-add-row]");
+    var template = button && document.getElementById(button.getAttribute("data-add-row"));
+    if (!template) return;
+    event.preventDefault();
+    var row = template.content.firstElementChild.cloneNode(true);
+    template.parentNode.insertBefore(row, template);
+    var first = row.querySelector("input");
+    if (first) first.focus();
+  });
+})();

@@ -1,83 +1,19 @@
-"""The web shell in real headless Chromium against a live server on a committed database.
-
-Runs in the SQLite pass only. Without /usr/bin/chromium the tests are skipped locally but fail
-under CI=true, where a missing browser means a broken machine, not a reason to skip.
-"""
+"""The web shell in real headless Chromium: login, personal access tokens, logout, and the
+forms without JavaScript (fixtures and skip rules in ``conftest.py``)."""
 from __future__ import annotations
 
 import json
-import os
 import re
-import threading
-from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 from urllib.error import HTTPError
 from urllib.request import Request, urlopen
 
-import pytest
-from flask import Flask
-from playwright.sync_api import Browser, Page, expect, sync_playwright
-from werkzeug.serving import make_server
+from playwright.sync_api import Browser, Page, expect
 
-from labapp.db import transaction
-from labapp.users.service import create_user
-from tests.conftest import BACKEND, DEFAULT_DEPARTMENT, PASSWORD, basic_header, run_init
+from tests.browser.conftest import BROWSER_MARKS, USERNAME, log_in
+from tests.conftest import PASSWORD, basic_header
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
-IN_CI = os.environ.get("CI") == "true"
-USERNAME = "carol"
-
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(BACKEND == "postgresql",
-                       reason="browser tests run in the SQLite pass only"),
-    pytest.mark.skipif(not CHROMIUM.exists() and not IN_CI,
-                       reason=f"{CHROMIUM} is missing (apt-get install -y chromium)"),
-]
-
-
-@pytest.fixture
-def live_server(fresh_app: Callable[..., Flask]) -> Iterator[str]:
-    """The base URL of a server running a freshly initialised app with the user carol."""
-    app = fresh_app()
-    run_init(app)
-    with app.app_context(), transaction():
-        create_user(username=USERNAME, name="Carol Chemist", department_id=DEFAULT_DEPARTMENT,
-                    password=PASSWORD, created_by="admin")
-    server = make_server("127.0.0.1", 0, app, threaded=True)
-    thread = threading.Thread(target=server.serve_forever, name="live-server")
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_port}"
-    finally:
-        server.shutdown()
-        thread.join()
-        server.server_close()
-
-
-@pytest.fixture
-def browser() -> Iterator[Browser]:
-    if not CHROMIUM.exists():
-        pytest.fail(f"{CHROMIUM} is missing; CI=true requires it (apt-get install -y chromium)")
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        try:
-            yield chromium
-        finally:
-            chromium.close()
-
-
-@pytest.fixture
-def page(live_server: str, browser: Browser) -> Iterator[Page]:
-    """A page in a new browser context; the server outlives the browser."""
-    context = browser.new_context(base_url=live_server)
-    try:
-        yield context.new_page()
-    finally:
-        context.close()
+pytestmark = BROWSER_MARKS
 
 
 def whoami(base_url: str, headers: dict[str, str]) -> tuple[int, dict[str, Any]]:
@@ -89,15 +25,6 @@ def whoami(base_url: str, headers: dict[str, str]) -> tuple[int, dict[str, Any]]
     except HTTPError as error:
         with error:
             return error.code, json.load(error)
-
-
-def log_in(page: Page, base_url: str) -> None:
-    """Log in through the form and land on the home page."""
-    page.goto("/login")
-    page.fill("#username", USERNAME)
-    page.fill("#password", PASSWORD)
-    page.click("#login-form button[type=submit]")
-    page.wait_for_url(f"{base_url}/")
 
 
 def test_login_pat_and_logout(page: Page, live_server: str) -> None:
