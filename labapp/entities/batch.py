@@ -46,6 +46,7 @@ class PreparedItem:
     extras: dict[str, Any] = field(default_factory=dict)
     version: int | None = None
     existing: Entity | None = None
+    source: Entity | None = None  # the entity a clone copies
 
     @property
     def is_new(self) -> bool:

@@ -10,11 +10,26 @@ from labapp.access.visibility import WRITE, access_type, readable
 from labapp.db import db
 from labapp.entities.serialize import to_api
 from labapp.entities.service import load_visible
-from labapp.model import AuditEvent, EntityEvent, File
+from labapp.model import AuditEvent, Entity, EntityEvent, File
 from labapp.model.registry import ClassSpec
 from labapp.query.fields import entity_fields
 from labapp.query.filter import compile_filter
 from labapp.query.listing import Page, parse_orderby, parse_paging, parse_select
+
+
+# Events that name another entity (a note or file added to this one) in ``data["id"]``.
+_NAMING_EVENTS = frozenset({"NoteAdded", "FileAdded"})
+
+
+def _visible_events(actor: Actor, events: list[EntityEvent]) -> list[EntityEvent]:
+    """The events, without those naming a note or file the actor may not see."""
+    named = {event.data.get("id") for event in events
+             if event.kind in _NAMING_EVENTS and isinstance(event.data, dict)}
+    named.discard(None)
+    visible = set(db.session.scalars(select(Entity.id).where(Entity.id.in_(sorted(named)),
+                                                             readable(actor)))) if named else set()
+    return [event for event in events
+            if event.kind not in _NAMING_EVENTS or event.data.get("id") in visible]
 
 
 def entity_detail(actor: Actor, spec: ClassSpec, entity_id: str) -> dict[str, Any]:
@@ -33,7 +48,7 @@ def entity_detail(actor: Actor, spec: ClassSpec, entity_id: str) -> dict[str, An
                                 .order_by(EntityEvent.id.desc()))
     data["events"] = [{"id": event.id, "kind": event.kind, "userID": event.user_id,
                        "timestampUtc": event.timestamp_utc, "data": event.data}
-                      for event in events]
+                      for event in _visible_events(actor, list(events))]
     audits = db.session.scalars(select(AuditEvent).where(AuditEvent.entity_id == entity.id)
                                 .order_by(AuditEvent.id.desc()))
     data["auditEvents"] = [{"id": audit.id, "action": audit.action, "version": audit.version,

@@ -33,14 +33,16 @@ class Target:
 def ref_values(item: PreparedItem) -> Iterable[tuple[str, str, str]]:
     """``(field, target class, id)`` for every reference an item sets or changes.
 
-    An update that sends back a reference it already holds (fetch-merge-save) is not
-    re-checked: the caller may not see that target, and it is not theirs to change.
+    A reference the entity already holds (an update sending it back: fetch-merge-save) or
+    that a clone copies from its visible source is not re-checked: the caller may not see
+    that target, and is not the one choosing it.
     """
+    kept_from = item.existing if item.existing is not None else item.source
     for name, value in item.values.items():
         spec = item.spec.fields[name]
         if spec.type != "ref" or value is None:
             continue
-        if item.existing is not None and getattr(item.existing, spec.attr) == value:
+        if kept_from is not None and getattr(kept_from, spec.attr) == value:
             continue
         yield name, spec.ref or "*", value
 
@@ -91,8 +93,8 @@ def fill_subject_classes(items: list[PreparedItem], targets: dict[str, Target]) 
     for item in items:
         for ref_field, class_field in _CLASS_FIELDS.items():
             value = item.values.get(ref_field)
-            if value is None or class_field not in item.spec.fields:
-                continue
+            if value is None or class_field not in item.spec.fields or value not in targets:
+                continue  # absent, or copied unchanged by a clone with its class
             actual = targets[value].eclass
             given = item.values.get(class_field)
             if given is None:

@@ -23,7 +23,7 @@ from labapp.entities.create import NewRow, build_row, dependency_order, insert_r
 from labapp.entities.notation import item_error
 from labapp.entities.references import Target, check_references, fill_subject_classes
 from labapp.entities.serialize import to_api
-from labapp.entities.update import apply_update
+from labapp.entities.update import apply_update, check_writable
 from labapp.errors import Conflict, InvalidInput, NotFound
 from labapp.model import Entity
 from labapp.model.registry import ClassSpec
@@ -72,8 +72,13 @@ def _batch_targets(items: list[PreparedItem]) -> dict[str, Target]:
             for item in items}
 
 
-def save_batch(actor: Actor, raw_items: Any, notation: bool = True) -> SaveResult:
-    """Create or update every item of a batch (see the module docstring)."""
+def save_batch(actor: Actor, raw_items: Any, notation: bool = True,
+               clone_of: Entity | None = None) -> SaveResult:
+    """Create or update every item of a batch (see the module docstring).
+
+    ``clone_of`` is the source of a one-item batch that copies it: references copied from
+    it are not re-checked.
+    """
     batch = read_items(raw_items, notation)
     existing = load_existing(batch)
     for item in batch:
@@ -86,6 +91,11 @@ def save_batch(actor: Actor, raw_items: Any, notation: bool = True) -> SaveResul
                                               stored.project_id) == NONE:
             raise NotFound(f"entities[{item.index}]: no {item.spec.name} {item.id!r}.")
     items = [prepare(item, existing.get(item.id)) for item in batch]
+    if clone_of is not None:
+        items[0].source = clone_of
+    for item in items:
+        if not item.is_new:  # 403 for a read-only entity comes before judging the input
+            check_writable(actor, item, item.existing)
     draw = Drawer()
     children = [child for item in items if item.is_new
                 for child in attachments.expand(item, draw)]
@@ -172,7 +182,8 @@ def clone(actor: Actor, spec: ClassSpec, source_id: str, overrides: dict[str, An
             copied[key] = value
     copied["attributes"] = {key: value for key, value in attributes.items() if value is not None}
     copied = {key: json_value(value) for key, value in copied.items()}
-    result = save_batch(actor, [{"eClass": spec.name, **copied}], notation=False)
+    result = save_batch(actor, [{"eClass": spec.name, **copied}], notation=False,
+                        clone_of=source)
     created = result.entities[0]
     record_event(created["id"], "Cloned", actor.user_id, {"sourceID": source.id})
     return created
