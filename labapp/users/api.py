@@ -44,7 +44,8 @@ def list_roles() -> Response:
 @endpoint("Give a user a role.", body=RoleChangeSchema, responses={200: UserSchema})
 def assign_role(body: dict[str, Any]) -> Response:
     with transaction():
-        data = UserSchema().dump(service.assign_role(body["name"], body["userID"]))
+        data = UserSchema().dump(service.assign_role(body["name"], body["userID"],
+                                                     current_actor()))
     return jsonify(data)
 
 
@@ -54,5 +55,6 @@ def assign_role(body: dict[str, Any]) -> Response:
           body=RoleChangeSchema, responses={200: UserSchema}, problems=(409,))
 def revoke_role(body: dict[str, Any]) -> Response:
     with transaction():
-        data = UserSchema().dump(service.revoke_role(body["name"], body["userID"]))
+        data = UserSchema().dump(service.revoke_role(body["name"], body["userID"],
+                                                     current_actor()))
     return jsonify(data)

@@ -71,7 +71,9 @@ def _active_admins_other_than(user_id: str) -> int:
         .where(UserRole.role_name == ADMIN, User.is_active.is_(True), User.id != user_id))
 
 
-def _guard_last_admin(user: User) -> None:
+def guard_last_admin(user: User) -> None:
+    """409 when ``user`` is the last active administrator: call it before taking their ADMIN
+    role or deactivating them, through whichever door."""
     if ADMIN in user.roles and user.is_active and not _active_admins_other_than(user.id):
         raise Conflict("This is the last active administrator; make another user ADMIN "
                        "first.", code="last_admin")
@@ -80,7 +82,11 @@ def _guard_last_admin(user: User) -> None:
 def update_user(actor: Actor, changes: dict[str, Any]) -> User:
     """``PUT /api/user``: the caller edits themselves (name, email, initials, settings); an
     ADMIN edits anyone and may also move, (de)activate or reset the password."""
-    target_id = changes.pop("userID", None) or changes.pop("id", None) or actor.user_id
+    named, alias = changes.pop("userID", None), changes.pop("id", None)
+    if named and alias and named != alias:
+        raise InvalidInput("userID and id name different users; give one of them.",
+                           errors=[{"field": "id", "message": "differs from userID"}])
+    target_id = named or alias or actor.user_id
     if target_id != actor.user_id and not actor.is_admin:
         raise Forbidden("Only an administrator may change another user.", code="missing_scope")
     user = get_user(target_id)
@@ -92,7 +98,7 @@ def update_user(actor: Actor, changes: dict[str, Any]) -> User:
         raise InvalidInput(f"Unknown department {changes['departmentID']!r}.",
                            errors=[{"field": "departmentID", "message": "unknown department"}])
     if changes.get("isActive") is False:
-        _guard_last_admin(user)
+        guard_last_admin(user)
     if "password" in changes:
         set_password(user, changes.pop("password"))
         sessions.revoke_other_sessions(user.id, actor.session_id if user.id == actor.user_id
@@ -106,7 +112,12 @@ def update_user(actor: Actor, changes: dict[str, Any]) -> User:
             if name != "settings":
                 audited[name] = (old, value)
     if "isActive" in audited:
-        user.status = "Active" if user.is_active else "Inactive"
+        status = "Active" if user.is_active else "Inactive"
+        if status != user.status:
+            audited["status"] = (user.status, status)
+            user.status = status
+        if not user.is_active:
+            end_logins(user.id)
     if audited:
         user.version += 1
         user.modified_by = actor.user_id
@@ -114,6 +125,11 @@ def update_user(actor: Actor, changes: dict[str, Any]) -> User:
         record_updated(user, actor.user_id, audited)
     db.session.flush()
     return user
+
+
+def list_users() -> list[User]:
+    """Every user, active or not, by id."""
+    return list(db.session.scalars(select(User).order_by(User.id)))
 
 
 def list_roles() -> list[Role]:
@@ -128,22 +144,41 @@ def _role(name: str) -> Role:
     return role
 
 
-def assign_role(role_name: str, user_id: str) -> User:
-    """Give a user a role (no change when they hold it already)."""
+def end_logins(user_id: str) -> None:
+    """End every login of a deactivated user, so reactivation does not revive old tokens."""
+    sessions.revoke_other_sessions(user_id, None)
+
+
+def _record_roles(actor: Actor, user: User, old_roles: list[str]) -> None:
+    if user.roles == old_roles:
+        return
+    user.version += 1
+    user.modified_by = actor.user_id
+    user.modified_utc = utc_now()
+    record_updated(user, actor.user_id, {"roles": (old_roles, user.roles)})
+
+
+def assign_role(role_name: str, user_id: str, actor: Actor) -> User:
+    """Give a user a role (no change when they hold it already); the change is audited."""
     _role(role_name)
     user = get_user(user_id)
-    if role_name not in user.roles:
+    old_roles = user.roles
+    if role_name not in old_roles:
         user.role_links.append(UserRole(role_name=role_name))
         db.session.flush()
+        _record_roles(actor, user, old_roles)
     return user
 
 
-def revoke_role(role_name: str, user_id: str) -> User:
-    """Take a role from a user; taking ADMIN from the last active administrator is 409."""
+def revoke_role(role_name: str, user_id: str, actor: Actor) -> User:
+    """Take a role from a user; taking ADMIN from the last active administrator is 409.
+    The change is audited."""
     _role(role_name)
     user = get_user(user_id)
     if role_name == ADMIN:
-        _guard_last_admin(user)
+        guard_last_admin(user)
+    old_roles = user.roles
     user.role_links = [link for link in user.role_links if link.role_name != role_name]
     db.session.flush()
+    _record_roles(actor, user, old_roles)
     return user
