@@ -72,6 +72,7 @@ def _init_extensions(app: Flask) -> None:
 
 def _register_blueprints(app: Flask) -> None:
     from labapp.access.api import bp as access_api
+    from labapp.access.views import bp as access_views
     from labapp.auth.api import bp as auth_api
     from labapp.auth.views import bp as auth_views
     from labapp.entities.api import bp as entity_api
@@ -80,10 +81,11 @@ def _register_blueprints(app: Flask) -> None:
     from labapp.openapi import bp as openapi_bp
     from labapp.sequences.api import bp as sequence_api
     from labapp.users.api import bp as user_api
+    from labapp.users.views import bp as user_views
     from labapp.web.views import bp as web_views
 
     for blueprint in (auth_api, user_api, access_api, entity_api, file_api, sequence_api,
-                      openapi_bp, auth_views, web_views, entity_views):
+                      openapi_bp, auth_views, web_views, entity_views, access_views, user_views):
         app.register_blueprint(blueprint)
 
 

@@ -114,3 +114,39 @@
     if (first) first.focus();
   });
 })();
+
+/* A region marked data-swap-conflict shows its 409 answer in place: the page explains the
+ * refusal there (the last administrator, a department still in use) instead of an error box. */
+(function () {
+  "use strict";
+
+  document.addEventListener("htmx:beforeSwap", function (event) {
+    var target = event.detail.target;
+    if (event.detail.xhr.status === 409 && target && target.closest("[data-swap-conflict]")) {
+      event.detail.shouldSwap = true;
+      event.detail.isError = false;
+    }
+  });
+})();
+
+/* Suggest boxes (grantees on the access pages): a click on a suggestion copies its value into
+ * the box and closes the list. Without JavaScript the box is a plain text field.
+ * Forms marked data-confirm ask before a plain (non-htmx) submit, as hx-confirm does for htmx. */
+(function () {
+  "use strict";
+
+  document.addEventListener("click", function (event) {
+    var choice = event.target.closest("[data-suggest-for]");
+    var input = choice && document.getElementById(choice.getAttribute("data-suggest-for"));
+    if (!input) return;
+    input.value = choice.getAttribute("data-value");
+    var list = choice.closest("[data-suggestions]");
+    if (list) list.replaceChildren();
+    input.focus();
+  });
+
+  document.addEventListener("submit", function (event) {
+    var message = event.target.getAttribute("data-confirm");
+    if (message && !window.confirm(message)) event.preventDefault();
+  });
+})();
