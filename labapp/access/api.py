@@ -9,7 +9,7 @@ from labapp.access import service
 from labapp.access.actor import ADMIN, DATA_MANAGER, DATA_MANAGER_PROJECT_WRITE
 from labapp.access.schemas import (DeleteQuerySchema, DepartmentAccessEntrySchema,
                                    DepartmentGrantSchema, ProjectAccessEntrySchema,
-                                   ProjectGrantSchema)
+                                   ProjectGrantSchema, ProjectSettingSchema)
 from labapp.auth.loader import current_actor, require_scope
 from labapp.db import transaction
 from labapp.endpoints import endpoint
@@ -105,3 +105,22 @@ def delete_project(project_id: str, query: dict[str, Any]) -> Response:
     with transaction():
         service.delete_project(current_actor(), project_id, query["force"])
     return Response(status=204)
+
+
+@bp.get("/project/<project_id>/settings/<settings_name>")
+@require_scope(*_PROJECT_WRITE_SCOPES)
+@endpoint("The named settings object of a project ({} while never saved).",
+          responses={200: ProjectSettingSchema})
+def project_setting(project_id: str, settings_name: str) -> Response:
+    return jsonify(service.project_setting(project_id, settings_name))
+
+
+@bp.post("/project/<project_id>/settings/<settings_name>")
+@require_scope(*_PROJECT_WRITE_SCOPES)
+@endpoint("Insert or replace the named settings object of a project.",
+          body=ProjectSettingSchema, responses={200: ProjectSettingSchema})
+def save_project_setting(project_id: str, settings_name: str,
+                         body: dict[str, Any]) -> Response:
+    with transaction():
+        stored = service.save_project_setting(current_actor(), project_id, settings_name, body)
+    return jsonify(stored)

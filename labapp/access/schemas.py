@@ -1,7 +1,7 @@
 """Bodies of the department and project access endpoints."""
 from __future__ import annotations
 
-from marshmallow import Schema, fields, validate
+from marshmallow import INCLUDE, Schema, fields, validate
 
 from labapp.model.access import ACCESS_TYPES
 
@@ -53,3 +53,13 @@ class ProjectAccessEntrySchema(Schema):
 class DeleteQuerySchema(Schema):
     force = fields.Boolean(load_default=False,
                            metadata={"description": "ADMIN: clear references and delete"})
+
+
+class ProjectSettingSchema(Schema):
+    """A settings object: any JSON object, stored and answered as given."""
+
+    class Meta:
+        unknown = INCLUDE
+
+    description = fields.Raw(metadata={"description": "any keys and values; this one is an "
+                                                      "example"})

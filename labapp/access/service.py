@@ -5,6 +5,7 @@ grantee exists, exactly one grantee, Read or Write) and keeps one grant per gran
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -13,8 +14,9 @@ from sqlalchemy import Column, delete, exists, or_, select, update
 from labapp.access.actor import Actor
 from labapp.db import db
 from labapp.errors import Conflict, Forbidden, InvalidInput, NotFound
-from labapp.model import Department, Entity, Project, User
+from labapp.model import Department, Entity, Project, ProjectSetting, User
 from labapp.model.access import ACCESS_TYPES, DepartmentAccess, ProjectAccess
+from labapp.model.types import utc_now
 
 
 @dataclass(frozen=True)
@@ -176,6 +178,38 @@ def revoke_project(project_id: str, user_or_department_id: str) -> None:
             ProjectAccess.department_id == user_or_department_id))).rowcount
     if not removed:
         raise NotFound(f"No grant on {project_id!r} for {user_or_department_id!r}.")
+
+
+SETTING_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,128}")
+
+
+def _setting_name(name: str) -> str:
+    if not SETTING_NAME.fullmatch(name):
+        raise InvalidInput("A setting name is 1 to 128 letters, digits or . _ -.",
+                           errors=[{"field": "settingsName", "message": "invalid name"}])
+    return name
+
+
+def project_setting(project_id: str, name: str) -> dict[str, Any]:
+    """The named settings object of a project; ``{}`` while it was never saved."""
+    get_project(project_id)
+    setting = db.session.get(ProjectSetting, (project_id, _setting_name(name)))
+    return dict(setting.value) if setting is not None else {}
+
+
+def save_project_setting(actor: Actor, project_id: str, name: str,
+                         value: dict[str, Any]) -> dict[str, Any]:
+    """Insert or replace the named settings object of a project; returns what is stored."""
+    get_project(project_id)
+    setting = db.session.get(ProjectSetting, (project_id, _setting_name(name)))
+    if setting is None:
+        setting = ProjectSetting(project_id=project_id, name=name)
+        db.session.add(setting)
+    setting.value = value
+    setting.modified_by = actor.user_id
+    setting.modified_utc = utc_now()
+    db.session.flush()
+    return dict(setting.value)
 
 
 def _referencing_columns(table_name: str) -> list[Column]:

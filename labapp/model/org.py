@@ -31,6 +31,19 @@ class Project(Entity):
     end_date: Mapped[date | None] = mapped_column(Date)
 
 
+class ProjectSetting(db.Model):
+    """A named JSON object of settings of a project (``/api/project/{id}/settings/{name}``)."""
+
+    __tablename__ = "project_setting"
+
+    project_id: Mapped[str] = mapped_column(
+        String(64), ForeignKey("project.id", ondelete="CASCADE"), primary_key=True)
+    name: Mapped[str] = mapped_column(String(128), primary_key=True)
+    value: Mapped[dict[str, Any]] = mapped_column(JsonObject, default=dict)
+    modified_by: Mapped[str] = mapped_column(String(64))
+    modified_utc: Mapped[datetime] = mapped_column(UtcDateTime)
+
+
 class Role(db.Model):
     """A role; roles are the scopes endpoints require (ADMIN, DATA_MANAGER, ...)."""
 
