@@ -97,7 +97,17 @@ def configure_engine(app: Flask, engine: Engine) -> None:
     SQLite: a busy timeout and ``synchronous=NORMAL`` on every connection, foreign keys on,
     and transactions begun by SQLAlchemy (not by the driver) so that savepoints and
     transactional DDL behave as on PostgreSQL.
+
+    PostgreSQL: no automatic server-side prepared statements. psycopg prepares a query on
+    its fifth run, and PostgreSQL may then keep a generic plan chosen while a table was
+    small: ``id IN (...)`` lookups became full scans as the data grew (bench/RESULTS.md).
+    Planning each statement with its values costs little next to that.
     """
+    if engine.dialect.name == "postgresql":
+        @event.listens_for(engine, "connect")
+        def _on_pg_connect(dbapi_connection, _record) -> None:
+            dbapi_connection.prepare_threshold = None
+        return
     if engine.dialect.name != "sqlite":
         return
     busy_timeout = app.config["LABAPP"]["SQLITE_BUSY_TIMEOUT_MS"]

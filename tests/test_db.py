@@ -126,3 +126,12 @@ def test_exception_in_nested_block_rolls_back_the_outer_work(
 
     assert commits == []
     assert committed_roles() == set()
+
+
+def test_postgresql_connections_never_prepare_statements(app) -> None:
+    """Generic plans of prepared statements went stale as tables grew (bench/RESULTS.md)."""
+    if app.config["SQLALCHEMY_DATABASE_URI"].startswith("sqlite"):
+        pytest.skip("PostgreSQL connection setting")
+    with app.app_context():
+        with db.engine.connect() as connection:
+            assert connection.connection.dbapi_connection.prepare_threshold is None

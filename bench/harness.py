@@ -1,0 +1,169 @@
+"""A fresh application and database per backend, users and tokens, the data, timing helpers.
+
+The database is built as the test suite builds it (``tests/conftest.py``): a temporary SQLite
+file, or a new ``labapp_bench_<hex>`` PostgreSQL database that is dropped afterwards, brought
+up with the real ``flask init``.
+"""
+from __future__ import annotations
+
+import os
+import secrets
+import statistics
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from flask import Flask
+from flask.testing import FlaskClient
+from sqlalchemy import event
+from sqlalchemy.engine import Engine, make_url
+
+from labapp import create_app
+from labapp.db import db, transaction
+from labapp.users.service import create_user
+
+POSTGRES_URL = os.environ.get("LABAPP_BENCH_POSTGRES_URL",
+                              os.environ.get("LABAPP_TEST_POSTGRES_URL",
+                                             "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"))
+ADMIN_PASSWORD = "admin-password-for-the-benchmark"
+READER = "bench-reader"
+READER_PASSWORD = "reader-password-for-the-benchmark"
+BATCH = 500
+
+
+def _server_dsn() -> str:
+    return make_url(POSTGRES_URL).set(drivername="postgresql").render_as_string(
+        hide_password=False)
+
+
+@contextmanager
+def new_database(backend: str, directory: Path) -> Iterator[str]:
+    """A brand-new, empty database of ``backend``; a PostgreSQL one is dropped afterwards."""
+    if backend == "sqlite":
+        yield f"sqlite:///{directory / 'labapp.db'}"
+        return
+    name = f"labapp_bench_{secrets.token_hex(6)}"
+    with psycopg.connect(_server_dsn(), autocommit=True) as server:
+        server.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield make_url(POSTGRES_URL).set(database=name).render_as_string(hide_password=False)
+    finally:
+        with psycopg.connect(_server_dsn(), autocommit=True) as server:
+            server.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@dataclass
+class Bench:
+    """One backend's application, its test client and the tokens of the two callers.
+
+    API requests run without an application context of the caller's, so that each request
+    gets its own (and its own database session, closed at the end), as in production. The
+    Core baseline uses ``engine`` directly.
+    """
+
+    backend: str
+    app: Flask
+    client: FlaskClient
+    admin_headers: dict[str, str]
+    reader_headers: dict[str, str]
+    department: str  # the department every seeded entity belongs to (the reader's)
+    engine: Engine
+
+
+def _login(client: FlaskClient, username: str, password: str) -> dict[str, str]:
+    response = client.post("/api/auth/login", json={"username": username, "password": password})
+    if response.status_code != 200:
+        raise RuntimeError(f"login of {username} failed: {response.get_json()}")
+    client.delete_cookie("labapp_session")
+    return {"Authorization": f"Bearer {response.get_json()['accessToken']}"}
+
+
+def never_prepare(app: Flask) -> None:
+    """EXPERIMENT (``--pg-no-prepare``): psycopg never turns a statement into a server-side
+    prepared statement (``prepare_threshold = None``), so PostgreSQL plans every execution
+    with its parameter values and never falls back to a cached generic plan. This is the
+    engine setting proposed in RESULTS.md; pooled connections are replaced."""
+    with app.app_context():
+        engine = db.engine
+
+        @event.listens_for(engine, "connect")
+        def _no_prepare(dbapi_connection, _record) -> None:
+            dbapi_connection.prepare_threshold = None
+
+        db.session.remove()
+        engine.dispose()
+
+
+@contextmanager
+def open_bench(backend: str, *, no_prepare: bool = False) -> Iterator[Bench]:
+    """A fresh app on a fresh database: ``init``, a department, its reader, two tokens."""
+    with tempfile.TemporaryDirectory(prefix="labapp-bench-") as tmp:
+        instance = Path(tmp) / "instance"
+        with new_database(backend, instance) as url:
+            app = create_app({"INSTANCE_PATH": str(instance), "DATABASE_URL": url,
+                              "SECRET_KEY": secrets.token_hex(32),
+                              "ADMIN_PASSWORD": ADMIN_PASSWORD})
+            try:
+                result = app.test_cli_runner().invoke(args=["init"])
+                if result.exit_code != 0:
+                    raise RuntimeError(f"flask init failed:\n{result.output}")
+                if no_prepare and backend == "postgresql":
+                    never_prepare(app)
+                client = app.test_client()
+                admin = _login(client, "admin", ADMIN_PASSWORD)
+                created = client.post("/api/entity", headers=admin, json={
+                    "entities": [{"eClass": "Department", "name": "Benchmark"}]})
+                if created.status_code != 201:
+                    raise RuntimeError(f"department not created: {created.get_json()}")
+                department = created.get_json()["entities"][0]["id"]
+                with app.app_context(), transaction():
+                    create_user(username=READER, name="Benchmark reader",
+                                department_id=department, password=READER_PASSWORD,
+                                created_by="admin")
+                reader = _login(client, READER, READER_PASSWORD)
+                with app.app_context():
+                    engine = db.engine
+                yield Bench(backend, app, client, admin, reader, department, engine)
+            finally:
+                with app.app_context():
+                    db.session.remove()
+                    db.engine.dispose()
+
+
+# --- the data ------------------------------------------------------------------------------
+# Every seeded Sample belongs to the reader's department. Names start with "S" except one in
+# 50, amounts are above 10 except one in 50 (other rows), so the benchmark filter
+# ``amount gt 10 and startswith(name,'S')`` matches 96% of the rows; names are a permutation
+# of the row number, so name order is not insertion order.
+
+def sample_values(number: int) -> dict[str, Any]:
+    """The properties of seeded sample ``number`` (0-based), as the API receives them."""
+    letter = "T" if number % 50 == 7 else "S"
+    amount = 5.0 if number % 50 == 31 else 10.5 + (number * 37) % 990 / 10
+    return {"name": f"{letter}-{(number * 48271) % 1_000_003:07d}",
+            "amount": amount, "unit": "mL",
+            "attributes": {"conc": round(0.1 + (number % 97) / 10, 2),
+                           "batch": f"B{number // 500:04d}"}}
+
+
+def matching(count: int) -> int:
+    """How many of the first ``count`` samples the benchmark filter matches."""
+    return sum(1 for n in range(count) if n % 50 not in (7, 31))
+
+
+# --- timing --------------------------------------------------------------------------------
+
+def timed(call: Callable[[], Any]) -> tuple[float, Any]:
+    """``(seconds, result)`` of one call."""
+    start = time.perf_counter()
+    result = call()
+    return time.perf_counter() - start, result
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values)

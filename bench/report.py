@@ -1,0 +1,251 @@
+"""The summary: machine facts, absolute numbers, ratios, PASS/FAIL, profiles and plans.
+
+``bench/RESULTS.md`` keeps hand-written analysis around the generated block: only the text
+between the two markers is replaced by a run.
+"""
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import os
+import platform
+import pstats
+import re
+import sqlite3
+import sys
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+import flask
+import sqlalchemy
+
+from bench.read import FILTER, ORDERBY, PageResult
+from bench.write import WriteResult
+
+BEGIN = "<!-- bench: generated section begins; `python -m bench` rewrites it -->"
+END = "<!-- bench: generated section ends -->"
+WRITE_TARGET = 0.25  # API bulk-create rate ≥ 25% of the raw Core insert rate
+READ_TARGET = 2.0    # API page time ≤ 2× the raw query + serialise time
+PROJECT = Path(__file__).resolve().parent.parent
+
+
+@dataclass
+class BackendResult:
+    backend: str
+    version: str
+    entities: int
+    write: WriteResult
+    pages: list[PageResult]
+    plans: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
+    seconds: float = 0.0
+    notes: list[str] = field(default_factory=list)
+
+
+def write_pass(result: BackendResult) -> bool:
+    return result.write.ratio >= WRITE_TARGET
+
+
+def read_pass(page: PageResult) -> bool:
+    return page.ratio <= READ_TARGET
+
+
+def _first_line(path: str, prefix: str) -> str | None:
+    try:
+        for line in Path(path).read_text().splitlines():
+            if line.startswith(prefix):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return None
+
+
+def machine_facts(results: list[BackendResult], command: str,
+                  load: tuple[tuple[float, ...], tuple[float, ...]]) -> list[str]:
+    memory = _first_line("/proc/meminfo", "MemTotal")
+    memory = f"{int(memory.split()[0]) / 1024 / 1024:.0f} GiB" if memory else "unknown"
+    cpu = _first_line("/proc/cpuinfo", "model name") or platform.processor() or "unknown"
+    facts = [
+        f"- Date: {datetime.now(UTC):%Y-%m-%d %H:%M} UTC; command: `python -m bench"
+        f"{' ' + command if command else ''}`",
+        f"- CPU: {os.cpu_count()} × {cpu}; RAM: {memory}",
+        f"- Load average (1/5/15 min) at start {'/'.join(f'{x:.1f}' for x in load[0])}, "
+        f"at end {'/'.join(f'{x:.1f}' for x in load[1])} (other processes share the machine)",
+        f"- Python {platform.python_version()}, SQLAlchemy {sqlalchemy.__version__}, "
+        f"Flask {flask.__version__}",
+        f"- SQLite {sqlite3.sqlite_version} (WAL, synchronous=NORMAL, as the app sets it)",
+    ]
+    for r in results:
+        if r.backend == "postgresql":
+            facts.append(f"- {r.version} on 127.0.0.1, server defaults")
+    return facts
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1000:,.1f} ms"
+
+
+def _verdict(ok: bool) -> str:
+    return "**PASS**" if ok else "**FAIL**"
+
+
+def profile_text(profile: cProfile.Profile, limit: int = 25, order: str = "cumulative") -> str:
+    """The top ``limit`` functions of ``profile`` by ``order``, with short file names."""
+    buffer = io.StringIO()
+    pstats.Stats(profile, stream=buffer).sort_stats(order).print_stats(limit)
+    text = buffer.getvalue()
+    for prefix in sorted({p for p in sys.path if p and len(p) > 1}, key=len, reverse=True):
+        text = text.replace(prefix.rstrip("/") + "/", "")
+    text = text.replace(str(PROJECT) + "/", "")
+    lines = [line.rstrip() for line in text.splitlines()]
+    start = next((i for i, line in enumerate(lines) if "function calls" in line), 0)
+    return "\n".join(lines[start:]).strip()
+
+
+def summary_table(results: list[BackendResult]) -> list[str]:
+    lines = ["| Backend | Measure | API | Baseline (Core) | Ratio | Target | Result |",
+             "|---|---|---:|---:|---:|---|---|"]
+    for r in results:
+        w = r.write
+        lines.append(f"| {r.backend} | bulk create, batches of 500 | {w.api_rate:,.0f} ent/s "
+                     f"| {w.core_rate:,.0f} ent/s | {w.ratio:.1%} | ≥ 25% "
+                     f"| {_verdict(write_pass(r))} |")
+        for page in r.pages:
+            lines.append(f"| {r.backend} | page as {page.case.caller}, "
+                         f"$skip={page.case.skip:,} | {_ms(page.api)} | {_ms(page.core)} "
+                         f"| {page.ratio:.2f}× | ≤ 2× | {_verdict(read_pass(page))} |")
+    return lines
+
+
+def details(r: BackendResult) -> list[str]:
+    w = r.write
+    lines = [f"### {r.backend}", "", *(f"- **{note}**" for note in r.notes),
+             f"- {r.entities:,} Samples seeded: {w.api_entities + 500:,} through the API "
+             f"({len(w.api_batches)} timed batches + 1 profiled), {w.core_entities:,} through "
+             f"Core. Whole backend run: {r.seconds:.0f} s.",
+             f"- API bulk create: {w.api_entities:,} entities in {w.api_seconds:.2f} s = "
+             f"**{w.api_rate:,.0f} entities/s** (median batch {_ms(_median(w.api_batches))})",
+             f"- Core insert: {w.core_entities:,} entities in {w.core_seconds:.2f} s = "
+             f"**{w.core_rate:,.0f} entities/s** (median batch "
+             f"{_ms(_median(w.core_batches))})",
+             f"- API/Core: **{w.ratio:.1%}** over the run (target ≥ 25%: "
+             f"{_verdict(write_pass(r))}); median of the per-round ratios "
+             f"{w.round_ratio:.1%}",
+             "", *statement_table(w), ""]
+    if r.pages:
+        lines += ["| Page | total | API median (min–max) | Core median (min–max) | API/Core "
+                  "| bytes API / Core |", "|---|---:|---:|---:|---:|---:|"]
+        for p in r.pages:
+            lines.append(
+                f"| {p.case.caller}, $skip={p.case.skip:,} | {p.total:,} | {_ms(p.api)} "
+                f"({_ms(min(p.api_runs))}–{_ms(max(p.api_runs))}) | {_ms(p.core)} "
+                f"({_ms(min(p.core_runs))}–{_ms(max(p.core_runs))}) | {p.ratio:.2f}× "
+                f"| {p.api_bytes:,} / {p.core_bytes:,} |")
+    return lines
+
+
+def statement_table(w: WriteResult, limit: int = 8) -> list[str]:
+    """The statements of each write path by total driver time, per batch of 500."""
+    if not w.statements:
+        return []
+    lines = ["Statements of the timed write batches (time in the driver's cursor call: the "
+             "server's work plus the driver's), per batch of 500:", "",
+             "| Path | Statement | executions / batch | ms / batch | slowest |",
+             "|---|---|---:|---:|---:|"]
+    batches = {"API": len(w.api_batches), "Core": len(w.core_batches)}
+    for path, statements in w.statements.items():
+        count = max(batches.get(path, 1), 1)
+        ranked = sorted(statements.items(), key=lambda item: -item[1][1])[:limit]
+        for statement, (executions, seconds, slowest) in ranked:
+            shown = statement.replace("|", "\\|")
+            lines.append(f"| {path} | `{shown}` | {executions / count:.1f} "
+                         f"| {seconds / count * 1000:.1f} | {_ms(slowest)} |")
+    return lines
+
+
+def _median(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[len(ordered) // 2] if ordered else 0.0
+
+
+def _profile_block(title: str, profile: cProfile.Profile) -> list[str]:
+    return [f"#### {title}", "", "Top 25 by cumulative time:", "", "```",
+            profile_text(profile), "```", "", "Top 15 by own time:", "", "```",
+            profile_text(profile, 15, "tottime"), "```", ""]
+
+
+def profiles(r: BackendResult, always: bool) -> list[str]:
+    lines: list[str] = []
+    if (always or not write_pass(r)) and r.write.profile is not None:
+        lines += _profile_block(f"{r.backend}: one API batch of 500 (POST /api/entity)",
+                                r.write.profile)
+    for p in r.pages:
+        if (always or not read_pass(p)) and p.profile is not None:
+            lines += _profile_block(f"{r.backend}: 3 API pages as {p.case.caller}, "
+                                    f"$skip={p.case.skip:,}", p.profile)
+    return lines
+
+
+def plans(r: BackendResult) -> list[str]:
+    lines: list[str] = []
+    for title, statements in r.plans.items():
+        lines += [f"#### {r.backend}: {title}", ""]
+        for statement, plan in statements:
+            lines += ["```sql", statement, "```", "```", plan, "```", ""]
+    return lines
+
+
+def render(results: list[BackendResult], command: str, all_profiles: bool,
+           load: tuple[tuple[float, ...], tuple[float, ...]],
+           args: argparse.Namespace) -> str:
+    out = ["## Latest run", "", *machine_facts(results, command, load), "",
+           f"Page request: `GET /api/entity/Sample?$filter={FILTER}&$orderby={ORDERBY}"
+           f"&$top=500&$skip=…`; median of {args.runs} runs after {args.warmup} warm-up runs, "
+           "API and baseline interleaved. Page baseline: the same SELECT and count(*) in "
+           "SQLAlchemy Core (same columns, WHERE with the visibility predicate, ORDER BY, "
+           "LIMIT/OFFSET) + `json.dumps`. Write baseline: `connection.execute(insert(table), "
+           "rows)` for `entity` and `sample`, a commit per batch of 500, alternating with the "
+           "API batches.", "", *summary_table(results), ""]
+    for r in results:
+        out += [*details(r), ""]
+    profile_lines = [line for r in results for line in profiles(r, all_profiles)]
+    if profile_lines:
+        out += ["### Profiles of the API path", "", *profile_lines]
+    plan_lines = [line for r in results for line in plans(r)]
+    if plan_lines:
+        out += ["### Query plans of the API page request", "",
+                "<details><summary>EXPLAIN (ANALYZE, BUFFERS) on PostgreSQL, EXPLAIN QUERY "
+                "PLAN on SQLite</summary>", "", *plan_lines, "</details>", ""]
+    return "\n".join(out).rstrip() + "\n"
+
+
+def save(path: Path, generated: str) -> None:
+    """Replace the generated block of ``path`` (creating the file when needed)."""
+    block = f"{BEGIN}\n{generated}{END}\n"
+    if path.exists():
+        text = path.read_text(encoding="utf-8")
+        pattern = re.compile(re.escape(BEGIN) + r".*?" + re.escape(END) + r"\n?", re.DOTALL)
+        if pattern.search(text):
+            path.write_text(pattern.sub(lambda _m: block, text, count=1), encoding="utf-8")
+            return
+        path.write_text(text.rstrip() + "\n\n" + block, encoding="utf-8")
+        return
+    path.write_text("# Benchmark results\n\n" + block, encoding="utf-8")
+
+
+def stdout_summary(results: list[BackendResult]) -> str:
+    lines = ["", "labapp benchmark summary"]
+    for r in results:
+        w = r.write
+        lines.append(f"{r.backend:>10}: bulk create API {w.api_rate:,.0f}/s vs Core "
+                     f"{w.core_rate:,.0f}/s = {w.ratio:.1%} (≥25%) "
+                     f"{'PASS' if write_pass(r) else 'FAIL'}  [per-round median "
+                     f"{w.round_ratio:.1%}]")
+        for p in r.pages:
+            lines.append(f"{'':>10}  page {p.case.caller:<6} skip={p.case.skip:<6} API "
+                         f"{p.api * 1000:7.1f} ms vs Core {p.core * 1000:7.1f} ms = "
+                         f"{p.ratio:.2f}x (≤2x) {'PASS' if read_pass(p) else 'FAIL'}")
+        for note in r.notes:
+            lines.append(f"{'':>10}  ({note})")
+    return "\n".join(lines)
