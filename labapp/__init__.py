@@ -79,13 +79,17 @@ def _register_blueprints(app: Flask) -> None:
     from labapp.entities.views import bp as entity_views
     from labapp.files.api import bp as file_api
     from labapp.openapi import bp as openapi_bp
+    from labapp.query.api import bp as query_api
+    from labapp.query.lookup_api import bp as query_lookup_api
     from labapp.sequences.api import bp as sequence_api
     from labapp.users.api import bp as user_api
     from labapp.users.views import bp as user_views
     from labapp.web.views import bp as web_views
 
-    for blueprint in (auth_api, user_api, access_api, entity_api, file_api, sequence_api,
-                      openapi_bp, auth_views, web_views, entity_views, access_views, user_views):
+    api = (auth_api, user_api, access_api, entity_api, file_api, sequence_api, query_api,
+           query_lookup_api, openapi_bp)
+    pages = (auth_views, web_views, entity_views, access_views, user_views)
+    for blueprint in api + pages:
         app.register_blueprint(blueprint)
 
 

@@ -64,13 +64,19 @@ def parse_orderby(text: str | None, source: FieldSource,
         if field.type == "json":
             raise _invalid("$orderby", "invalid_orderby",
                            f"Cannot order by JSON field '{field.name}' at position {position}")
-        expression = (attribute_text(field.expression) if field.type == ATTRIBUTE
-                      else field.expression)
-        if len(parts) == 2 and parts[1].lower() == "desc":
-            clauses.append(expression.desc().nulls_first())
-        else:
-            clauses.append(expression.asc().nulls_last())
+        clauses.append(sort_clause(field, len(parts) == 2 and parts[1].lower() == "desc"))
     return [*clauses, tiebreaker]
+
+
+def sort_clause(field: FilterField, descending: bool) -> ColumnElement[Any]:
+    """The ORDER BY clause of one resolved (non-JSON) field, as ``$orderby`` sorts.
+
+    Attributes sort as text. Missing values sort as the largest (last ascending, first
+    descending) on both databases.
+    """
+    expression = (attribute_text(field.expression) if field.type == ATTRIBUTE
+                  else field.expression)
+    return expression.desc().nulls_first() if descending else expression.asc().nulls_last()
 
 
 def parse_select(text: str | None, source: FieldSource,

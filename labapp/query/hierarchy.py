@@ -1,0 +1,165 @@
+"""The hierarchy of an entity: its ancestors and its tree of descendants (decisions §8).
+
+The parent of an entity is the target of the first link of :data:`HIERARCHY_LINKS` that is
+set on it, in the order listed: a Sample with both a parent sample and a step hangs under the
+sample. The links are the registry's parent links (``PARENT_LINKS``) followed, for Samples and
+Plates, by ``locationID``: material without a parent, step, experiment or plate hangs under
+the place it is stored, so a storage location's tree shows its contents. (A Sample's
+``originID`` is not a parent link: a clone's origin is its source, not its parent.)
+
+Every entity shown passes the one visibility rule: an invisible ancestor ends the breadcrumb
+there, invisible descendants (and everything below them) are left out. Both directions stop
+after :data:`MAX_DEPTH` levels and never visit an entity twice, so cyclic data terminates.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+from sqlalchemy import ColumnElement, and_, func, or_, select
+
+from labapp.access.actor import Actor
+from labapp.access.visibility import readable
+from labapp.db import db
+from labapp.entities.serialize import to_api
+from labapp.entities.service import load_visible
+from labapp.errors import NotFound
+from labapp.model import Entity
+from labapp.model.registry import PARENT_LINKS, ClassSpec, FieldSpec, classes, find_class
+
+MAX_DEPTH = 10
+_STORED_CLASSES = ("Sample", "Plate")
+HIERARCHY_LINKS: dict[str, tuple[str, ...]] = {
+    name: links + (("locationID",) if name in _STORED_CLASSES else ())
+    for name, links in PARENT_LINKS.items()}
+# Ids per IN (...) list: far below the bound-parameter limits of SQLite and PostgreSQL.
+_CHUNK = 500
+_CLASS_ORDER = {spec.name: index for index, spec in enumerate(classes())}
+_LINKS: dict[str, tuple[FieldSpec, ...]] = {
+    name: tuple(find_class(name).fields[link] for link in links)
+    for name, links in HIERARCHY_LINKS.items()}
+
+
+def parent_id(entity: Entity) -> str | None:
+    """The id the entity hangs under: the first set link of its class, or None."""
+    for link in _LINKS.get(entity.eclass, ()):
+        value = getattr(entity, link.attr)
+        if value is not None:
+            return value
+    return None
+
+
+def _chunks(ids: Sequence[str]) -> Iterator[Sequence[str]]:
+    for start in range(0, len(ids), _CHUNK):
+        yield ids[start:start + _CHUNK]
+
+
+def _conditions(parents: Mapping[str, str]) -> Iterator[tuple[ClassSpec, ColumnElement[bool]]]:
+    """For every class with a link that can point at one of ``parents`` (id → class), and
+    every chunk of their ids: the class and the SQL picking its rows whose parent is in the
+    chunk. Written link by link ("this link is one of the ids and every earlier link is
+    empty") so that each link's index can serve it."""
+    wanted = set(parents.values())
+    ids = sorted(parents)
+    for name, links in _LINKS.items():
+        spec = find_class(name)
+        usable = [index for index, link in enumerate(links)
+                  if link.ref == "*" or link.ref in wanted]
+        for chunk in _chunks(ids) if usable else ():
+            yield spec, or_(*(and_(spec.column(links[index]).in_(chunk),
+                                   *(spec.column(earlier).is_(None)
+                                     for earlier in links[:index]))
+                              for index in usable))
+
+
+def _children_of(actor: Actor, parents: Mapping[str, str]) -> dict[str, list[Entity]]:
+    """The visible entities hanging under ``parents`` (id → class), grouped by parent id,
+    each group in class order (as the registry lists the classes), then by name and id."""
+    grouped: dict[str, list[Entity]] = defaultdict(list)
+    for spec, condition in _conditions(parents):
+        for child in db.session.scalars(select(spec.model).where(
+                condition, readable(actor, spec.model))):
+            grouped[parent_id(child)].append(child)
+    for children in grouped.values():
+        children.sort(key=lambda child: (_CLASS_ORDER[child.eclass], child.name or "", child.id))
+    return grouped
+
+
+def _with_children(actor: Actor, parents: Mapping[str, str]) -> set[str]:
+    """The ids among ``parents`` (id → class) that have at least one visible child other
+    than themselves."""
+    found: set[str] = set()
+    for spec, condition in _conditions(parents):
+        columns = [spec.column(link) for link in _LINKS[spec.name]]
+        parent = columns[0] if len(columns) == 1 else func.coalesce(*columns)
+        found.update(db.session.scalars(
+            select(parent).select_from(spec.model)
+            .where(condition, spec.model.id != parent, readable(actor, spec.model))
+            .distinct()))
+    return found
+
+
+def _visible(actor: Actor, entity_id: str) -> Entity | None:
+    """The entity with this id, of whatever class, if the actor may see it."""
+    return db.session.scalar(select(Entity).where(Entity.id == entity_id, readable(actor)))
+
+
+def _ancestors(actor: Actor, entity: Entity) -> list[Entity]:
+    """Visible ancestors, root first, up to the first invisible (or missing) one."""
+    chain: list[Entity] = []
+    seen = {entity.id}
+    above = parent_id(entity)
+    while above is not None and above not in seen and len(chain) < MAX_DEPTH:
+        parent = _visible(actor, above)
+        if parent is None:
+            break
+        chain.append(parent)
+        seen.add(above)
+        above = parent_id(parent)
+    chain.reverse()
+    return chain
+
+
+def _descendants(actor: Actor, root: Entity) -> list[dict[str, Any]]:
+    """The tree below ``root``, level by level (one query per class and level)."""
+    branches: dict[str, list[dict[str, Any]]] = {root.id: []}
+    frontier = {root.id: root.eclass}
+    for _level in range(MAX_DEPTH):
+        if not frontier:
+            break
+        grouped = _children_of(actor, frontier)
+        frontier = {}
+        for above, children in grouped.items():
+            for child in children:
+                if child.id in branches:  # cyclic data: already in the tree
+                    continue
+                node = {**to_api(child), "children": []}
+                branches[above].append(node)
+                branches[child.id] = node["children"]
+                frontier[child.id] = child.eclass
+    return branches[root.id]
+
+
+def entity_hierarchy(actor: Actor, spec: ClassSpec, entity_id: str) -> dict[str, Any]:
+    """``{entity, ancestors: [root … direct parent], children: [{…fields, children}]}``.
+
+    Raises NotFound (404) when the entity does not exist or the actor may not see it.
+    """
+    entity = load_visible(actor, spec, entity_id)
+    return {"entity": to_api(entity, spec),
+            "ancestors": [to_api(ancestor) for ancestor in _ancestors(actor, entity)],
+            "children": _descendants(actor, entity)}
+
+
+def child_entities(actor: Actor, entity_id: str) -> list[dict[str, Any]]:
+    """One level of the tree, for lazy loading: the visible children of the entity, each
+    with its fields and ``hasChildren``. Raises NotFound (404) when the entity does not
+    exist or the actor may not see it."""
+    entity = _visible(actor, entity_id)
+    if entity is None:
+        raise NotFound(f"No entity {entity_id!r}.")
+    children = [child for child in _children_of(actor, {entity.id: entity.eclass})
+                .get(entity.id, []) if child.id != entity.id]
+    having = _with_children(actor, {child.id: child.eclass for child in children})
+    return [{**to_api(child), "hasChildren": child.id in having} for child in children]
