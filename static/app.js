@@ -150,3 +150,37 @@
     if (message && !window.confirm(message)) event.preventDefault();
   });
 })();
+
+/* The children tree of a detail page: a toggle's first click lets htmx load the row's
+ * children below it; later clicks fold and unfold them without asking again. Without
+ * JavaScript a toggle is a link to the child's own page. */
+(function () {
+  "use strict";
+
+  function subtreeOf(toggle) {
+    var row = toggle.closest(".tree-item");
+    return row && row.querySelector(":scope > .subtree");
+  }
+
+  document.addEventListener("htmx:afterSwap", function (event) {
+    var subtree = event.detail.target;
+    if (!subtree.classList || !subtree.classList.contains("subtree")) return;
+    var toggle = subtree.parentElement.querySelector(":scope > [data-tree-toggle]");
+    if (toggle) {
+      toggle.setAttribute("data-loaded", "");
+      toggle.setAttribute("aria-expanded", "true");
+    }
+  });
+
+  // Capture phase: once loaded, the click is handled here and never reaches htmx.
+  document.addEventListener("click", function (event) {
+    var toggle = event.target.closest("[data-tree-toggle][data-loaded]");
+    var subtree = toggle && subtreeOf(toggle);
+    if (!subtree) return;
+    event.preventDefault();
+    event.stopPropagation();
+    var open = toggle.getAttribute("aria-expanded") === "true";
+    subtree.hidden = open;
+    toggle.setAttribute("aria-expanded", open ? "false" : "true");
+  }, true);
+})();

@@ -31,6 +31,9 @@ _NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?")
 _ITEM_FIELD = re.compile(r"entities\.0\.(?P<name>[^.]+)")
 ATTRIBUTES = "attributes"
 FORM_ERROR = "_form"
+# Inputs checked for uniqueness as the user types (see ``Input.live``): barcodes must be
+# unique, and a name already in use is worth knowing about before saving.
+UNIQUE_CHECKED = ("name", "barcode")
 _LABELS = {"id": "ID", "eClass": "Class", "sha256": "SHA-256"}
 
 
@@ -88,6 +91,9 @@ class Input:
     hint: str | None = None
     error: str | None = None
     stored: str | None = None  # the stored value, shown when a conflict left it different
+    # What the page asks the server as the user types: "suggest" (entities a reference may
+    # point at) or "unique" (whether the text is still free); None for nothing.
+    live: str | None = None
 
 
 @dataclass
@@ -145,6 +151,9 @@ def _input(spec: ClassSpec, item: FieldSpec, value: str, status: str | None) -> 
         entry.hint = "UTC"
     if item.type == "ref":
         entry.hint = f"id of a {item.ref}" if item.ref != "*" else "id of any entity"
+        entry.live = "suggest" if item.ref != "*" else None
+    if item.name in UNIQUE_CHECKED:
+        entry.live = "unique"
     if item.name == "id":
         entry.hint = ("the username" if spec.prefix is None
                       else "leave empty for the next id of the class")

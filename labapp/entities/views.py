@@ -4,8 +4,10 @@ Every page calls the same service functions as ``/api/entity``: lists through
 :func:`reading.list_entities`, details through :func:`reading.entity_detail`, every write
 through :func:`service.save_batch`, :func:`service.clone` or, for uploads,
 :func:`labapp.files.service.create_file`. Forms work as plain requests; htmx swaps the table
-(paging, sorting, filtering) and the notes section in place. The create and edit pages live
-in :mod:`labapp.entities.editing` and are routed here, behind the same login check.
+(paging, sorting, filtering), the notes section and the hierarchy tree in place. The create
+and edit pages live in :mod:`labapp.entities.editing`, the tree, suggestion and uniqueness
+fragments in :mod:`labapp.entities.navigation`; both are routed here, behind the same login
+check.
 """
 from __future__ import annotations
 
@@ -17,11 +19,11 @@ from flask import Blueprint, Response, flash, redirect, request, url_for
 from labapp.access.actor import Actor
 from labapp.auth.loader import current_actor
 from labapp.db import transaction
-from labapp.entities import display, editing, reading, service
+from labapp.entities import display, editing, navigation, reading, service
 from labapp.entities.api import class_named
 from labapp.entities.editing import may_create
 from labapp.entities.forms import label_of
-from labapp.errors import InvalidInput
+from labapp.errors import Conflict, InvalidInput
 from labapp.files import service as files
 from labapp.files.store import store_stream
 from labapp.model.registry import ClassSpec, classes, find_class
@@ -34,6 +36,9 @@ bp = Blueprint("entity_views", __name__, url_prefix="/entities")
 bp.add_url_rule("/<eclass>/new", view_func=editing.create, methods=["GET", "POST"])
 bp.add_url_rule("/<eclass>/<path:entity_id>/edit", view_func=editing.edit,
                 methods=["GET", "POST"])
+bp.add_url_rule("/<eclass>/<path:entity_id>/children", view_func=navigation.children)
+bp.add_url_rule("/suggest/<eclass>/<field>", view_func=navigation.suggest)
+bp.add_url_rule("/unique/<eclass>/<field>", view_func=navigation.unique)
 bp.add_app_template_filter(display.text, "entity_text")
 
 PAGE_SIZE = 50
@@ -221,7 +226,8 @@ def _detail(actor: Actor, spec: ClassSpec, entity_id: str, *, block: str | None 
         "notes": _notes(actor, entity["id"]), "audit": display.audit_rows(entity["auditEvents"]),
         "can_write": can_write,
         "can_clone": can_write and spec.name not in NOT_CLONED and may_create(actor, spec),
-        "note_error": None, "note_text": "", "note_notice": None, "file_error": None}
+        "note_error": None, "note_text": "", "note_notice": None, "file_error": None,
+        "status_error": None, **navigation.detail_context(actor, spec, entity)}
     context.update(extra)
     return render_page(DETAIL_TEMPLATE, block=block, status=status, **context)
 
@@ -279,6 +285,29 @@ def upload_file(eclass: str, entity_id: str) -> Response:
         return _detail(actor, spec, entity_id, status=400, file_error=error.detail)
     flash(f"File “{name}” uploaded.", "success")
     return _back_to(spec, entity_id, "files")
+
+
+@bp.post("/<eclass>/<path:entity_id>/status")
+def change_status(eclass: str, entity_id: str) -> Response:
+    """Move the entity to the posted ``status`` as of the posted ``version``. A transition
+    the workflow does not allow, or a version that is no longer current, shows the detail
+    page again with the refusal (409) and the stored status to choose from."""
+    actor = current_actor()
+    spec = class_named(eclass)
+    target = request.form.get("status", "")
+    version = request.form.get("version", "")
+    item = {"eClass": spec.name, "id": entity_id, "status": target,
+            **({"version": int(version)} if version.isdigit() else {})}
+    try:
+        with transaction():
+            saved = service.save_batch(actor, [item], notation=False).entities[0]
+    except (Conflict, InvalidInput) as error:
+        return _detail(actor, spec, entity_id, status=error.status, status_error=error.detail)
+    if version.isdigit() and saved["version"] == int(version):
+        flash(f"{spec.name} {entity_id} is already {target}.", "info")
+    else:
+        flash(f"{spec.name} {entity_id} is now {saved['status']}.", "success")
+    return redirect(display.detail_url(spec.name, entity_id), 303)
 
 
 @bp.post("/<eclass>/<path:entity_id>/clone")

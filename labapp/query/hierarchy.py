@@ -152,6 +152,13 @@ def entity_hierarchy(actor: Actor, spec: ClassSpec, entity_id: str) -> dict[str,
             "children": _descendants(actor, entity)}
 
 
+def ancestor_entities(actor: Actor, spec: ClassSpec, entity_id: str) -> list[dict[str, Any]]:
+    """The visible ancestors of an entity, root first (the breadcrumb), without walking the
+    tree below it. Raises NotFound (404) when the actor may not see the entity."""
+    entity = load_visible(actor, spec, entity_id)
+    return [to_api(ancestor) for ancestor in _ancestors(actor, entity)]
+
+
 def child_entities(actor: Actor, entity_id: str) -> list[dict[str, Any]]:
     """One level of the tree, for lazy loading: the visible children of the entity, each
     with its fields and ``hasChildren``. Raises NotFound (404) when the entity does not

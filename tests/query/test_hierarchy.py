@@ -15,7 +15,8 @@ from labapp.access.grants import actor_for
 from labapp.db import db, transaction
 from labapp.errors import NotFound
 from labapp.model import Sample, User
-from labapp.query.hierarchy import MAX_DEPTH, child_entities
+from labapp.model.registry import CLASSES
+from labapp.query.hierarchy import MAX_DEPTH, ancestor_entities, child_entities
 from tests.conftest import DEFAULT_DEPARTMENT, ApiClient
 from tests.contracts.problem import assert_problem
 from tests.entities.conftest import (admin, body_of, department, listing,  # noqa: F401
@@ -237,3 +238,18 @@ def test_one_level_of_an_invisible_entity_is_not_found(app: Flask, alice: ApiCli
         for entity_id in (world["Hidden H"], "NOPE-1"):
             with pytest.raises(NotFound):
                 child_entities(as_alice, entity_id)
+
+
+def test_ancestor_entities_is_the_breadcrumb_of_the_full_answer(
+        app: Flask, admin: ApiClient) -> None:  # noqa: F811
+    """The detail page's cheap breadcrumb agrees with the hierarchy endpoint's ancestors."""
+    created = admin.post("/api/entity", json={"entities": [
+        {"eClass": "Experiment", "id": "#e"}, {"eClass": "Step", "id": "#s", "experimentID": "#e"},
+        {"eClass": "Sample", "id": "#p", "stepID": "#s"},
+        {"eClass": "Sample", "id": "#c", "parentID": "#p"}]}).get_json()["entities"]
+    leaf = created[-1]["id"]
+    full = admin.get(f"/api/query/hierarchy/Sample/{leaf}").get_json()["ancestors"]
+    with app.app_context():
+        actor = actor_for(db.session.get(User, "admin"), method="bearer")
+        cheap = ancestor_entities(actor, CLASSES["Sample"], leaf)
+    assert [a["id"] for a in cheap] == [a["id"] for a in full] == [e["id"] for e in created[:3]]
