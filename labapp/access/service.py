@@ -97,25 +97,34 @@ def _department_entry(grant: DepartmentAccess) -> dict[str, Any]:
                                             if grant.access_department_id else None)}
 
 
+def _upsert_grant(model: type, target: Any, target_id: str, department_column: Any,
+                  grantee: Grantee, access_type: str) -> tuple[Any, bool]:
+    """The one grant of ``grantee`` on a target, created or updated; (grant, created)."""
+    grant = db.session.scalar(select(model).where(
+        target == target_id,
+        model.user_id.is_(None) if grantee.user_id is None
+        else model.user_id == grantee.user_id,
+        department_column.is_(None) if grantee.department_id is None
+        else department_column == grantee.department_id))
+    created = grant is None
+    if created:
+        grant = model(**{target.key: target_id, "user_id": grantee.user_id,
+                         department_column.key: grantee.department_id})
+        db.session.add(grant)
+    grant.access_type = access_type
+    db.session.flush()
+    return grant, created
+
+
 def grant_department(department_id: str, access_type: Any, user_id: str | None,
                      access_department_id: str | None) -> tuple[dict[str, Any], bool]:
     """Add or update a grant on a department; returns the entry and whether it is new."""
     get_department(department_id)
     access_type = _check_access_type(access_type)
     grantee = _grantee(user_id, access_department_id, "accessDepartmentID")
-    grant = db.session.scalar(select(DepartmentAccess).where(
-        DepartmentAccess.department_id == department_id,
-        DepartmentAccess.user_id.is_(None) if grantee.user_id is None
-        else DepartmentAccess.user_id == grantee.user_id,
-        DepartmentAccess.access_department_id.is_(None) if grantee.department_id is None
-        else DepartmentAccess.access_department_id == grantee.department_id))
-    created = grant is None
-    if created:
-        grant = DepartmentAccess(department_id=department_id, user_id=grantee.user_id,
-                                 access_department_id=grantee.department_id)
-        db.session.add(grant)
-    grant.access_type = access_type
-    db.session.flush()
+    grant, created = _upsert_grant(DepartmentAccess, DepartmentAccess.department_id,
+                                   department_id, DepartmentAccess.access_department_id,
+                                   grantee, access_type)
     return _department_entry(grant), created
 
 
@@ -153,19 +162,8 @@ def grant_project(project_id: str, access_type: Any, user_id: str | None,
     get_project(project_id)
     access_type = _check_access_type(access_type)
     grantee = _grantee(user_id, department_id, "departmentID")
-    grant = db.session.scalar(select(ProjectAccess).where(
-        ProjectAccess.project_id == project_id,
-        ProjectAccess.user_id.is_(None) if grantee.user_id is None
-        else ProjectAccess.user_id == grantee.user_id,
-        ProjectAccess.department_id.is_(None) if grantee.department_id is None
-        else ProjectAccess.department_id == grantee.department_id))
-    created = grant is None
-    if created:
-        grant = ProjectAccess(project_id=project_id, user_id=grantee.user_id,
-                              department_id=grantee.department_id)
-        db.session.add(grant)
-    grant.access_type = access_type
-    db.session.flush()
+    grant, created = _upsert_grant(ProjectAccess, ProjectAccess.project_id, project_id,
+                                   ProjectAccess.department_id, grantee, access_type)
     return _project_entry(grant), created
 
 

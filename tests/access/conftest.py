@@ -24,28 +24,6 @@ ROLES = ("ADMIN", "DATA_MANAGER", "DATA_MANAGER_PROJECT_WRITE")
 CALLERS = ("anonymous", "plain") + ROLES
 
 
-class Anonymous:
-    """A client that sends no credentials, with the ApiClient interface."""
-
-    def __init__(self, app: Flask) -> None:
-        self.client = app.test_client(use_cookies=False)
-
-    def open(self, method: str, path: str, **kwargs: Any):
-        return self.client.open(path, method=method, **kwargs)
-
-    def get(self, path: str, **kwargs: Any):
-        return self.open("GET", path, **kwargs)
-
-    def post(self, path: str, **kwargs: Any):
-        return self.open("POST", path, **kwargs)
-
-    def put(self, path: str, **kwargs: Any):
-        return self.open("PUT", path, **kwargs)
-
-    def delete(self, path: str, **kwargs: Any):
-        return self.open("DELETE", path, **kwargs)
-
-
 @pytest.fixture
 def caller(app: Flask, admin: ApiClient,  # noqa: F811
            member: Callable[..., ApiClient]) -> Callable[[str], Any]:  # noqa: F811
@@ -55,7 +33,7 @@ def caller(app: Flask, admin: ApiClient,  # noqa: F811
 
     def make(who: str) -> Any:
         if who == "anonymous":
-            return Anonymous(app)
+            return ApiClient(app.test_client(use_cookies=False), {}, "anonymous")
         if who == "ADMIN":
             return admin
         if who == "plain":

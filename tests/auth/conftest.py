@@ -8,7 +8,7 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 from labapp.model import User
-from tests.auth.helpers import database
+from tests.auth.checks import database
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ from flask.testing import FlaskClient
 from labapp.db import db
 from labapp.model import User
 from labapp.model.types import utc_now
-from tests.auth.helpers import (REFRESH_COOKIE, SESSION_COOKIE, error_fields, failures_of,
+from tests.auth.checks import (REFRESH_COOKIE, SESSION_COOKIE, error_fields, failures_of,
                                 parse_utc, problem, seed_failures, sessions_of, set_cookies)
 from tests.conftest import PASSWORD, bearer_header, run_init
 

@@ -7,7 +7,7 @@ import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 
-from tests.auth.helpers import error_fields, failures_of, problem, seed_failures
+from tests.auth.checks import error_fields, failures_of, problem, seed_failures
 from tests.conftest import PASSWORD, ApiClient, basic_header, bearer_header, csrf_of, login
 
 NEW_PASSWORD = "a brand new passphrase"

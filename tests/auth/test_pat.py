@@ -12,7 +12,7 @@ from sqlalchemy import update
 
 from labapp.model import PersonalAccessToken
 from labapp.model.types import utc_now
-from tests.auth.helpers import database, error_fields, parse_utc, problem
+from tests.auth.checks import database, error_fields, parse_utc, problem
 from tests.conftest import ApiClient, basic_header
 
 PAT_VALUE = re.compile(r"^PAT[A-Za-z0-9_-]{40}$")

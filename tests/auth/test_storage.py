@@ -11,7 +11,7 @@ from sqlalchemy import select, text
 
 from labapp.db import db
 from labapp.model import LoginSession, PersonalAccessToken, RefreshToken, User
-from tests.auth.helpers import PRODUCTION_HASHER
+from tests.auth.checks import PRODUCTION_HASHER
 from tests.conftest import PASSWORD, bearer_header, login
 
 

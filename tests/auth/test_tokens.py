@@ -14,7 +14,7 @@ from werkzeug.test import TestResponse
 from labapp.auth.sessions import ACCESS_TOKEN_SECONDS
 from labapp.model import LoginSession, RefreshToken
 from labapp.model.types import utc_now
-from tests.auth.helpers import (REFRESH_COOKIE, SESSION_COOKIE, database, problem,
+from tests.auth.checks import (REFRESH_COOKIE, SESSION_COOKIE, database, problem,
                                 sessions_of, set_cookies)
 from tests.conftest import bearer_header, csrf_of, login
 
