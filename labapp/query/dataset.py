@@ -12,9 +12,10 @@ whose field is among the values of ``field`` in the earlier *collection* ``key``
 the filter matches nothing). A string value is such a reference only when it has that form
 with a key of letters, digits and ``_``; any other string is taken literally.
 
-A ``collection`` answers at most :data:`MAX_COLLECTION` rows (the first in its sort order; a
-client needing more pages through the entity list or view endpoint); an ``entity`` answers
-its first row or null. Sorting always ends with ``id``. Errors are 400 ``invalid_dataset``
+A ``collection`` matching more than :data:`MAX_COLLECTION` rows is refused (400) rather than
+cut: a silently shortened collection would make every later ``in`` join wrong. A client
+needing more pages through the entity list or view endpoint. An ``entity`` answers its first
+row or null. Sorting always ends with ``id``. Errors are 400 ``invalid_dataset``
 naming the place, as in ``queries[2].filters[0].field``.
 """
 from __future__ import annotations
@@ -88,7 +89,11 @@ def run_dataset(actor: Actor, queries: list[dict[str, Any]]) -> dict[str, Any]:
         key, kind = (query["collection"], "collection") if "collection" in query else (
             query["entity"], "entity")
         runner = _QueryRun(actor, query, index, results, keys)
-        rows, names = runner.run(MAX_COLLECTION if kind == "collection" else 1)
+        rows, names = runner.run(MAX_COLLECTION + 1 if kind == "collection" else 1)
+        if len(rows) > MAX_COLLECTION:
+            raise DatasetError(f"queries[{index}]", f"the collection matches more than "
+                                                    f"{MAX_COLLECTION} rows; narrow its filters "
+                                                    "or page through the entity list")
         results[key] = _Result(kind, runner.target, rows)
         shown = [_project(row, names) for row in rows]
         answer[key] = shown if kind == "collection" else (shown[0] if shown else None)

@@ -8,6 +8,7 @@ import pytest
 
 from labapp.query import dataset
 from tests.conftest import ApiClient
+from tests.contracts.problem import assert_problem
 from tests.entities.conftest import (admin, body_of, department, grant, member,  # noqa: F401
                                      project)
 from tests.entities.conftest import Grants
@@ -178,13 +179,23 @@ def test_sortings_and_select(admin: ApiClient, lab: dict[str, Any]) -> None:  # 
          "attributes": {"batch": "B1", "ph": 7.5}}]
 
 
-def test_collections_are_capped(admin: ApiClient, lab: dict[str, Any],  # noqa: F811
-                                monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(dataset, "MAX_COLLECTION", 2)
-    answer = run(admin, {"collection": "rows", "eClass": "Sample", "filters": [OURS]},
-                 {"collection": "joined", "eClass": "Sample",
-                  "filters": [{"field": "id", "in": "rows.id"}]})
-    assert ids(answer["rows"]) == ids(answer["joined"]) == [qv("SAM1"), qv("SAM2")]
+def test_a_collection_over_the_cap_is_refused_not_cut(admin: ApiClient,
+                                                       lab: dict[str, Any],  # noqa: F811
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """A shortened collection would silently drop rows from every later ``in`` join."""
+    matching = len(run(admin, {"collection": "rows", "eClass": "Sample",
+                               "filters": [OURS]})["rows"])
+    assert matching > 1
+    monkeypatch.setattr(dataset, "MAX_COLLECTION", matching - 1)
+    response = admin.post("/api/query/dataset", json=[
+        {"collection": "rows", "eClass": "Sample", "filters": [OURS]},
+        {"collection": "joined", "eClass": "Sample",
+         "filters": [{"field": "id", "in": "rows.id"}]}])
+    body = assert_problem(response, 400, "invalid_dataset", errors=True)
+    assert body["errors"][0]["field"] == "queries[0]"
+    monkeypatch.setattr(dataset, "MAX_COLLECTION", matching)
+    answer = run(admin, {"collection": "rows", "eClass": "Sample", "filters": [OURS]})
+    assert len(answer["rows"]) == matching
 
 
 def test_row_level_security_applies_to_every_query(bob: ApiClient, lab: dict[str, Any],  # noqa: F811
