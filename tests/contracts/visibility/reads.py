@@ -9,6 +9,7 @@ from tests.contracts.visibility import oracle
 from tests.contracts.visibility.build import LiveWorld, closed, file_content
 from tests.contracts.visibility.paths import (MatrixPath, Outcome, entity_url,
                                               hidden_like_unknown)
+from tests.contracts.visibility.queries import QUERY_READ_PATHS
 from tests.contracts.visibility.world import ENTITY, FILES, KEYS
 
 
@@ -107,4 +108,5 @@ READ_PATHS: tuple[MatrixPath, ...] = (
     MatrixPath("get.events", KEYS, expect_event_ids, get_event_ids),
     MatrixPath("file.download", FILES, expect_visible, download),
     MatrixPath("file.metadata", FILES, expect_visible, metadata),
+    *QUERY_READ_PATHS,  # /api/query (issue 5)
 )
