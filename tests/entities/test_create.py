@@ -8,7 +8,7 @@ import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 
-from tests.auth.helpers import secret_keys
+from tests.auth.checks import secret_keys
 from tests.conftest import DEFAULT_DEPARTMENT, ApiClient
 from tests.contracts.problem import assert_problem
 from tests.entities.conftest import fetch, next_value, save, snapshot

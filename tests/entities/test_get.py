@@ -7,7 +7,7 @@ import base64
 import pytest
 
 from labapp.model.registry import find_class
-from tests.auth.helpers import secret_keys
+from tests.auth.checks import secret_keys
 from tests.conftest import ApiClient
 from tests.contracts.problem import assert_problem
 from tests.entities.conftest import fetch, save
