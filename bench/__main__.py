@@ -6,8 +6,10 @@ For each backend: a fresh app and database (``flask init``), then
 2. a filtered, ordered 500-entity page at ``$skip`` 0 and 90% of the entities, as a reader
    whose visibility predicate applies and as admin, against the same query in Core +
    ``json.dumps``;
-3. EXPLAIN of the statements the API page request sends.
-The summary goes to stdout and into the generated block of ``bench/RESULTS.md``.
+3. EXPLAIN of the statements the API page request sends;
+4. (issue 5, ``bench/query.py``) on the same database: a 3-query ``POST /api/query/dataset``
+   against the same joins in Core, and p50/p95 of suggest and unique as a reader.
+The summary goes to stdout and into the generated blocks of ``bench/RESULTS.md``.
 """
 from __future__ import annotations
 
@@ -20,9 +22,10 @@ from pathlib import Path
 
 from sqlalchemy import func, select, text
 
-from bench import read, write
+from bench import query, read, write
 from bench.harness import BATCH, matching, open_bench
-from bench.report import BackendResult, render, save, stdout_summary
+from bench.report import (QUERY_BEGIN, QUERY_END, BackendResult, render, render_queries,
+                          save, stdout_summary)
 from labapp.db import db
 from labapp.model import Sample
 
@@ -45,6 +48,14 @@ def _arguments(argv: list[str]) -> argparse.Namespace:
                         help=f"warm-up runs per page and path (default {read.WARMUP})")
     parser.add_argument("--writes-only", action="store_true",
                         help="measure bulk create only (no pages, no plans)")
+    parser.add_argument("--queries-only", action="store_true",
+                        help="issue 5 part only: seed the Samples through Core (no API "
+                             "writes, no pages) and measure the dataset and the lookups")
+    parser.add_argument("--no-queries", action="store_true",
+                        help="skip the issue 5 part (dataset, suggest, unique)")
+    parser.add_argument("--pg-trigram", action="store_true",
+                        help="EXPERIMENT (issue 5): pg_trgm GIN indexes on the expressions "
+                             "the suggestions compare (the proposed migration)")
     parser.add_argument("--profile", action="store_true",
                         help="show every profile, not only those of failing targets")
     parser.add_argument("--pg-no-prepare", action="store_true",
@@ -59,6 +70,8 @@ def _arguments(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT,
                         help="results file (its generated block is replaced)")
     parser.add_argument("--no-save", action="store_true", help="print only")
+    parser.add_argument("--query-runs", type=int, default=query.RUNS,
+                        help=f"measured dataset runs per caller (default {query.RUNS})")
     args = parser.parse_args(argv)
     if args.quick:
         args.entities = 10_000
@@ -96,6 +109,8 @@ def run_backend(backend: str, args: argparse.Namespace, log=print) -> BackendRes
         notes.append("EXPERIMENT --pg-no-prepare: psycopg prepare_threshold=None")
     if args.drop_name_statistics and backend == "postgresql":
         notes.append("BEFORE --drop-name-statistics: no statistics on lower(name)")
+    if args.pg_trigram and backend == "postgresql":
+        notes.append("EXPERIMENT --pg-trigram: pg_trgm GIN indexes for the suggestions")
     if args.sqlite_analyze and backend == "sqlite":
         notes.append("EXPERIMENT --sqlite-analyze: ANALYZE ran after seeding")
     log(f"[{backend}] fresh database, flask init, writing {entities:,} samples ...")
@@ -103,7 +118,10 @@ def run_backend(backend: str, args: argparse.Namespace, log=print) -> BackendRes
         if args.drop_name_statistics and backend == "postgresql":
             with bench.app.app_context(), db.engine.begin() as connection:
                 connection.exec_driver_sql("DROP STATISTICS IF EXISTS st_entity_name_lower")
-        written = write.run(bench, entities, log=log)
+        if args.queries_only:
+            written = write.core_seed(bench, entities, log=log)
+        else:
+            written = write.run(bench, entities, log=log)
         with bench.app.app_context():
             version = _server_version(backend)
             count = db.session.scalar(select(func.count()).select_from(Sample))
@@ -115,7 +133,7 @@ def run_backend(backend: str, args: argparse.Namespace, log=print) -> BackendRes
                 _analyze(backend)
             db.session.remove()
         pages, plans = [], {}
-        if not args.writes_only:
+        if not (args.writes_only or args.queries_only):
             for caller in ("reader", "admin"):
                 for skip in (0, far):
                     case = read.PageCase(caller, skip)
@@ -127,8 +145,12 @@ def run_backend(backend: str, args: argparse.Namespace, log=print) -> BackendRes
             for case in (read.PageCase("reader", 0), read.PageCase("reader", far),
                          read.PageCase("admin", 0)):
                 plans[f"page as {case.caller}, $skip={case.skip:,}"] = read.explain(bench, case)
+        queries = None
+        if not (args.writes_only or args.no_queries):
+            queries = query.run(bench, entities, runs=args.query_runs, log=log,
+                                  trigram=args.pg_trigram and backend == "postgresql")
     return BackendResult(backend, version, entities, written, pages, plans,
-                         time.perf_counter() - started, notes)
+                         time.perf_counter() - started, notes, queries)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -140,7 +162,12 @@ def main(argv: list[str] | None = None) -> int:
     load = (load_before, os.getloadavg())
     print(stdout_summary(results))
     if not args.no_save:
-        save(args.output, render(results, shlex.join(argv), args.profile, load, args))
+        command = shlex.join(argv)
+        if not args.queries_only:
+            save(args.output, render(results, command, args.profile, load, args))
+        if any(r.queries for r in results):
+            save(args.output, render_queries(results, command, args.profile, load),
+                 QUERY_BEGIN, QUERY_END)
         print(f"\nwritten to {args.output}")
     return 0
 

@@ -21,11 +21,16 @@ from pathlib import Path
 import flask
 import sqlalchemy
 
+from bench import query as query_bench
+from bench.query import QueryResult
 from bench.read import FILTER, ORDERBY, PageResult
 from bench.write import WriteResult
 
 BEGIN = "<!-- bench: generated section begins; `python -m bench` rewrites it -->"
 END = "<!-- bench: generated section ends -->"
+QUERY_BEGIN = ("<!-- bench: generated query section begins; `python -m bench` (or "
+               "`--queries-only`) rewrites it -->")
+QUERY_END = "<!-- bench: generated query section ends -->"
 WRITE_TARGET = 0.25  # API bulk-create rate ≥ 25% of the raw Core insert rate
 READ_TARGET = 2.0    # API page time ≤ 2× the raw query + serialise time
 PROJECT = Path(__file__).resolve().parent.parent
@@ -41,6 +46,7 @@ class BackendResult:
     plans: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
     seconds: float = 0.0
     notes: list[str] = field(default_factory=list)
+    queries: QueryResult | None = None
 
 
 def write_pass(result: BackendResult) -> bool:
@@ -220,12 +226,12 @@ def render(results: list[BackendResult], command: str, all_profiles: bool,
     return "\n".join(out).rstrip() + "\n"
 
 
-def save(path: Path, generated: str) -> None:
+def save(path: Path, generated: str, begin: str = BEGIN, end: str = END) -> None:
     """Replace the generated block of ``path`` (creating the file when needed)."""
-    block = f"{BEGIN}\n{generated}{END}\n"
+    block = f"{begin}\n{generated}{end}\n"
     if path.exists():
         text = path.read_text(encoding="utf-8")
-        pattern = re.compile(re.escape(BEGIN) + r".*?" + re.escape(END) + r"\n?", re.DOTALL)
+        pattern = re.compile(re.escape(begin) + r".*?" + re.escape(end) + r"\n?", re.DOTALL)
         if pattern.search(text):
             path.write_text(pattern.sub(lambda _m: block, text, count=1), encoding="utf-8")
             return
@@ -238,6 +244,10 @@ def stdout_summary(results: list[BackendResult]) -> str:
     lines = ["", "labapp benchmark summary"]
     for r in results:
         w = r.write
+        if not w.api_batches:
+            lines.append(f"{r.backend:>10}: (seeded through Core only)")
+            lines += query_summary(r)
+            continue
         lines.append(f"{r.backend:>10}: bulk create API {w.api_rate:,.0f}/s vs Core "
                      f"{w.core_rate:,.0f}/s = {w.ratio:.1%} (≥25%) "
                      f"{'PASS' if write_pass(r) else 'FAIL'}  [per-round median "
@@ -248,4 +258,114 @@ def stdout_summary(results: list[BackendResult]) -> str:
                          f"{p.ratio:.2f}x (≤2x) {'PASS' if read_pass(p) else 'FAIL'}")
         for note in r.notes:
             lines.append(f"{'':>10}  ({note})")
+        lines += query_summary(r)
     return "\n".join(lines)
+
+
+def query_summary(r: BackendResult) -> list[str]:
+    q = r.queries
+    if q is None:
+        return []
+    lines = []
+    for d in q.datasets:
+        lines.append(f"{'':>10}  dataset {d.caller:<6} {d.counts['samples']:>5} samples: API "
+                     f"{d.api * 1000:7.1f} ms vs Core {d.core * 1000:7.1f} ms = {d.ratio:.2f}x "
+                     f"(≤3x) {'PASS' if d.ok else 'FAIL'}")
+    for x in q.lookups:
+        lines.append(f"{'':>10}  {x.name:<34} p50 {x.percentile(50) * 1000:6.1f} ms, p95 "
+                     f"{x.percentile(95) * 1000:6.1f} ms (<50 ms) {'PASS' if x.ok else 'FAIL'}")
+    return lines
+
+
+def render_queries(results: list[BackendResult], command: str, all_profiles: bool,
+                   load: tuple[tuple[float, ...], tuple[float, ...]]) -> str:
+    """The generated block of issue 5's part: dataset ratios and lookup percentiles."""
+    q0 = next(r.queries for r in results if r.queries)
+    per_project = (f"{query_bench.EXPERIMENTS} experiments → "
+                   f"{query_bench.EXPERIMENTS * query_bench.STEPS} steps → "
+                   f"{query_bench.EXPERIMENTS * query_bench.STEPS * query_bench.PER_STEP} "
+                   "samples")
+    out = ["## Latest run: dataset, suggest, unique (issue 5)", "",
+           *machine_facts(results, command, load), "",
+           f"Dataset: `POST /api/query/dataset` of exps (Experiment, projectID = P) → steps "
+           f"(experimentID in exps.id) → samples (stepID in steps.id); per project {per_project} "
+           f"for the reader (+{query_bench.HIDDEN} experiments of another department for "
+           f"admin), {query_bench.PROJECTS} projects rotated; median of {len(q0.datasets[0].api_runs)} "
+           f"runs after {query_bench.WARMUP} warm-ups, API and baseline interleaved. Baseline: "
+           "the same three SELECTs in SQLAlchemy Core, each level joined to the previous one "
+           "with `IN (SELECT …)` and the visibility predicate on every level, every column, "
+           "ordered by id, + `json.dumps`. Lookups: the reader, "
+           f"{query_bench.LOOKUP_REQUESTS} requests per endpoint after 10 warm-ups, a mix of "
+           "kinds round-robin (table below); nearest-rank percentiles of the whole request "
+           "through the Flask test client.", "",
+           "| Backend | Measure | API | Baseline / p95 | Ratio / p50 | Target | Result |",
+           "|---|---|---:|---:|---:|---|---|"]
+    for r in results:
+        q = r.queries
+        if q is None:
+            continue
+        for d in q.datasets:
+            out.append(f"| {r.backend} | dataset as {d.caller} ({d.counts['exps']} → "
+                       f"{d.counts['steps']} → {d.counts['samples']:,}) | {_ms(d.api)} "
+                       f"| {_ms(d.core)} | {d.ratio:.2f}× | ≤ 3× | {_verdict(d.ok)} |")
+        for x in q.lookups:
+            out.append(f"| {r.backend} | `{x.name}` | – | p95 {_ms(x.percentile(95))} "
+                       f"| p50 {_ms(x.percentile(50))} | p95 < 50 ms | {_verdict(x.ok)} |")
+    out.append("")
+    for r in results:
+        q = r.queries
+        if q is None:
+            continue
+        out += [f"### {r.backend} (issue 5)", "", *(f"- **{note}**" for note in r.notes),
+                f"- {q.entities:,} entities in the database; query data seeded in "
+                f"{q.seed_seconds:.1f} s; this part took {q.seconds:.0f} s.", "",
+                "| Dataset | API median (min–max) | Core median (min–max) | API/Core "
+                "| bytes API / Core |", "|---|---:|---:|---:|---:|"]
+        for d in q.datasets:
+            out.append(f"| {d.caller} | {_ms(d.api)} ({_ms(min(d.api_runs))}–"
+                       f"{_ms(max(d.api_runs))}) | {_ms(d.core)} ({_ms(min(d.core_runs))}–"
+                       f"{_ms(max(d.core_runs))}) | {d.ratio:.2f}× "
+                       f"| {d.api_bytes:,} / {d.core_bytes:,} |")
+        out += ["", "| Lookup | kind of query | n | p50 | p95 | max |",
+                "|---|---|---:|---:|---:|---:|"]
+        for x in q.lookups:
+            for kind, times in x.by_kind.items():
+                out.append(f"| `{x.name}` | {kind} | {len(times)} "
+                           f"| {_ms(query_bench.percentile(times, 50))} "
+                           f"| {_ms(query_bench.percentile(times, 95))} | {_ms(max(times))} |")
+            out.append(f"| `{x.name}` | **all** | {len(x.times)} | "
+                       f"**{_ms(x.percentile(50))}** | **{_ms(x.percentile(95))}** "
+                       f"| {_ms(max(x.times))} |")
+        out.append("")
+    extra: list[str] = []
+    for r in results:
+        q = r.queries
+        if q is None:
+            continue
+        for d in q.datasets:
+            if (all_profiles or not d.ok) and d.profile is not None:
+                extra += _profile_block(f"{r.backend}: 3 dataset requests as {d.caller}",
+                                        d.profile)
+        for x in q.lookups:
+            if all_profiles or not x.ok:
+                if x.profile is not None:
+                    extra += _profile_block(f"{r.backend}: {x.name}, its slowest kind",
+                                            x.profile)
+    if extra:
+        out += ["### Profiles (issue 5)", "", *extra]
+    plan_lines: list[str] = []
+    for r in results:
+        q = r.queries
+        if q is None:
+            continue
+        plan_lines += [f"#### {r.backend}: dataset as reader", ""]
+        for statement, plan in q.dataset_plans:
+            plan_lines += ["```sql", statement, "```", "```", plan, "```", ""]
+        for x in q.lookups:
+            plan_lines += [f"#### {r.backend}: `{x.name}`, its slowest kind of query", ""]
+            for statement, plan in x.plans:
+                plan_lines += ["```sql", statement, "```", "```", plan, "```", ""]
+    out += ["### Query plans (issue 5)", "",
+            "<details><summary>EXPLAIN (ANALYZE, BUFFERS) on PostgreSQL, EXPLAIN QUERY PLAN "
+            "on SQLite</summary>", "", *plan_lines, "</details>", ""]
+    return "\n".join(out).rstrip() + "\n"

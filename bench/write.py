@@ -188,3 +188,13 @@ def run(bench: Bench, total: int, *, log: Callable[[str], None] = print) -> Writ
                 log(f"  [{bench.backend}] write round {index + 1}/{rounds}: "
                     f"API {result.api_rate:,.0f}/s, Core {result.core_rate:,.0f}/s")
     return result
+
+
+def core_seed(bench: Bench, total: int, *, log: Callable[[str], None] = print) -> WriteResult:
+    """``--queries-only``: every sample through Core (no API writes, nothing compared)."""
+    result = WriteResult()
+    for base in range(0, total, BATCH):
+        result.core_batches.append(timed(lambda: core_insert(
+            bench.engine, core_rows(bench, range(base, base + BATCH))))[0])
+    log(f"  [{bench.backend}] {total:,} samples seeded through Core")
+    return result
