@@ -58,9 +58,6 @@ def _arguments(argv: list[str]) -> argparse.Namespace:
                              "the suggestions compare (the proposed migration)")
     parser.add_argument("--profile", action="store_true",
                         help="show every profile, not only those of failing targets")
-    parser.add_argument("--pg-no-prepare", action="store_true",
-                        help="EXPERIMENT: psycopg never prepares statements "
-                             "(prepare_threshold=None, the proposed engine setting)")
     parser.add_argument("--drop-name-statistics", action="store_true",
                         help="BEFORE: drop the PostgreSQL statistics on lower(name) that "
                              "migration 5fee591b2bdf adds (the schema before it)")
@@ -105,8 +102,6 @@ def run_backend(backend: str, args: argparse.Namespace, log=print) -> BackendRes
     if matching(entities) < far + BATCH:
         raise SystemExit(f"{entities} entities are too few for $skip={far}")
     notes = []
-    if args.pg_no_prepare and backend == "postgresql":
-        notes.append("EXPERIMENT --pg-no-prepare: psycopg prepare_threshold=None")
     if args.drop_name_statistics and backend == "postgresql":
         notes.append("BEFORE --drop-name-statistics: no statistics on lower(name)")
     if args.pg_trigram and backend == "postgresql":
@@ -114,7 +109,7 @@ def run_backend(backend: str, args: argparse.Namespace, log=print) -> BackendRes
     if args.sqlite_analyze and backend == "sqlite":
         notes.append("EXPERIMENT --sqlite-analyze: ANALYZE ran after seeding")
     log(f"[{backend}] fresh database, flask init, writing {entities:,} samples ...")
-    with open_bench(backend, no_prepare=args.pg_no_prepare) as bench:
+    with open_bench(backend) as bench:
         if args.drop_name_statistics and backend == "postgresql":
             with bench.app.app_context(), db.engine.begin() as connection:
                 connection.exec_driver_sql("DROP STATISTICS IF EXISTS st_entity_name_lower")

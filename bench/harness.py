@@ -20,16 +20,15 @@ from typing import Any
 import psycopg
 from flask import Flask
 from flask.testing import FlaskClient
-from sqlalchemy import event
 from sqlalchemy.engine import Engine, make_url
 
 from labapp import create_app
 from labapp.db import db, transaction
 from labapp.users.service import create_user
 
-POSTGRES_URL = os.environ.get("LABAPP_BENCH_POSTGRES_URL",
-                              os.environ.get("LABAPP_TEST_POSTGRES_URL",
-                                             "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"))
+# The test suite's server (LABAPP_TEST_* variables are not application settings).
+POSTGRES_URL = os.environ.get("LABAPP_TEST_POSTGRES_URL",
+                              "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
 ADMIN_PASSWORD = "admin-password-for-the-benchmark"
 READER = "bench-reader"
 READER_PASSWORD = "reader-password-for-the-benchmark"
@@ -83,24 +82,8 @@ def _login(client: FlaskClient, username: str, password: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {response.get_json()['accessToken']}"}
 
 
-def never_prepare(app: Flask) -> None:
-    """EXPERIMENT (``--pg-no-prepare``): psycopg never turns a statement into a server-side
-    prepared statement (``prepare_threshold = None``), so PostgreSQL plans every execution
-    with its parameter values and never falls back to a cached generic plan. This is the
-    engine setting proposed in RESULTS.md; pooled connections are replaced."""
-    with app.app_context():
-        engine = db.engine
-
-        @event.listens_for(engine, "connect")
-        def _no_prepare(dbapi_connection, _record) -> None:
-            dbapi_connection.prepare_threshold = None
-
-        db.session.remove()
-        engine.dispose()
-
-
 @contextmanager
-def open_bench(backend: str, *, no_prepare: bool = False) -> Iterator[Bench]:
+def open_bench(backend: str) -> Iterator[Bench]:
     """A fresh app on a fresh database: ``init``, a department, its reader, two tokens."""
     with tempfile.TemporaryDirectory(prefix="labapp-bench-") as tmp:
         instance = Path(tmp) / "instance"
@@ -112,8 +95,6 @@ def open_bench(backend: str, *, no_prepare: bool = False) -> Iterator[Bench]:
                 result = app.test_cli_runner().invoke(args=["init"])
                 if result.exit_code != 0:
                     raise RuntimeError(f"flask init failed:\n{result.output}")
-                if no_prepare and backend == "postgresql":
-                    never_prepare(app)
                 client = app.test_client()
                 admin = _login(client, "admin", ADMIN_PASSWORD)
                 created = client.post("/api/entity", headers=admin, json={
