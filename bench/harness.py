@@ -148,3 +148,23 @@ def timed(call: Callable[[], Any]) -> tuple[float, Any]:
 
 def median(values: list[float]) -> float:
     return statistics.median(values)
+
+
+class ApiVersusCore:
+    """Mixin of a measurement holding ``api_runs`` and ``core_runs`` (seconds): medians and
+    their ratio."""
+
+    api_runs: list[float]
+    core_runs: list[float]
+
+    @property
+    def api(self) -> float:
+        return median(self.api_runs)
+
+    @property
+    def core(self) -> float:
+        return median(self.core_runs)
+
+    @property
+    def ratio(self) -> float:
+        return self.api / self.core

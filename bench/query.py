@@ -30,7 +30,7 @@ from urllib.parse import quote
 
 from sqlalchemy import and_, bindparam, event, insert, or_, select, text, true, update
 
-from bench.harness import Bench, median, timed
+from bench.harness import ApiVersusCore, Bench, median, timed
 from bench.read import _depth, _json_default, _shorten
 from labapp.db import db
 from labapp.model import Entity, Experiment, Project, Sample, Step
@@ -55,7 +55,7 @@ _sample = Sample.__table__
 
 
 @dataclass
-class DatasetResult:
+class DatasetResult(ApiVersusCore):
     caller: str
     api_runs: list[float]
     core_runs: list[float]
@@ -63,18 +63,6 @@ class DatasetResult:
     api_bytes: int
     core_bytes: int
     profile: cProfile.Profile | None = None
-
-    @property
-    def api(self) -> float:
-        return median(self.api_runs)
-
-    @property
-    def core(self) -> float:
-        return median(self.core_runs)
-
-    @property
-    def ratio(self) -> float:
-        return self.api / self.core
 
     @property
     def ok(self) -> bool:

@@ -17,7 +17,7 @@ from urllib.parse import urlencode
 
 from sqlalchemy import and_, event, func, literal, or_, select, true
 
-from bench.harness import BATCH, Bench, median, timed
+from bench.harness import BATCH, ApiVersusCore, Bench, timed
 from labapp.model import Entity, Sample
 
 FILTER = "amount gt 10 and startswith(name,'S')"
@@ -41,7 +41,7 @@ class PageCase:
 
 
 @dataclass
-class PageResult:
+class PageResult(ApiVersusCore):
     case: PageCase
     api_runs: list[float]
     core_runs: list[float]
@@ -49,18 +49,6 @@ class PageResult:
     api_bytes: int
     core_bytes: int
     profile: cProfile.Profile | None = None
-
-    @property
-    def api(self) -> float:
-        return median(self.api_runs)
-
-    @property
-    def core(self) -> float:
-        return median(self.core_runs)
-
-    @property
-    def ratio(self) -> float:
-        return self.api / self.core
 
 
 def page_url(skip: int) -> str:

@@ -69,3 +69,21 @@ def created(response: Any, batch: bool = True) -> Outcome:
         return response.status_code
     body = response.get_json()
     return placement(body["entities"][0] if batch else body)
+
+
+def paged_keys(live: LiveWorld, caller: str, url: str) -> Outcome:
+    """Every page of a ``{data, total, nextSkip}`` listing at ``url``: the set of keys, with
+    ``total`` agreeing."""
+    keys: set[str] = set()
+    skip = 0
+    while True:
+        status, body = live.get_json(caller, f"{url}?$top=500&$skip={skip}")
+        if status != 200:
+            return status
+        keys |= {live.key(row["id"]) for row in body["data"]}
+        skip = body["nextSkip"]
+        if skip >= body["total"]:
+            break
+    if body["total"] != len(keys):
+        return ("total disagrees", body["total"], frozenset(keys))
+    return frozenset(keys)

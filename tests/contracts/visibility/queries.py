@@ -12,35 +12,18 @@ from typing import Any
 
 from tests.contracts.visibility import oracle
 from tests.contracts.visibility.build import LiveWorld
-from tests.contracts.visibility.paths import MatrixPath, Outcome, hidden_like_unknown
+from tests.contracts.visibility.paths import (MatrixPath, Outcome, hidden_like_unknown,
+                                             paged_keys)
 from tests.contracts.visibility.world import ENTITIES, ENTITY, EntityDef
 
 SAMPLES: tuple[str, ...] = tuple(entity.key for entity in ENTITIES if entity.eclass == "Sample")
 MAX_SUGGESTED_ENTITIES = 20  # decisions §8: "up to 20 visible entities"
 
 
-def _paged_keys(live: LiveWorld, caller: str, url: str) -> Outcome:
-    """Every page of a ``{data, total, nextSkip}`` listing at ``url``: the set of keys, with
-    ``total`` agreeing."""
-    keys: set[str] = set()
-    skip = 0
-    while True:
-        status, body = live.get_json(caller, f"{url}?$top=500&$skip={skip}")
-        if status != 200:
-            return status
-        keys |= {live.key(row["id"]) for row in body["data"]}
-        skip = body["nextSkip"]
-        if skip >= body["total"]:
-            break
-    if body["total"] != len(keys):
-        return ("total disagrees", body["total"], frozenset(keys))
-    return frozenset(keys)
-
-
 # ---------------------------------------------------------------- GET /api/query/view/<name>
 
 def view_ids(live: LiveWorld, caller: str, name: str) -> Outcome:
-    return _paged_keys(live, caller, f"/api/query/view/{name}")
+    return paged_keys(live, caller, f"/api/query/view/{name}")
 
 
 OVERVIEWS = {"SampleOverview": "Sample"}  # an overview view: the class whose rows it shows

@@ -7,7 +7,7 @@ from typing import Any
 from labapp.model.registry import CLASSES
 from tests.contracts.visibility import oracle
 from tests.contracts.visibility.build import LiveWorld, closed, file_content
-from tests.contracts.visibility.paths import (MatrixPath, Outcome, entity_url,
+from tests.contracts.visibility.paths import (MatrixPath, Outcome, entity_url, paged_keys,
                                               hidden_like_unknown)
 from tests.contracts.visibility.queries import QUERY_READ_PATHS
 from tests.contracts.visibility.world import ENTITY, FILES, KEYS
@@ -15,19 +15,7 @@ from tests.contracts.visibility.world import ENTITY, FILES, KEYS
 
 def list_ids(live: LiveWorld, caller: str, eclass: str) -> Outcome:
     """Every page of ``GET /api/entity/{eClass}``: the set of keys, ``total`` agreeing."""
-    keys: set[str] = set()
-    skip = 0
-    while True:
-        status, body = live.get_json(caller, f"/api/entity/{eclass}?$top=500&$skip={skip}")
-        if status != 200:
-            return status
-        keys |= {live.key(row["id"]) for row in body["data"]}
-        skip = body["nextSkip"]
-        if skip >= body["total"]:
-            break
-    if body["total"] != len(keys):
-        return ("total disagrees", body["total"], frozenset(keys))
-    return frozenset(keys)
+    return paged_keys(live, caller, f"/api/entity/{eclass}")
 
 
 def detail(live: LiveWorld, caller: str, key: str) -> tuple[int, Any]:
