@@ -31,7 +31,7 @@ from urllib.parse import quote
 from sqlalchemy import and_, bindparam, event, insert, or_, select, text, true, update
 
 from bench.harness import ApiVersusCore, Bench, median, timed
-from bench.read import _depth, _json_default, _shorten
+from bench.read import _json_default, explain_statements
 from labapp.db import db
 from labapp.model import Entity, Experiment, Project, Sample, Step
 
@@ -284,23 +284,6 @@ def measure_dataset(bench: Bench, caller: str, projects: list[str], runs: int,
 
 # --- the lookups ---------------------------------------------------------------------------------
 
-def _explain(bench: Bench, statements: list[tuple[str, Any]]) -> list[tuple[str, str]]:
-    plans = []
-    with bench.engine.connect() as connection:
-        for statement, parameters in statements:
-            if bench.backend == "postgresql":
-                rows = connection.exec_driver_sql(
-                    "EXPLAIN (ANALYZE, BUFFERS) " + statement, parameters).all()
-                plan = "\n".join(row[0] for row in rows)
-            else:
-                rows = connection.exec_driver_sql(
-                    "EXPLAIN QUERY PLAN " + statement, parameters).all()
-                plan = "\n".join(f"{'  ' * _depth(rows, row)}{row[-1]}" for row in rows)
-            plans.append((_shorten(statement), plan))
-        connection.rollback()
-    return plans
-
-
 def captured(bench: Bench, call: Callable[[], Any],
              keep: Callable[[str], bool]) -> list[tuple[str, Any]]:
     seen: list[tuple[str, Any]] = []
@@ -390,7 +373,7 @@ def measure_lookup(bench: Bench, name: str, requests: list[tuple[str, str]]) -> 
     # The plan of the slowest kind's first query, and a profile of that kind.
     worst_kind = max(by_kind, key=lambda k: statistics.median(by_kind[k]))
     url = next(u for k, u in requests if k == worst_kind)
-    result.plans = _explain(bench, captured(bench, lambda: _get(bench, url),
+    result.plans = explain_statements(bench, captured(bench, lambda: _get(bench, url),
                                             lambda s: "FROM entity" in s or "sample" in s))
     result.profile = cProfile.Profile()
     for kind, u in requests:
@@ -439,7 +422,7 @@ def run(bench: Bench, entities: int, runs: int = RUNS, warmup: int = WARMUP,
         log(f"  [{bench.backend}] dataset as {caller} {result.counts}: API "
             f"{result.api * 1000:.1f} ms, Core {result.core * 1000:.1f} ms, "
             f"{result.ratio:.2f}x")
-    plans = _explain(bench, captured(bench, lambda: api_dataset(bench, "reader", projects[0]),
+    plans = explain_statements(bench, captured(bench, lambda: api_dataset(bench, "reader", projects[0]),
                                      lambda s: "JOIN" in s))
     lookups = []
     for name, requests in lookup_queries(bench).items():

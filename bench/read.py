@@ -150,8 +150,13 @@ def captured_statements(bench: Bench, case: PageCase) -> list[tuple[str, Any]]:
 
 def explain(bench: Bench, case: PageCase) -> list[tuple[str, str]]:
     """``(statement, plan)`` for each SELECT of the API page request."""
+    return explain_statements(bench, captured_statements(bench, case))
+
+
+def explain_statements(bench: Bench, statements: list[tuple[str, Any]]) -> list[tuple[str, str]]:
+    """``(statement, plan)`` for each captured statement: EXPLAIN ANALYZE on PostgreSQL,
+    EXPLAIN QUERY PLAN (indented) on SQLite."""
     plans = []
-    statements = captured_statements(bench, case)
     with bench.engine.connect() as connection:
         for statement, parameters in statements:
             if bench.backend == "postgresql":
