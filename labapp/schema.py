@@ -33,3 +33,15 @@ def schema_state() -> SchemaState:
     with db.engine.connect() as connection:
         current = MigrationContext.configure(connection).get_current_heads()
     return SchemaState(frozenset(current), frozenset(_script_directory().get_heads()))
+
+
+# Search structures created by the suggestion-indexes migration and not described by the
+# models: expression and GIN indexes (not reflectable on SQLite) and SQLite's FTS5 table with
+# its shadow tables and key table.
+UNMODELLED_PREFIXES = ("ix_entity_search_", "ix_entity_trigram_", "entity_search")
+
+
+def compared_in_schema(name: str | None, type_: str, _parent_names: object) -> bool:
+    """Alembic ``include_name`` hook: False for the search structures no model describes."""
+    return not (type_ in ("table", "index") and name is not None
+                and name.startswith(UNMODELLED_PREFIXES))

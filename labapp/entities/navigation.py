@@ -25,7 +25,8 @@ from labapp.errors import NotFound
 from labapp.model.registry import ClassSpec
 from labapp.query.hierarchy import ancestor_entities, child_entities
 from labapp.query.status import status_info
-from labapp.query.suggest import is_unique, suggest_entities
+from labapp.query.entity_suggest import suggest_entities
+from labapp.query.suggest import is_unique
 from labapp.web.blocks import is_htmx, render_block
 
 DETAIL_TEMPLATE = "entities/detail.html"

@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ForeignKey, Integer, String, Text
+from sqlalchemy import ForeignKey, Index, Integer, String, Text
 from sqlalchemy.orm import Mapped, declared_attr, mapped_column
 
 from labapp.db import db
@@ -42,7 +42,7 @@ class Entity(db.Model):
     name: Mapped[str] = mapped_column(String(255), index=True)
     description: Mapped[str | None] = mapped_column(Text)
     barcode: Mapped[str | None] = mapped_column(String(128), unique=True)
-    status: Mapped[str] = mapped_column(String(32), index=True)
+    status: Mapped[str] = mapped_column(String(32))
     type: Mapped[str] = mapped_column(String(64), default="Other")
     user_id: Mapped[str | None] = ref_column("User")
     department_id: Mapped[str | None] = ref_column("Department")
@@ -55,6 +55,15 @@ class Entity(db.Model):
     modified_utc: Mapped[datetime] = mapped_column(UtcDateTime, index=True,
                                                    info={"readOnly": True})
     version: Mapped[int] = mapped_column(Integer, default=1, info={"readOnly": True})
+
+    @declared_attr.directive
+    def __table_args__(cls) -> tuple[Any, ...]:
+        # Field suggestions walk one class's statuses and types along these:
+        # labapp/query/suggest.py.
+        if cls.__tablename__ == ENTITY_TABLE:
+            return (Index("ix_entity_eclass_status", "eclass", "status", "id"),
+                    Index("ix_entity_eclass_type", "eclass", "type", "id"))
+        return ()
 
     @declared_attr.directive
     def __mapper_args__(cls) -> dict[str, Any]:

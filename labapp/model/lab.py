@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from datetime import date, datetime
 
-from sqlalchemy import Date, Float, Integer, String
+from sqlalchemy import Date, Float, Index, Integer, String
 from sqlalchemy.orm import Mapped, mapped_column
 
 from labapp.model.base import Entity, ref_column, subclass_id
@@ -32,6 +32,8 @@ class StepInput(Entity):
     """One input of a step: an entity of any class, with amount and position."""
 
     __tablename__ = "step_input"
+    # Field suggestions walk a column's values along (column, id): labapp/query/suggest.py.
+    __table_args__ = (Index("ix_step_input_unit", "unit", "id"),)
 
     id: Mapped[str] = subclass_id()
     step_id: Mapped[str | None] = ref_column("Step", "step")
@@ -56,6 +58,8 @@ class Plate(Entity):
 
 class Sample(Entity):
     __tablename__ = "sample"
+    __table_args__ = (Index("ix_sample_unit", "unit", "id"),
+                      Index("ix_sample_concentration_unit", "concentration_unit", "id"))
 
     id: Mapped[str] = subclass_id()
     parent_id: Mapped[str | None] = ref_column("Sample", "sample")

@@ -16,7 +16,7 @@ from labapp.endpoints import endpoint
 from labapp.entities.api import class_named
 from labapp.entities.schemas import ODataQuerySchema
 from labapp.entities.service import load_visible
-from labapp.query import hierarchy, status, suggest
+from labapp.query import entity_suggest, hierarchy, status, suggest
 
 bp = Blueprint("query_lookup_api", __name__, url_prefix="/api/query")
 
@@ -57,7 +57,7 @@ def entity_status(eclass: str, entity_id: str) -> Response:
           "query (case-insensitive), best matches first: [{id, name, eClass}].",
           responses={200: "The suggestions"})
 def suggest_entities(eclass: str, query: str | None = None) -> Response:
-    return jsonify(suggest.suggest_entities(current_actor(), class_named(eclass), query))
+    return jsonify(entity_suggest.suggest_entities(current_actor(), class_named(eclass), query))
 
 
 @bp.get("/suggest/field/<eclass>/<field>", endpoint="suggest_field")

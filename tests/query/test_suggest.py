@@ -63,13 +63,14 @@ def names(found: list[dict[str, Any]]) -> list[str]:
 def test_exact_matches_come_first_then_prefixes_then_the_rest(alice: ApiClient) -> None:
     found = entities(alice, "Sample/beta")
 
-    assert names(found) == ["BETA", "Zulu", "Betamax", "Other", "Alphabeta", "Yankee"]
+    # Within each kind by the matched text: barcode "BETA-9" before name "Betamax".
+    assert names(found) == ["BETA", "Zulu", "Other", "Betamax", "Alphabeta", "Yankee"]
     assert found[0] == {"id": "SG-1", "name": "BETA", "eClass": "Sample"}
 
 
 def test_only_visible_entities_are_suggested(admin: ApiClient, alice: ApiClient) -> None:
     assert names(entities(admin, "sample/beta")) == [
-        "BETA", "Zulu", "Betamax", "Other", "Alphabeta", "Hidden beta", "Yankee"]
+        "BETA", "Zulu", "Other", "Betamax", "Alphabeta", "Hidden beta", "Yankee"]
     assert "Hidden beta" not in names(entities(alice, "Sample"))
     assert names(entities(alice, "Step")) == ["Prep"]
 
