@@ -36,9 +36,9 @@ def schema_state() -> SchemaState:
 
 
 # Search structures created by the suggestion-indexes migration and not described by the
-# models: expression and GIN indexes (not reflectable on SQLite) and SQLite's FTS5 table with
-# its shadow tables and key table.
-UNMODELLED_PREFIXES = ("ix_entity_search_", "ix_entity_trigram_", "entity_search")
+# models: expression indexes (not reflectable on SQLite), the trigger-kept search table and
+# its trigram index (on SQLite an FTS5 table with its shadow tables).
+UNMODELLED_PREFIXES = ("ix_entity_search_", "entity_search")
 
 
 def compared_in_schema(name: str | None, type_: str, _parent_names: object) -> bool:

@@ -9,13 +9,14 @@ best ``limit`` (a row that would make the answer is among the first ``limit`` of
 The work per request stays small at 100,000 entities of a class (bench/RESULTS.md §6):
 
 1. Exact and prefix matches: one index range per column.
-2. Only when those are fewer than ``limit``, the other contains matches. A contains match
-   cannot use the b-tree, so each column is first *probed*: its first :data:`PROBE_ROWS`
-   index entries in order, filtered. A column whose probe yields ``limit`` rows is done (a
-   frequent query, such as one letter, ends here); the rest are read in one pass over the
-   class, which a trigram index serves for queries of three or more characters: PostgreSQL's
-   ``pg_trgm`` GIN indexes directly, and on SQLite the FTS5 table ``entity_search`` is asked
-   first for at most :data:`TRIGRAM_CANDIDATES` candidates, which are then checked exactly.
+2. Only when those are fewer than ``limit``, the other contains matches. Candidates come from
+   ``entity_search_text`` (one narrow row per entity: id, name and barcode folded and joined
+   by U+001F, kept by triggers): a trigram index answers queries of three or more characters
+   (PostgreSQL's ``pg_trgm``; SQLite's FTS5 table ``entity_search``), a scan of the narrow
+   rows shorter ones. Up to :data:`TRIGRAM_CANDIDATES` of them are checked exactly.
+3. More candidates than that mean a frequent query: each column is *probed* (its first
+   :data:`PROBE_ROWS` index entries in order, filtered); a column whose probe yields
+   ``limit`` rows is done, the others are read in one pass over the class.
 """
 from __future__ import annotations
 
@@ -23,15 +24,14 @@ from collections.abc import Iterable, Sequence
 from types import SimpleNamespace
 from typing import Any
 
-from sqlalchemy import (ColumnElement, Integer, String, case, column, func, or_, select, table,
-                        text)
+from sqlalchemy import ColumnElement, Integer, String, case, column, func, or_, select, table
 
 from labapp.access.actor import Actor
 from labapp.access.visibility import readable
 from labapp.db import db
 from labapp.model import Entity
 from labapp.model.registry import ClassSpec
-from labapp.query.textmatch import fold, folded, matches, starts_with
+from labapp.query.textmatch import fold, folded, like_pattern, matches, starts_with
 
 MAX_ENTITIES = 20
 SEARCHED = ("id", "name", "barcode")
@@ -41,12 +41,12 @@ TRIGRAM_CANDIDATES = 2000
 EXACT, PREFIX, CONTAINS = 0, 1, 2
 
 _SELECTED = ("id", "name", "eclass", "barcode")
-_SEARCH_HITS = text("SELECT rowid FROM entity_search WHERE entity_search MATCH :phrase "
-                    "LIMIT :limit").columns(column("rowid", Integer))
-_search_key = table("entity_search_key", column("key", Integer), column("entity_id", String))
+_search_text = table("entity_search_text", column("key", Integer), column("entity_id", String),
+                     column("eclass", String), column("folded", String))
+_trigram_hits = table("entity_search", column("rowid", Integer), column("entity_search", String))
 # The class and visibility columns as ``col || ''``, which no index serves: SQLite keeps no
 # statistics and would otherwise read the whole class through those indexes (a MULTI-INDEX
-# OR) instead of looking the trigram candidates up by primary key.
+# OR) instead of looking the candidates up by primary key.
 _UNINDEXED = SimpleNamespace(eclass=Entity.eclass + "", department_id=Entity.department_id + "",
                              project_id=Entity.project_id + "")
 
@@ -128,25 +128,31 @@ class _Suggestion:
                                      for name in names)))
             .order_by(key, Entity.id).limit(self.limit))
 
-    def _trigram_candidates(self) -> bool:
-        """SQLite: read every match when the FTS5 table names at most
-        :data:`TRIGRAM_CANDIDATES` candidates; False (nothing read) when it names more."""
-        phrase = '"' + self.query.replace('"', '""') + '"'
-        keys = list(db.session.scalars(_SEARCH_HITS, {
-            "phrase": phrase, "limit": TRIGRAM_CANDIDATES + 1}))
-        if len(keys) > TRIGRAM_CANDIDATES:
-            return False
-        if keys:
-            candidates = select(_search_key.c.entity_id).where(_search_key.c.key.in_(keys))
-            self._read(select(*self._selected()).where(
-                *self._in_class(_UNINDEXED), Entity.id.in_(candidates),
-                or_(*(matches(getattr(Entity, name), self.query, "%{}%")
-                      for name in SEARCHED))))
-        return True
+    def _candidates(self) -> list[str]:
+        """Up to :data:`TRIGRAM_CANDIDATES` + 1 ids of the class whose folded id, name or
+        barcode contains the query (see the module's docstring)."""
+        needle = fold(self.query)
+        if _sqlite() and len(needle) >= TRIGRAM:
+            phrase = '"' + needle.replace('"', '""') + '"'
+            statement = select(_search_text.c.entity_id).join(
+                _trigram_hits, _trigram_hits.c.rowid == _search_text.c.key).where(
+                _trigram_hits.c.entity_search.op("MATCH")(phrase))
+        elif _sqlite():
+            statement = select(_search_text.c.entity_id).where(
+                func.instr(_search_text.c.folded, needle) > 0)
+        else:
+            statement = select(_search_text.c.entity_id).where(
+                _search_text.c.folded.like(like_pattern(needle, "%{}%"), escape="/"))
+        return list(db.session.scalars(statement.where(
+            _search_text.c.eclass == self.spec.name).limit(TRIGRAM_CANDIDATES + 1)))
 
     def contains(self) -> None:
         """The other contains matches (see the module's docstring)."""
-        if _sqlite() and len(self.query) >= TRIGRAM and self._trigram_candidates():
+        candidates = self._candidates()
+        if len(candidates) <= TRIGRAM_CANDIDATES:
+            if candidates:  # each is ranked again: a match across two values is no match
+                self._read(select(*self._selected()).where(
+                    *self._in_class(_UNINDEXED), Entity.id.in_(candidates)))
             return
         unfinished = [name for name in SEARCHED if not self._probe(name)]
         if unfinished:

@@ -33,11 +33,16 @@ def folded(column: ColumnElement[Any]) -> ColumnElement[str]:
     return func.lower(column.collate("C")) if _postgresql() else func.lower(column)
 
 
+def like_pattern(query: str, template: str) -> str:
+    """``template`` (``{}``, ``{}%``, ``%{}%``) around ``query``, whose wildcards are escaped
+    with ``/`` (the ``ESCAPE`` character)."""
+    return template.format(re.sub(r"[/%_]", lambda match: "/" + match.group(), query))
+
+
 def matches(column: ColumnElement[Any], query: str, template: str) -> ColumnElement[bool]:
     """``column`` matches ``template`` (``{}``, ``{}%``, ``%{}%``) around ``query``, ignoring
     the case of ASCII letters, with the wildcards of ``query`` escaped."""
-    escaped = re.sub(r"[/%_]", lambda match: "/" + match.group(), query)
-    pattern = literal(template.format(escaped), String())
+    pattern = literal(like_pattern(query, template), String())
     if _postgresql():
         return folded(column).like(func.lower(pattern.collate("C")), escape="/")
     return column.like(pattern, escape="/")

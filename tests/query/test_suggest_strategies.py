@@ -1,7 +1,8 @@
 """The fast paths of the suggestions answer exactly what the plain definition answers.
 
-Entity suggestions read exact and prefix matches from index ranges, then probe each column,
-scan the columns whose probe ran dry, and on SQLite ask the FTS5 trigram table first; field
+Entity suggestions read exact and prefix matches from index ranges, then contains matches
+from the search table's candidates or, when there are too many, by probing each column and
+scanning those whose probe ran dry; field
 suggestions walk an index over distinct values and fall back to a scan. Each path is forced
 here (by shrinking its limits) and compared with an oracle written from decisions.md §8
 over every Sample the admin can list.
@@ -68,13 +69,13 @@ def oracle(rows: list[dict[str, Any]], query: str) -> list[str]:
 
 
 QUERIES = ("s", "A", "x", "q", "Y", "a 1", "ta", "ta 2", "-0", "sq-00", "SQ-042", "bc0",
-           "bc001x", "BC011Y", "lysate", "ray", "ma 5", "zzz", "99", "1")
+           "bc001x", "BC011Y", "lysate", "ray", "ma 5", "zzz", "99", "1", "5\x1fs", "%", "_")
 
 STRATEGIES = {
-    "defaults": {},
-    "probes stop early": {"PROBE_ROWS": 40},
-    "probes never finish": {"PROBE_ROWS": 1},
-    "trigram candidates overflow": {"TRIGRAM_CANDIDATES": 1, "PROBE_ROWS": 5},
+    "search-table candidates": {},
+    "too many candidates, probes": {"TRIGRAM_CANDIDATES": 1},
+    "too many candidates, probes stop early": {"TRIGRAM_CANDIDATES": 1, "PROBE_ROWS": 40},
+    "too many candidates, probes never finish": {"TRIGRAM_CANDIDATES": 1, "PROBE_ROWS": 1},
 }
 
 
