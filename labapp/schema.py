@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
@@ -36,12 +37,16 @@ def schema_state() -> SchemaState:
 
 
 # Search structures created by the suggestion-indexes migration and not described by the
-# models: expression indexes (not reflectable on SQLite), the trigger-kept search table and
-# its trigram index (on SQLite an FTS5 table with its shadow tables).
+# models: expression indexes (not reflectable on SQLite), PostgreSQL's generated column
+# entity.search_text with its trigram index, SQLite's trigger-kept entity_search_text table and
+# its FTS5 table (with the FTS5 shadow tables).
 UNMODELLED_PREFIXES = ("ix_entity_search_", "entity_search")
+UNMODELLED_COLUMNS = frozenset({("entity", "search_text")})
 
 
-def compared_in_schema(name: str | None, type_: str, _parent_names: object) -> bool:
+def compared_in_schema(name: str | None, type_: str, parent_names: dict[str, Any]) -> bool:
     """Alembic ``include_name`` hook: False for the search structures no model describes."""
+    if type_ == "column":
+        return (parent_names.get("table_name"), name) not in UNMODELLED_COLUMNS
     return not (type_ in ("table", "index") and name is not None
                 and name.startswith(UNMODELLED_PREFIXES))

@@ -10,10 +10,11 @@ The work per request stays small at 100,000 entities of a class (bench/RESULTS.m
 
 1. Exact and prefix matches: one index range per column.
 2. Only when those are fewer than ``limit``, the other contains matches. Candidates come from
-   ``entity_search_text`` (one narrow row per entity: id, name and barcode folded and joined
-   by U+001F, kept by triggers): a trigram index answers queries of three or more characters
-   (PostgreSQL's ``pg_trgm``; SQLite's FTS5 table ``entity_search``), a scan of the narrow
-   rows shorter ones. Up to :data:`TRIGRAM_CANDIDATES` of them are checked exactly.
+   the search text (id, name and barcode folded and joined by U+001F: PostgreSQL's generated
+   column ``entity.search_text``, SQLite's trigger-kept table ``entity_search_text``): a
+   trigram index answers queries of three or more characters (``pg_trgm``; SQLite's FTS5
+   table ``entity_search``), a scan without any ``lower()`` shorter ones. Up to
+   :data:`TRIGRAM_CANDIDATES` of them are checked exactly.
 3. More candidates than that mean a frequent query: each column is *probed* (its first
    :data:`PROBE_ROWS` index entries in order, filtered); a column whose probe yields
    ``limit`` rows is done, the others are read in one pass over the class.
@@ -24,7 +25,8 @@ from collections.abc import Iterable, Sequence
 from types import SimpleNamespace
 from typing import Any
 
-from sqlalchemy import ColumnElement, Integer, String, case, column, func, or_, select, table
+from sqlalchemy import (ColumnElement, Integer, String, case, column, func, literal_column, or_,
+                        select, table)
 
 from labapp.access.actor import Actor
 from labapp.access.visibility import readable
@@ -41,6 +43,9 @@ TRIGRAM_CANDIDATES = 2000
 EXACT, PREFIX, CONTAINS = 0, 1, 2
 
 _SELECTED = ("id", "name", "eclass", "barcode")
+# The search text (see the suggestion-indexes migration): PostgreSQL's generated column,
+# SQLite's trigger-kept table and its FTS5 trigram table.
+_entity_search_text = literal_column("entity.search_text", String)
 _search_text = table("entity_search_text", column("key", Integer), column("entity_id", String),
                      column("eclass", String), column("folded", String))
 _trigram_hits = table("entity_search", column("rowid", Integer), column("entity_search", String))
@@ -132,19 +137,21 @@ class _Suggestion:
         """Up to :data:`TRIGRAM_CANDIDATES` + 1 ids of the class whose folded id, name or
         barcode contains the query (see the module's docstring)."""
         needle = fold(self.query)
-        if _sqlite() and len(needle) >= TRIGRAM:
+        if not _sqlite():
+            statement = select(Entity.id).where(Entity.eclass == self.spec.name,
+                                                _entity_search_text.like(
+                                                    like_pattern(needle, "%{}%"), escape="/"))
+        elif len(needle) >= TRIGRAM:
             phrase = '"' + needle.replace('"', '""') + '"'
             statement = select(_search_text.c.entity_id).join(
                 _trigram_hits, _trigram_hits.c.rowid == _search_text.c.key).where(
+                _search_text.c.eclass == self.spec.name,
                 _trigram_hits.c.entity_search.op("MATCH")(phrase))
-        elif _sqlite():
-            statement = select(_search_text.c.entity_id).where(
-                func.instr(_search_text.c.folded, needle) > 0)
         else:
             statement = select(_search_text.c.entity_id).where(
-                _search_text.c.folded.like(like_pattern(needle, "%{}%"), escape="/"))
-        return list(db.session.scalars(statement.where(
-            _search_text.c.eclass == self.spec.name).limit(TRIGRAM_CANDIDATES + 1)))
+                _search_text.c.eclass == self.spec.name,
+                func.instr(_search_text.c.folded, needle) > 0)
+        return list(db.session.scalars(statement.limit(TRIGRAM_CANDIDATES + 1)))
 
     def contains(self) -> None:
         """The other contains matches (see the module's docstring)."""

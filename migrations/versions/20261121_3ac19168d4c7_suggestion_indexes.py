@@ -7,20 +7,22 @@ What ``/api/query/suggest`` needs to answer in milliseconds at 100,000 entities
   and prefix matches, and contains matches read in index order. On PostgreSQL ``lower``
   takes the column ``COLLATE "C"`` (byte order, ASCII-only case folding), exactly the
   expression the queries compare; SQLite's ``lower`` folds ASCII only already.
-- ``entity_search_text``: one narrow row per entity, ``folded`` = the three values folded
-  that way and joined by U+001F, kept by triggers on ``entity``. Contains matches look for
-  candidates there: a scan of narrow rows without any ``lower()`` for one or two characters,
-  a trigram index from three: a ``pg_trgm`` GIN index on PostgreSQL (a trusted extension
-  shipped with PostgreSQL; where it cannot be created the migration warns and goes on
-  without it, the suggestions stay correct, only slower; downgrading leaves the extension),
-  and on SQLite the FTS5 ``trigram`` table ``entity_search``, whose rowid is the table's
-  ``key`` (entity ids are text, and the implicit rowid of ``entity`` may change on VACUUM).
+- The search text: id, name and barcode folded that way and joined by U+001F. Contains
+  matches look for candidates there: by a trigram index from three characters, by a scan
+  without any ``lower()`` below. On PostgreSQL it is ``entity.search_text``, a stored
+  generated column, with a ``pg_trgm`` GIN index (a trusted extension shipped with
+  PostgreSQL; where it cannot be created the migration warns and goes on without the index:
+  the suggestions stay correct, only slower; downgrading leaves the extension). On SQLite it
+  is the narrow table ``entity_search_text`` kept by triggers (SQLite can only add virtual
+  generated columns), and its FTS5 ``trigram`` table ``entity_search``, whose rowid is the
+  table's ``key`` (entity ids are text, and the implicit rowid of ``entity`` may change on
+  VACUUM).
 - The models' own indexes for the walk over a field's distinct values: ``(eclass, status, id)``
   (replacing ``status`` alone), ``(eclass, type, id)`` and ``(unit, id)`` for the unit columns.
 
-Expression indexes, the search table, its triggers and the trigram structures are left out of
-the models (SQLAlchemy cannot reflect expression indexes on SQLite); labapp/schema.py keeps
-them out of the schema comparison.
+Expression indexes and the search structures are left out of the models (SQLAlchemy cannot
+reflect expression indexes on SQLite, nor add virtual tables); labapp/schema.py keeps them out
+of the schema comparison.
 
 Revision ID: 3ac19168d4c7
 Revises: e2b2e5c79bf7
@@ -47,16 +49,18 @@ def _folded(column: str, dialect: str) -> str:
     return f'lower({column} COLLATE "C")' if dialect == "postgresql" else f"lower({column})"
 
 
-def _search_text(row: str, dialect: str) -> str:
-    """SQL of the folded search text of ``row`` (``new``, ``n``...): id, name, barcode."""
+def _search_text(dialect: str, row: str = "") -> str:
+    """SQL of the folded search text, id, name and barcode joined by U+001F, of the columns
+    of ``row`` (``new`` in a trigger) or of the table itself."""
     separator = "chr(31)" if dialect == "postgresql" else "char(31)"
-    parts = (_folded(f"{row}.id", dialect), _folded(f"{row}.name", dialect),
-             _folded(f"coalesce({row}.barcode, '')", dialect))
+    prefix = f"{row}." if row else ""
+    parts = (_folded(f"{prefix}id", dialect), _folded(f"{prefix}name", dialect),
+             _folded(f"coalesce({prefix}barcode, '')", dialect))
     return f" || {separator} || ".join(parts)
 
 
 def _sqlite_search() -> tuple[str, ...]:
-    text = _search_text("new", "sqlite")
+    text = _search_text("sqlite", "new")
     key = "(SELECT key FROM entity_search_text WHERE entity_id = {}.id)"
     return (
         "CREATE TABLE entity_search_text (key INTEGER PRIMARY KEY, "
@@ -85,33 +89,11 @@ def _sqlite_search() -> tuple[str, ...]:
     )
 
 
-def _postgresql_search() -> tuple[str, ...]:
-    """Statement-level triggers: one INSERT ... SELECT per multi-row INSERT of entities."""
-    text = _search_text("n", "postgresql")
-    return (
-        "CREATE TABLE entity_search_text (entity_id VARCHAR(64) PRIMARY KEY "
-        "REFERENCES entity (id) ON DELETE CASCADE ON UPDATE CASCADE, "
-        "eclass VARCHAR(32) NOT NULL, folded TEXT NOT NULL)",
-        f"INSERT INTO entity_search_text SELECT n.id, n.eclass, {text} FROM entity AS n",
-        f"""CREATE FUNCTION entity_search_text_insert() RETURNS trigger LANGUAGE plpgsql AS $$
-        BEGIN
-            INSERT INTO entity_search_text SELECT n.id, n.eclass, {text} FROM new_rows AS n;
-            RETURN NULL;
-        END $$""",
-        f"""CREATE FUNCTION entity_search_text_update() RETURNS trigger LANGUAGE plpgsql AS $$
-        BEGIN
-            UPDATE entity_search_text AS t SET eclass = n.eclass, folded = {text}
-                FROM new_rows AS n WHERE t.entity_id = n.id
-                AND (t.eclass, t.folded) IS DISTINCT FROM (n.eclass, {text});
-            RETURN NULL;
-        END $$""",
-        "CREATE TRIGGER entity_search_text_insert AFTER INSERT ON entity "
-        "REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT "
-        "EXECUTE FUNCTION entity_search_text_insert()",
-        "CREATE TRIGGER entity_search_text_update AFTER UPDATE ON entity "
-        "REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT "
-        "EXECUTE FUNCTION entity_search_text_update()",
-    )
+def _postgresql_search() -> str:
+    """A stored generated column: PostgreSQL keeps it without triggers (trigger functions
+    would cache plans made while the tables were small)."""
+    return (f"ALTER TABLE entity ADD COLUMN search_text TEXT GENERATED ALWAYS AS "
+            f"({_search_text('postgresql')}) STORED")
 
 
 def _create_trigram_index() -> None:
@@ -123,8 +105,8 @@ def _create_trigram_index() -> None:
         logger.warning("pg_trgm is not available (%s): contains-suggestions of three or more "
                        "characters will scan instead of using an index.", error.orig)
         return
-    op.execute("CREATE INDEX ix_entity_search_text_trigram ON entity_search_text "
-               "USING gin (folded gin_trgm_ops)")
+    op.execute("CREATE INDEX ix_entity_search_text ON entity USING gin "
+               "(search_text gin_trgm_ops)")
 
 
 def upgrade():
@@ -139,11 +121,8 @@ def upgrade():
         op.execute(f"CREATE INDEX ix_entity_search_{column} ON entity "
                    f"(eclass, {_folded(column, dialect)}, id)")
     if dialect == "postgresql":
-        for statement in _postgresql_search():
-            op.execute(statement)
+        op.execute(_postgresql_search())
         _create_trigram_index()
-        op.execute("ANALYZE entity")
-        op.execute("ANALYZE entity_search_text")
     else:
         for statement in _sqlite_search():
             op.execute(statement)
@@ -152,10 +131,8 @@ def upgrade():
 def downgrade():
     dialect = op.get_bind().dialect.name
     if dialect == "postgresql":
-        for trigger in ("insert", "update"):
-            op.execute(f"DROP TRIGGER entity_search_text_{trigger} ON entity")
-            op.execute(f"DROP FUNCTION entity_search_text_{trigger}()")
-        op.execute("DROP TABLE entity_search_text")
+        op.execute("DROP INDEX IF EXISTS ix_entity_search_text")
+        op.execute("ALTER TABLE entity DROP COLUMN search_text")
     else:
         for trigger in ("insert", "update", "delete"):
             op.execute(f"DROP TRIGGER entity_search_{trigger}")

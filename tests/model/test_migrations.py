@@ -50,7 +50,7 @@ def search_structures() -> set[str]:
                  "SELECT indexname FROM pg_indexes UNION SELECT tablename FROM pg_tables")
     with db.engine.connect() as connection:
         names = set(connection.exec_driver_sql(catalogue).scalars())
-    return {name for name in names if not compared_in_schema(name, "table", None)}
+    return {name for name in names if not compared_in_schema(name, "table", {})}
 
 
 def tables() -> set[str]:
@@ -100,8 +100,7 @@ def test_the_suggestion_indexes_cover_entities_created_before_them(
         admin = Actor(user_id="admin", roles=frozenset({ADMIN}))
         found = suggest_entities(admin, find_class("Sample"), "asar neb")
         assert [entity["id"] for entity in found] == ["OLD-1"]
-        assert search_structures() >= {"ix_entity_search_name", "ix_entity_search_barcode",
-                                       "entity_search_text"}
-        trigram = "entity_search" if db.engine.dialect.name == "sqlite" else \
-            "ix_entity_search_text_trigram"
-        assert trigram in search_structures()
+        expected = {"ix_entity_search_name", "ix_entity_search_barcode"} | (
+            {"entity_search_text", "entity_search"} if db.engine.dialect.name == "sqlite"
+            else {"ix_entity_search_text"})
+        assert expected <= search_structures()
