@@ -13,11 +13,12 @@ The work per request stays small at 100,000 entities of a class (bench/RESULTS.m
    the search text (id, name and barcode folded and joined by U+001F: PostgreSQL's generated
    column ``entity.search_text``, SQLite's trigger-kept table ``entity_search_text``): a
    trigram index answers queries of three or more characters (``pg_trgm``; SQLite's FTS5
-   table ``entity_search``), a scan without any ``lower()`` shorter ones. Up to
-   :data:`TRIGRAM_CANDIDATES` of them are checked exactly.
-3. More candidates than that mean a frequent query: each column is *probed* (its first
-   :data:`PROBE_ROWS` index entries in order, filtered); a column whose probe yields
-   ``limit`` rows is done, the others are read in one pass over the class.
+   table ``entity_search``), a scan without any ``lower()`` shorter ones. When there are at
+   most :data:`TRIGRAM_CANDIDATES`, each is checked exactly, and that is all.
+3. More mean a frequent query: each column is *probed* (its first :data:`PROBE_ROWS` index
+   entries in order, filtered); a column whose probe yields ``limit`` rows is done. Any other
+   column asks the search text for its own candidates (the query between the right
+   separators); only a column with too many of those too is read in one pass over the class.
 """
 from __future__ import annotations
 
@@ -49,6 +50,9 @@ _entity_search_text = literal_column("entity.search_text", String)
 _search_text = table("entity_search_text", column("key", Integer), column("entity_id", String),
                      column("eclass", String), column("folded", String))
 _trigram_hits = table("entity_search", column("rowid", Integer), column("entity_search", String))
+# Where the query stands in the search text "id␟name␟barcode" (LIKE templates; ␟ = U+001F).
+_ANYWHERE = "%{}%"
+_IN_COLUMN = {"id": "%{}%\x1f%\x1f%", "name": "%\x1f%{}%\x1f%", "barcode": "%\x1f%\x1f%{}%"}
 # The class and visibility columns as ``col || ''``, which no index serves: SQLite keeps no
 # statistics and would otherwise read the whole class through those indexes (a MULTI-INDEX
 # OR) instead of looking the candidates up by primary key.
@@ -133,35 +137,42 @@ class _Suggestion:
                                      for name in names)))
             .order_by(key, Entity.id).limit(self.limit))
 
-    def _candidates(self) -> list[str]:
-        """Up to :data:`TRIGRAM_CANDIDATES` + 1 ids of the class whose folded id, name or
-        barcode contains the query (see the module's docstring)."""
+    def _candidates(self, template: str) -> list[str]:
+        """Up to :data:`TRIGRAM_CANDIDATES` + 1 ids of the class whose search text matches
+        ``template`` around the folded query (see the module's docstring)."""
         needle = fold(self.query)
+        pattern = like_pattern(needle, template)
         if not _sqlite():
-            statement = select(Entity.id).where(Entity.eclass == self.spec.name,
-                                                _entity_search_text.like(
-                                                    like_pattern(needle, "%{}%"), escape="/"))
-        elif len(needle) >= TRIGRAM:
-            phrase = '"' + needle.replace('"', '""') + '"'
-            statement = select(_search_text.c.entity_id).join(
-                _trigram_hits, _trigram_hits.c.rowid == _search_text.c.key).where(
-                _search_text.c.eclass == self.spec.name,
-                _trigram_hits.c.entity_search.op("MATCH")(phrase))
+            statement = select(Entity.id).where(
+                Entity.eclass == self.spec.name, _entity_search_text.like(pattern, escape="/"))
         else:
             statement = select(_search_text.c.entity_id).where(
                 _search_text.c.eclass == self.spec.name,
-                func.instr(_search_text.c.folded, needle) > 0)
+                _search_text.c.folded.like(pattern, escape="/"))
+            if len(needle) >= TRIGRAM:
+                phrase = '"' + needle.replace('"', '""') + '"'
+                statement = statement.join(
+                    _trigram_hits, _trigram_hits.c.rowid == _search_text.c.key).where(
+                    _trigram_hits.c.entity_search.op("MATCH")(phrase))
         return list(db.session.scalars(statement.limit(TRIGRAM_CANDIDATES + 1)))
+
+    def _read_candidates(self, template: str) -> bool:
+        """Read every match that the search text names for ``template``; False (nothing
+        read) when it names more than :data:`TRIGRAM_CANDIDATES`."""
+        candidates = self._candidates(template)
+        if len(candidates) > TRIGRAM_CANDIDATES:
+            return False
+        if candidates:  # each is ranked again: a match across two values is no match
+            self._read(select(*self._selected()).where(
+                *self._in_class(_UNINDEXED), Entity.id.in_(candidates)))
+        return True
 
     def contains(self) -> None:
         """The other contains matches (see the module's docstring)."""
-        candidates = self._candidates()
-        if len(candidates) <= TRIGRAM_CANDIDATES:
-            if candidates:  # each is ranked again: a match across two values is no match
-                self._read(select(*self._selected()).where(
-                    *self._in_class(_UNINDEXED), Entity.id.in_(candidates)))
+        if self._read_candidates(_ANYWHERE):
             return
-        unfinished = [name for name in SEARCHED if not self._probe(name)]
+        unfinished = [name for name in SEARCHED if not self._probe(name)
+                      and not self._read_candidates(_IN_COLUMN[name])]
         if unfinished:
             self._scan(unfinished)
 

@@ -1,8 +1,8 @@
 """The fast paths of the suggestions answer exactly what the plain definition answers.
 
 Entity suggestions read exact and prefix matches from index ranges, then contains matches
-from the search table's candidates or, when there are too many, by probing each column and
-scanning those whose probe ran dry; field
+from the search text's candidates or, when there are too many, by probing each column, then
+asking for each column's own candidates, and scanning what is left; field
 suggestions walk an index over distinct values and fall back to a scan. Each path is forced
 here (by shrinking its limits) and compared with an oracle written from decisions.md §8
 over every Sample the admin can list.
@@ -76,6 +76,9 @@ STRATEGIES = {
     "too many candidates, probes": {"TRIGRAM_CANDIDATES": 1},
     "too many candidates, probes stop early": {"TRIGRAM_CANDIDATES": 1, "PROBE_ROWS": 40},
     "too many candidates, probes never finish": {"TRIGRAM_CANDIDATES": 1, "PROBE_ROWS": 1},
+    # Every row a candidate, then each column's own candidates (the query between the right
+    # separators of the search text).
+    "candidates per column": {"_ANYWHERE": "%", "TRIGRAM_CANDIDATES": 60, "PROBE_ROWS": 1},
 }
 
 
