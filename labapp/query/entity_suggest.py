@@ -14,7 +14,7 @@ The work per request stays small at 100,000 entities of a class (bench/RESULTS.m
    column ``entity.search_text``, SQLite's trigger-kept table ``entity_search_text``): a
    trigram index answers queries of three or more characters (``pg_trgm``; SQLite's FTS5
    table ``entity_search``), a scan without any ``lower()`` shorter ones. When there are at
-   most :data:`TRIGRAM_CANDIDATES`, each is checked exactly, and that is all.
+   most :data:`MAX_CANDIDATES`, each is checked exactly, and that is all.
 3. More mean a frequent query: each column is *probed* (its first :data:`PROBE_ROWS` index
    entries in order, filtered); a column whose probe yields ``limit`` rows is done. Any other
    column asks the search text for its own candidates (the query between the right
@@ -40,7 +40,7 @@ MAX_ENTITIES = 20
 SEARCHED = ("id", "name", "barcode")
 PROBE_ROWS = 1000
 TRIGRAM = 3  # the shortest query a trigram index can answer
-TRIGRAM_CANDIDATES = 2000
+MAX_CANDIDATES = 2000
 EXACT, PREFIX, CONTAINS = 0, 1, 2
 
 _SELECTED = ("id", "name", "eclass", "barcode")
@@ -138,7 +138,7 @@ class _Suggestion:
             .order_by(key, Entity.id).limit(self.limit))
 
     def _candidates(self, template: str) -> list[str]:
-        """Up to :data:`TRIGRAM_CANDIDATES` + 1 ids of the class whose search text matches
+        """Up to :data:`MAX_CANDIDATES` + 1 ids of the class whose search text matches
         ``template`` around the folded query (see the module's docstring)."""
         needle = fold(self.query)
         pattern = like_pattern(needle, template)
@@ -154,13 +154,13 @@ class _Suggestion:
                 statement = statement.join(
                     _trigram_hits, _trigram_hits.c.rowid == _search_text.c.key).where(
                     _trigram_hits.c.entity_search.op("MATCH")(phrase))
-        return list(db.session.scalars(statement.limit(TRIGRAM_CANDIDATES + 1)))
+        return list(db.session.scalars(statement.limit(MAX_CANDIDATES + 1)))
 
     def _read_candidates(self, template: str) -> bool:
         """Read every match that the search text names for ``template``; False (nothing
-        read) when it names more than :data:`TRIGRAM_CANDIDATES`."""
+        read) when it names more than :data:`MAX_CANDIDATES`."""
         candidates = self._candidates(template)
-        if len(candidates) > TRIGRAM_CANDIDATES:
+        if len(candidates) > MAX_CANDIDATES:
             return False
         if candidates:  # each is ranked again: a match across two values is no match
             self._read(select(*self._selected()).where(

@@ -73,12 +73,12 @@ QUERIES = ("s", "A", "x", "q", "Y", "a 1", "ta", "ta 2", "-0", "sq-00", "SQ-042"
 
 STRATEGIES = {
     "search-table candidates": {},
-    "too many candidates, probes": {"TRIGRAM_CANDIDATES": 1},
-    "too many candidates, probes stop early": {"TRIGRAM_CANDIDATES": 1, "PROBE_ROWS": 40},
-    "too many candidates, probes never finish": {"TRIGRAM_CANDIDATES": 1, "PROBE_ROWS": 1},
+    "too many candidates, probes": {"MAX_CANDIDATES": 1},
+    "too many candidates, probes stop early": {"MAX_CANDIDATES": 1, "PROBE_ROWS": 40},
+    "too many candidates, probes never finish": {"MAX_CANDIDATES": 1, "PROBE_ROWS": 1},
     # Every row a candidate, then each column's own candidates (the query between the right
     # separators of the search text).
-    "candidates per column": {"_ANYWHERE": "%", "TRIGRAM_CANDIDATES": 60, "PROBE_ROWS": 1},
+    "candidates per column": {"_ANYWHERE": "%", "MAX_CANDIDATES": 60, "PROBE_ROWS": 1},
 }
 
 
