@@ -53,9 +53,6 @@ def _arguments(argv: list[str]) -> argparse.Namespace:
                              "writes, no pages) and measure the dataset and the lookups")
     parser.add_argument("--no-queries", action="store_true",
                         help="skip the issue 5 part (dataset, suggest, unique)")
-    parser.add_argument("--pg-trigram", action="store_true",
-                        help="EXPERIMENT (issue 5): pg_trgm GIN indexes on the expressions "
-                             "the suggestions compare (the proposed migration)")
     parser.add_argument("--profile", action="store_true",
                         help="show every profile, not only those of failing targets")
     parser.add_argument("--drop-name-statistics", action="store_true",
@@ -104,8 +101,6 @@ def run_backend(backend: str, args: argparse.Namespace, log=print) -> BackendRes
     notes = []
     if args.drop_name_statistics and backend == "postgresql":
         notes.append("BEFORE --drop-name-statistics: no statistics on lower(name)")
-    if args.pg_trigram and backend == "postgresql":
-        notes.append("EXPERIMENT --pg-trigram: pg_trgm GIN indexes for the suggestions")
     if args.sqlite_analyze and backend == "sqlite":
         notes.append("EXPERIMENT --sqlite-analyze: ANALYZE ran after seeding")
     log(f"[{backend}] fresh database, flask init, writing {entities:,} samples ...")
@@ -142,8 +137,7 @@ def run_backend(backend: str, args: argparse.Namespace, log=print) -> BackendRes
                 plans[f"page as {case.caller}, $skip={case.skip:,}"] = read.explain(bench, case)
         queries = None
         if not (args.writes_only or args.no_queries):
-            queries = query.run(bench, entities, runs=args.query_runs, log=log,
-                                  trigram=args.pg_trigram and backend == "postgresql")
+            queries = query.run(bench, entities, runs=args.query_runs, log=log)
     return BackendResult(backend, version, entities, written, pages, plans,
                          time.perf_counter() - started, notes, queries)
 

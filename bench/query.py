@@ -334,6 +334,7 @@ def lookup_queries(bench: Bench) -> dict[str, list[tuple[str, str]]]:
         "exact barcode": [f"BC-{i}" for i in ids],
         "no hit": [f"zz{n}q" for n in numbers],
         "one letter (s)": ["s", "S", "x"],
+        "two letters, no hit": ["qz", "zq", "jq"],
     }
     unit = {"prefix": ["m", "µ", "c", "g"], "exact": ["mL", "µL", "L", "mg", "cells"],
             "substring": ["el", "L", "ll"], "no hit": ["kg", "zz", "nmol"]}
@@ -382,35 +383,14 @@ def measure_lookup(bench: Bench, name: str, requests: list[tuple[str, str]]) -> 
     return result
 
 
-# EXPERIMENT ``--pg-trigram``: trigram GIN indexes on exactly the expressions suggest_entities
-# and suggest_field compare (``lower(col COLLATE "C") LIKE lower(pattern COLLATE "C")``), the
-# proposed migration (RESULTS.md, issue 5).
-TRIGRAM_INDEXES = (
-    ("ix_bench_trgm_entity_id", "entity", "id"),
-    ("ix_bench_trgm_entity_name", "entity", "name"),
-    ("ix_bench_trgm_entity_barcode", "entity", "barcode"),
-    ("ix_bench_trgm_sample_unit", "sample", "unit"),
-)
-
-
-def _trigram(connection) -> None:
-    connection.exec_driver_sql("CREATE EXTENSION IF NOT EXISTS pg_trgm")
-    for name, table, column in TRIGRAM_INDEXES:
-        connection.exec_driver_sql(
-            f'CREATE INDEX {name} ON {table} USING gin '
-            f'(lower(({column})::text COLLATE "C") gin_trgm_ops)')
-
-
 def run(bench: Bench, entities: int, runs: int = RUNS, warmup: int = WARMUP,
-        log: Callable[[str], None] = print, trigram: bool = False) -> QueryResult:
+        log: Callable[[str], None] = print) -> QueryResult:
     started = time.perf_counter()
     projects, total = seed(bench, entities)
     with bench.app.app_context():
         if bench.backend == "postgresql":
             with db.engine.connect() as connection:
                 connection = connection.execution_options(isolation_level="AUTOCOMMIT")
-                if trigram:
-                    _trigram(connection)
                 connection.exec_driver_sql("ANALYZE")
         db.session.remove()
     seeded = time.perf_counter() - started
