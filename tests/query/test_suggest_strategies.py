@@ -20,6 +20,7 @@ from labapp.query import entity_suggest, suggest
 from tests.conftest import DEFAULT_DEPARTMENT, ApiClient
 from tests.entities.conftest import admin, body_of, department, member, save  # noqa: F401
 
+ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 WORDS = ("Alpha", "beta", "GAMMA", "delta", "Sigma", "sample", "Assay", "x-ray", "Lysate")
 
 
@@ -52,14 +53,12 @@ def samples(admin: ApiClient, away: str) -> list[dict[str, Any]]:
 def oracle(rows: list[dict[str, Any]], query: str) -> list[str]:
     """The ids decisions.md §8 asks for: best match of id, name or barcode (exact, prefix,
     contains; ASCII case folded), then the matched text, then id; at most 20."""
-    needle = query.translate(str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ",
-                                           "abcdefghijklmnopqrstuvwxyz"))
+    needle = query.translate(ASCII_LOWER)
     ranked = []
     for row in rows:
         ranks = []
         for value in (row["id"], row["name"], row.get("barcode") or ""):
-            value = value.translate(str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ",
-                                                  "abcdefghijklmnopqrstuvwxyz"))
+            value = value.translate(ASCII_LOWER)
             if needle in value:
                 ranks.append((0 if value == needle else 1 if value.startswith(needle) else 2,
                               value, row["id"]))
