@@ -45,7 +45,7 @@ sys.exit(1)
 endef
 export PG_PROBE_PY
 
-.PHONY: help venv run test bench clean distclean
+.PHONY: help venv run lint test bench clean distclean
 
 help: ## list the targets
 	@echo "labapp — make targets:"
@@ -58,7 +58,11 @@ run: $(RUN_STAMP) ## install runtime deps, create/upgrade the database, serve wi
 	$(BIN)/flask --app labapp init
 	exec $(BIN)/gunicorn --bind $(BIND) --workers $(WORKERS) 'labapp:create_app()'
 
-test: $(TEST_STAMP) ## run the suite on SQLite, then on PostgreSQL (skipped if unreachable, unless CI=true)
+lint: $(TEST_STAMP) ## ruff (pyflakes, pycodestyle, isort, bugbear) and the import floors (lint-imports)
+	$(BIN)/ruff check .
+	$(BIN)/lint-imports --no-cache
+
+test: lint ## lint, then run the suite on SQLite, then on PostgreSQL (skipped if unreachable, unless CI=true)
 	@shown_url=$$(sed -E 's#(://[^:/@]*):[^@]*@#\1:***@#' <<<"$$LABAPP_TEST_POSTGRES_URL"); \
 	if reason=$$($(BIN)/python -c "$$PG_PROBE_PY" 2>&1); then pg=yes; else \
 	  pg=no; \

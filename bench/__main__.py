@@ -24,8 +24,15 @@ from sqlalchemy import func, select, text
 
 from bench import query, read, write
 from bench.harness import BATCH, matching, open_bench
-from bench.report import (QUERY_BEGIN, QUERY_END, BackendResult, render, render_queries,
-                          save, stdout_summary)
+from bench.report import (
+    QUERY_BEGIN,
+    QUERY_END,
+    BackendResult,
+    render,
+    render_queries,
+    save,
+    stdout_summary,
+)
 from labapp.db import db
 from labapp.model import Sample
 

@@ -30,7 +30,7 @@ from urllib.parse import quote
 
 from sqlalchemy import and_, bindparam, event, insert, or_, select, text, true, update
 
-from bench.harness import ApiVersusCore, Bench, median, timed
+from bench.harness import ApiVersusCore, Bench, timed
 from bench.read import _json_default, explain_statements
 from labapp.db import db
 from labapp.model import Entity, Experiment, Project, Sample, Step
@@ -272,9 +272,9 @@ def measure_dataset(bench: Bench, caller: str, projects: list[str], runs: int,
     api_runs, core_runs = [], []
     for index in range(runs):
         project = projects[index % len(projects)]
-        seconds, _ = timed(lambda: api_dataset(bench, caller, project))
+        seconds, _ = timed(lambda project=project: api_dataset(bench, caller, project))
         api_runs.append(seconds)
-        seconds, _ = timed(lambda: core_dataset(bench, caller, project))
+        seconds, _ = timed(lambda project=project: core_dataset(bench, caller, project))
         core_runs.append(seconds)
     profile = cProfile.Profile()
     for index in range(3):
@@ -365,7 +365,7 @@ def measure_lookup(bench: Bench, name: str, requests: list[tuple[str, str]]) -> 
     by_kind: dict[str, list[float]] = {}
     slowest = ("", 0.0)
     for kind, url in requests:
-        seconds, _ = timed(lambda: _get(bench, url))
+        seconds, _ = timed(lambda url=url: _get(bench, url))
         times.append(seconds)
         by_kind.setdefault(kind, []).append(seconds)
         if seconds > slowest[1]:
@@ -402,8 +402,9 @@ def run(bench: Bench, entities: int, runs: int = RUNS, warmup: int = WARMUP,
         log(f"  [{bench.backend}] dataset as {caller} {result.counts}: API "
             f"{result.api * 1000:.1f} ms, Core {result.core * 1000:.1f} ms, "
             f"{result.ratio:.2f}x")
-    plans = explain_statements(bench, captured(bench, lambda: api_dataset(bench, "reader", projects[0]),
-                                     lambda s: "JOIN" in s))
+    first_project = captured(bench, lambda: api_dataset(bench, "reader", projects[0]),
+                             lambda s: "JOIN" in s)
+    plans = explain_statements(bench, first_project)
     lookups = []
     for name, requests in lookup_queries(bench).items():
         result = measure_lookup(bench, name, requests)

@@ -176,10 +176,10 @@ def run(bench: Bench, total: int, *, log: Callable[[str], None] = print) -> Writ
                 api_seconds = None
             else:
                 on_path("API")
-                api_seconds, _ = timed(lambda: post(bench, body))
+                api_seconds, _ = timed(lambda body=body: post(bench, body))
                 result.api_batches.append(api_seconds)
             on_path("Core")
-            core_seconds, _ = timed(lambda: core_insert(bench.engine, rows))
+            core_seconds, _ = timed(lambda rows=rows: core_insert(bench.engine, rows))
             on_path(None)
             result.core_batches.append(core_seconds)
             if api_seconds is not None:
@@ -194,7 +194,7 @@ def core_seed(bench: Bench, total: int, *, log: Callable[[str], None] = print) -
     """``--queries-only``: every sample through Core (no API writes, nothing compared)."""
     result = WriteResult()
     for base in range(0, total, BATCH):
-        result.core_batches.append(timed(lambda: core_insert(
+        result.core_batches.append(timed(lambda base=base: core_insert(
             bench.engine, core_rows(bench, range(base, base + BATCH))))[0])
     log(f"  [{bench.backend}] {total:,} samples seeded through Core")
     return result

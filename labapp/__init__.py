@@ -53,10 +53,10 @@ def create_app(overrides: Mapping[str, Any] | None = None) -> Flask:
 
 
 def _init_extensions(app: Flask) -> None:
-    from labapp.auth.loader import init_auth
+    import labapp.model  # noqa: F401  (registers every table on the metadata)
     from labapp.errors import register_error_handlers
     from labapp.jsonprovider import LabJSONProvider
-    import labapp.model  # noqa: F401  (registers every table on the metadata)
+    from labapp.web.loader import init_auth
 
     app.json = LabJSONProvider(app)
     database_file = sqlite_path(app.config["SQLALCHEMY_DATABASE_URI"])
@@ -68,27 +68,37 @@ def _init_extensions(app: Flask) -> None:
     migrate.init_app(app, db, directory=str(MIGRATIONS_DIR), render_as_batch=True)
     register_error_handlers(app)
     init_auth(app)
+    _install_class_rules()
+
+
+def _install_class_rules() -> None:
+    """Give the entity batch the rules of the classes other features own."""
+    from labapp.entities.rules import install
+    from labapp.users.rules import UserRules
+
+    install("User", UserRules())
 
 
 def _register_blueprints(app: Flask) -> None:
-    from labapp.access.api import bp as access_api
-    from labapp.access.views import bp as access_views
-    from labapp.auth.api import bp as auth_api
-    from labapp.auth.views import bp as auth_views
+    from labapp.account.api import bp as account_api
+    from labapp.account.views import bp as account_views
     from labapp.entities.api import bp as entity_api
     from labapp.entities.views import bp as entity_views
     from labapp.files.api import bp as file_api
-    from labapp.openapi import bp as openapi_bp
+    from labapp.files.views import bp as file_views
+    from labapp.grants.api import bp as grant_api
+    from labapp.grants.views import bp as grant_views
     from labapp.query.api import bp as query_api
     from labapp.query.lookup_api import bp as query_lookup_api
     from labapp.sequences.api import bp as sequence_api
     from labapp.users.api import bp as user_api
     from labapp.users.views import bp as user_views
+    from labapp.web.openapi import bp as openapi_bp
     from labapp.web.views import bp as web_views
 
-    api = (auth_api, user_api, access_api, entity_api, file_api, sequence_api, query_api,
+    api = (account_api, user_api, grant_api, entity_api, file_api, sequence_api, query_api,
            query_lookup_api, openapi_bp)
-    pages = (auth_views, web_views, entity_views, access_views, user_views)
+    pages = (account_views, web_views, entity_views, file_views, grant_views, user_views)
     for blueprint in api + pages:
         app.register_blueprint(blueprint)
 

@@ -1,4 +1,5 @@
-"""The database handle, the naming convention and :func:`transaction`, the one place that commits."""
+"""The database handle, the naming convention and :func:`transaction`, the one place that
+commits."""
 from __future__ import annotations
 
 import sqlite3

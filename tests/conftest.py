@@ -17,13 +17,12 @@ from typing import Any
 
 import psycopg
 import pytest
+from argon2 import PasswordHasher
 from flask import Flask
 from flask.testing import FlaskClient, FlaskCliRunner
 from flask_sqlalchemy.session import _app_ctx_id
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import scoped_session, sessionmaker
-
-from argon2 import PasswordHasher
 
 from labapp import create_app
 from labapp.auth import secrets as password_secrets

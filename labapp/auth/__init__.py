@@ -1,1 +1,1 @@
-"""Authentication: passwords, tokens, login sessions, PATs and the request → Actor loader."""
+"""Authentication core: passwords, tokens, login sessions, PATs and login throttling."""

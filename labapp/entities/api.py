@@ -5,24 +5,20 @@ from typing import Any
 
 from flask import Blueprint, Response, jsonify
 
-from labapp.auth.loader import current_actor
 from labapp.db import transaction
-from labapp.endpoints import endpoint
 from labapp.entities import reading, service
-from labapp.entities.schemas import (CloneOverridesSchema, EntityBatchSchema, EntityListSchema,
-                                     EntityPageSchema, EntityQuerySchema)
-from labapp.errors import NotFound
-from labapp.model.registry import ClassSpec, find_class
+from labapp.entities.schemas import (
+    CloneOverridesSchema,
+    EntityBatchSchema,
+    EntityListSchema,
+    EntityPageSchema,
+    EntityQuerySchema,
+)
+from labapp.reading.entities import class_named
+from labapp.web.endpoints import endpoint
+from labapp.web.loader import current_actor
 
 bp = Blueprint("entity_api", __name__, url_prefix="/api/entity")
-
-
-def class_named(name: str) -> ClassSpec:
-    """The class of a URL segment (case-insensitive); an unknown class is 404."""
-    spec = find_class(name)
-    if spec is None:
-        raise NotFound(f"No entity class {name!r}.", code="unknown_class")
-    return spec
 
 
 @bp.get("/<eclass>")

@@ -10,10 +10,10 @@ import binascii
 from collections.abc import Callable
 from typing import Any
 
+from labapp.blobs import store_bytes
 from labapp.entities.batch import BatchInputError, PreparedItem, _coerce_field
 from labapp.entities.notation import item_error
-from labapp.files.media import is_media_type
-from labapp.files.store import store_bytes
+from labapp.mediatypes import is_media_type
 from labapp.model.registry import CLASSES
 
 _NOTE_KEYS = {"content", "type"}

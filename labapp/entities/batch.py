@@ -11,8 +11,15 @@ from typing import Any
 from sqlalchemy import select
 
 from labapp.db import db
-from labapp.entities.notation import (DRAWABLE_FIELDS, ID_PATTERN, SEQUENCE_VALUE, BatchItem,
-                                      Resolver, decide_id, item_error)
+from labapp.entities.notation import (
+    DRAWABLE_FIELDS,
+    ID_PATTERN,
+    SEQUENCE_VALUE,
+    BatchItem,
+    Resolver,
+    decide_id,
+    item_error,
+)
 from labapp.entities.values import FieldValueError, coerce
 from labapp.errors import Conflict, InvalidInput
 from labapp.model import Entity, Sequence

@@ -14,16 +14,15 @@ from sqlalchemy import insert
 from labapp.access.actor import Actor
 from labapp.access.policy import may_create_class
 from labapp.access.visibility import may_write_into
-from labapp.auth import secrets as passwords
 from labapp.db import db
 from labapp.entities.audit import json_value
 from labapp.entities.batch import BatchInputError, PreparedItem
 from labapp.entities.notation import item_error
 from labapp.entities.references import Target, first_parent, ref_values
+from labapp.entities.rules import rules_of
 from labapp.errors import Forbidden
 from labapp.model import AuditEvent, Entity, EntityEvent
 from labapp.model.types import utc_now
-from labapp.users.service import USERNAME_PATTERN
 
 _ENTITY_COLUMNS = tuple(Entity.__table__.c.keys())
 
@@ -40,8 +39,7 @@ class NewRow:
         merged = {**self.entity, **self.own}
         data = {name: merged.get(field.attr) for name, field in self.item.spec.fields.items()
                 if field.attr is not None}
-        if self.item.spec.name == "User":
-            data["roles"] = []
+        rules_of(self.item.spec.name).created_api(data)
         return data
 
 
@@ -109,24 +107,6 @@ def _attributes_of(item: PreparedItem) -> dict[str, Any]:
     return {key: value for key, value in attributes.items() if value is not None}
 
 
-def _check_username(item: PreparedItem) -> None:
-    # A User's id is its username: it must work in Basic credentials and the login form.
-    if not USERNAME_PATTERN.fullmatch(item.id):
-        raise item_error(item.index, "id", "a username is 1 to 64 letters, digits or . _ @ -, "
-                                           "starting with a letter or digit", BatchInputError)
-
-
-def _password_hash(item: PreparedItem) -> str:
-    password = item.extras.get("password")
-    if not isinstance(password, str):
-        raise item_error(item.index, "password", "required when a user is created",
-                         BatchInputError)
-    problem = passwords.password_problem(password)
-    if problem:
-        raise item_error(item.index, "password", problem, BatchInputError)
-    return passwords.hash_password(password)
-
-
 def build_row(actor: Actor, item: PreparedItem, targets: dict[str, Target]) -> NewRow:
     """The rows of one new item, after every check; registers it as a reference target."""
     department, project = _access_of(actor, item, targets)
@@ -146,10 +126,7 @@ def build_row(actor: Actor, item: PreparedItem, targets: dict[str, Target]) -> N
                   department_id=department, project_id=project,
                   attributes=_attributes_of(item), created_by=actor.user_id,
                   modified_by=actor.user_id, created_utc=now, modified_utc=now, version=1)
-    if spec.name == "User":
-        _check_username(item)
-        own.update(password_hash=_password_hash(item), settings={},
-                   is_active=own.get("is_active", True) is not False)
+    rules_of(spec.name).complete_new_row(item, own)
     targets[item.id] = Target(item.id, spec.name, department, project)
     return NewRow(item, entity, own)
 
@@ -182,7 +159,7 @@ def insert_rows(rows: list[NewRow], actor_id: str) -> None:
             end += 1
         db.session.execute(insert(table), [row.own for row in rows[start:end]])
         start = end
-    audits, events = zip(*(_audit_rows(row, actor_id) for row in rows))
+    audits, events = zip(*(_audit_rows(row, actor_id) for row in rows), strict=True)
     events = list(events)
     for row in rows:
         kind = _ATTACHMENT_EVENTS.get(row.item.spec.name)

@@ -12,15 +12,15 @@ from flask import Response, flash, redirect, request
 
 from labapp.access.actor import Actor
 from labapp.access.policy import may_create_class
-from labapp.auth.loader import current_actor
 from labapp.db import transaction
 from labapp.entities import forms, reading, service
-from labapp.entities.api import class_named
 from labapp.entities.display import detail_url, text
 from labapp.entities.forms import FORM_ERROR, EntityForm
 from labapp.errors import AppError, Conflict, Forbidden, InvalidInput
 from labapp.model.registry import ClassSpec
+from labapp.reading.entities import class_named
 from labapp.web.blocks import render_page
+from labapp.web.loader import current_actor
 
 FORM_TEMPLATE = "entities/form.html"
 # Files are made by uploading content, never through the entity form.

@@ -16,18 +16,17 @@ from typing import Any
 from flask import Response, current_app, redirect, request
 
 from labapp.access.actor import Actor
-from labapp.auth.loader import current_actor
-from labapp.entities import service
-from labapp.entities.api import class_named
 from labapp.entities.display import detail_url
 from labapp.entities.forms import UNIQUE_CHECKED
 from labapp.errors import NotFound
 from labapp.model.registry import ClassSpec
+from labapp.query.entity_suggest import suggest_entities
 from labapp.query.hierarchy import ancestor_entities, child_entities
 from labapp.query.status import status_info
-from labapp.query.entity_suggest import suggest_entities
 from labapp.query.suggest import is_unique
+from labapp.reading.entities import class_named, load_visible
 from labapp.web.blocks import is_htmx, render_block
+from labapp.web.loader import current_actor
 
 DETAIL_TEMPLATE = "entities/detail.html"
 FORM_TEMPLATE = "entities/form.html"
@@ -55,7 +54,7 @@ def children(eclass: str, entity_id: str) -> Response:
     if not is_htmx():
         return redirect(detail_url(spec.name, entity_id), 303)
     actor = current_actor()
-    service.load_visible(actor, spec, entity_id)
+    load_visible(actor, spec, entity_id)
     return _fragment(DETAIL_TEMPLATE, "children", children=child_entities(actor, entity_id))
 
 
@@ -89,7 +88,7 @@ def unique(eclass: str, field: str) -> Response:
     available = None
     if typed:
         own_id = request.args.get("id")
-        own = (getattr(service.load_visible(current_actor(), spec, own_id),
+        own = (getattr(load_visible(current_actor(), spec, own_id),
                        spec.fields[field].attr) if own_id else None)
         available = typed == own or is_unique(spec, field, typed)
     return _fragment(FORM_TEMPLATE, "uniqueness", input={"name": field}, available=available)

@@ -8,14 +8,12 @@ from sqlalchemy import func, select
 from labapp.access.actor import Actor
 from labapp.access.visibility import WRITE, access_type, readable
 from labapp.db import db
-from labapp.entities.serialize import to_api
-from labapp.entities.service import load_visible
 from labapp.model import AuditEvent, Entity, EntityEvent, File
 from labapp.model.registry import ClassSpec
 from labapp.query.fields import entity_fields
 from labapp.query.filter import compile_filter
 from labapp.query.listing import Page, parse_orderby, parse_paging, parse_select
-
+from labapp.reading.entities import load_visible, to_api
 
 # Events that name another entity (a note or file added to this one) in ``data["id"]``.
 _NAMING_EVENTS = frozenset({"NoteAdded", "FileAdded"})

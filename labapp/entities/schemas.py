@@ -2,9 +2,9 @@
 class and are checked against the data-model registry by the service."""
 from __future__ import annotations
 
-from typing import Any
+from marshmallow import INCLUDE, Schema, fields
 
-from marshmallow import EXCLUDE, INCLUDE, Schema, ValidationError, fields, pre_load
+from labapp.reading.schemas import ODataQuerySchema
 
 
 class EntityBatchSchema(Schema):
@@ -32,22 +32,6 @@ class CloneOverridesSchema(Schema):
     name = fields.String(metadata={"description": "default: '<name> (copy)'"})
     attributes = fields.Dict(metadata={"description": "merged into the copied attributes; "
                                                       "attributes.<key> works too"})
-
-
-class ODataQuerySchema(Schema):
-    """OData query options (names keep their ``$``). An unknown ``$`` option is an error;
-    other parameters (cache busters and the like) are ignored."""
-
-    class Meta:
-        unknown = EXCLUDE
-
-    @pre_load
-    def reject_unknown_options(self, data: Any, **_kwargs: Any) -> Any:
-        known = {field.data_key or name for name, field in self.fields.items()}
-        unknown = sorted(key for key in data if key.startswith("$") and key not in known)
-        if unknown:
-            raise ValidationError({key: ["Unknown query option."] for key in unknown})
-        return data
 
 
 class EntityQuerySchema(ODataQuerySchema):

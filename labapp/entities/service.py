@@ -13,20 +13,26 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
 from labapp.access.actor import Actor
+from labapp.access.visibility import NONE, access_type
 from labapp.db import db
 from labapp.entities import attachments
-from labapp.access.visibility import NONE, access_type, readable
 from labapp.entities.audit import json_value, record_event
-from labapp.entities.batch import (BatchInputError, Drawer, PreparedItem, load_existing,
-                                   prepare, read_items)
+from labapp.entities.batch import (
+    BatchInputError,
+    Drawer,
+    PreparedItem,
+    load_existing,
+    prepare,
+    read_items,
+)
 from labapp.entities.create import NewRow, build_row, dependency_order, insert_rows
 from labapp.entities.notation import item_error
 from labapp.entities.references import Target, check_references, fill_subject_classes
-from labapp.entities.serialize import to_api
 from labapp.entities.update import apply_update, check_writable
 from labapp.errors import Conflict, InvalidInput, NotFound
 from labapp.model import Entity
 from labapp.model.registry import ClassSpec
+from labapp.reading.entities import load_visible, to_api
 
 NOT_CLONABLE = frozenset({"File", "User"})
 # Fields a clone never copies (decisions §6): it is a new entity with its own history.
@@ -142,15 +148,6 @@ def create_stored_file(actor: Actor, *, name: str, media_type: str, sha256: str,
     row = build_row(actor, item, targets)
     insert_rows([row], actor.user_id)
     return row.api()
-
-
-def load_visible(actor: Actor, spec: ClassSpec, entity_id: str) -> Entity:
-    """The entity of class ``spec`` with this id, if the actor may see it; else 404."""
-    entity = db.session.scalar(select(spec.model).where(spec.model.id == entity_id,
-                                                        readable(actor, spec.model)))
-    if entity is None:
-        raise NotFound(f"No {spec.name} {entity_id!r}.")
-    return entity
 
 
 def clone(actor: Actor, spec: ClassSpec, source_id: str, overrides: dict[str, Any]) -> dict:

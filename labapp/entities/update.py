@@ -12,10 +12,10 @@ from labapp.access.visibility import NONE, WRITE, access_type, may_write_into
 from labapp.entities.audit import record_event, record_updated
 from labapp.entities.batch import BatchInputError, PreparedItem
 from labapp.entities.notation import item_error
+from labapp.entities.rules import rules_of
 from labapp.errors import Conflict, Forbidden, NotFound
 from labapp.model import Entity
 from labapp.model.types import utc_now
-from labapp.users.service import end_logins, guard_last_admin
 
 # A Department's departmentID and a Project's projectID are their own ids, never changed.
 _OWN_ID_FIELDS = {("Department", "departmentID"), ("Project", "projectID")}
@@ -55,18 +55,6 @@ def _check_status(item: PreparedItem, entity: Entity, target: str) -> None:
                        code="invalid_transition")
 
 
-def _mirror_activity(user: Entity, changes: dict[str, tuple[Any, Any]]) -> None:
-    """A user's ``status`` (Active/Inactive) and ``isActive`` always agree, whichever is sent."""
-    if "isActive" in changes and "status" not in changes:
-        status = "Active" if changes["isActive"][1] else "Inactive"
-        if status != user.status:
-            changes["status"] = (user.status, status)
-    elif "status" in changes and "isActive" not in changes:
-        active = changes["status"][1] == "Active"
-        if active != user.is_active:
-            changes["isActive"] = (user.is_active, active)
-
-
 def apply_update(actor: Actor, item: PreparedItem) -> dict[str, tuple[Any, Any]]:
     """Apply one item to its stored entity; returns the changes (empty when nothing changed)."""
     entity = item.existing
@@ -97,11 +85,7 @@ def apply_update(actor: Actor, item: PreparedItem) -> dict[str, tuple[Any, Any]]
                             f"{department!r} or project {project!r}.")
     if not changes:
         return changes
-    if item.spec.name == "User":
-        _mirror_activity(entity, changes)
-        if changes.get("isActive", (None, True))[1] is False:
-            guard_last_admin(entity)  # the same rule as PUT /api/user
-            end_logins(entity.id)
+    rules_of(item.spec.name).before_update(entity, changes)
     for name, (_, new) in changes.items():
         setattr(entity, item.spec.fields[name].attr, new)
     entity.version += 1

@@ -3,8 +3,9 @@
 Every page calls the same service functions as ``/api/entity``: lists through
 :func:`reading.list_entities`, details through :func:`reading.entity_detail`, every write
 through :func:`service.save_batch`, :func:`service.clone` or, for uploads,
-:func:`labapp.files.service.create_file`. Forms work as plain requests; htmx swaps the table
-(paging, sorting, filtering), the notes section and the hierarchy tree in place. The create
+:func:`labapp.files.service.create_file` (routed by :mod:`labapp.files.views`). Forms work
+as plain requests; htmx swaps the table (paging, sorting, filtering), the notes section and
+the hierarchy tree in place. The create
 and edit pages live in :mod:`labapp.entities.editing`, the tree, suggestion and uniqueness
 fragments in :mod:`labapp.entities.navigation`; both are routed here, behind the same login
 check.
@@ -17,22 +18,21 @@ from typing import Any
 from flask import Blueprint, Response, flash, redirect, request, url_for
 
 from labapp.access.actor import Actor
-from labapp.auth.loader import current_actor
 from labapp.db import transaction
 from labapp.entities import display, editing, navigation, reading, service
-from labapp.entities.api import class_named
 from labapp.entities.editing import may_create
 from labapp.entities.forms import label_of
 from labapp.errors import Conflict, InvalidInput
-from labapp.files import service as files
-from labapp.files.store import store_stream
 from labapp.model.registry import ClassSpec, classes, find_class
 from labapp.query.fields import entity_fields
 from labapp.query.filter import FilterError
 from labapp.query.listing import parse_select
+from labapp.reading.entities import class_named, load_visible
 from labapp.web.blocks import is_htmx, render_page
+from labapp.web.loader import current_actor
+from labapp.web.pages import members_only
 
-bp = Blueprint("entity_views", __name__, url_prefix="/entities")
+bp = members_only(Blueprint("entity_views", __name__, url_prefix="/entities"))
 bp.add_url_rule("/<eclass>/new", view_func=editing.create, methods=["GET", "POST"])
 bp.add_url_rule("/<eclass>/<path:entity_id>/edit", view_func=editing.edit,
                 methods=["GET", "POST"])
@@ -49,26 +49,6 @@ COMMON_COLUMNS = ("name", "status", "type", "modifiedUtc")
 OWN_COLUMNS = 3
 # A copy of a file would have no content, a copy of a user no password.
 NOT_CLONED = frozenset({"File", "User"})
-
-
-@bp.before_request
-def _signed_in() -> Response | None:
-    """Send anonymous visitors to the login page (which brings a GET back here)."""
-    if current_actor().is_authenticated:
-        return None
-    here = request.full_path.rstrip("?") if request.method == "GET" else None
-    target = url_for("auth_views.login", next=here)
-    if is_htmx():
-        # A redirect would be followed by the XHR and swap the login page into the section.
-        return Response(status=204, headers={"HX-Redirect": target})
-    return redirect(target)
-
-
-@bp.after_request
-def _no_store(response: Response) -> Response:
-    # Pages of restricted data with CSRF tokens in their forms: never cached.
-    response.headers["Cache-Control"] = "no-store"
-    return response
 
 
 # ---- Classes ----------------------------------------------------------------------------------
@@ -215,8 +195,8 @@ def _notes(actor: Actor, entity_id: str) -> list[dict[str, Any]]:
                                  orderby="createdUtc desc").data
 
 
-def _detail(actor: Actor, spec: ClassSpec, entity_id: str, *, block: str | None = None,
-            status: int = 200, **extra: Any) -> Response:
+def render_detail(actor: Actor, spec: ClassSpec, entity_id: str, *, block: str | None = None,
+                  status: int = 200, **extra: Any) -> Response:
     """The detail page (or one of its blocks for htmx) of a visible entity; 404 otherwise."""
     entity = reading.entity_detail(actor, spec, entity_id)
     can_write = entity["canWrite"]
@@ -235,10 +215,11 @@ def _detail(actor: Actor, spec: ClassSpec, entity_id: str, *, block: str | None 
 @bp.get("/<eclass>/<path:entity_id>")
 def detail(eclass: str, entity_id: str) -> Response:
     """Fields, attributes, notes, files, audit trail and events of one entity."""
-    return _detail(current_actor(), class_named(eclass), entity_id)
+    return render_detail(current_actor(), class_named(eclass), entity_id)
 
 
-def _back_to(spec: ClassSpec, entity_id: str, section: str) -> Response:
+def back_to(spec: ClassSpec, entity_id: str, section: str) -> Response:
+    """Back to one section of the detail page after a change (303)."""
     return redirect(f"{display.detail_url(spec.name, entity_id)}#{section}", 303)
 
 
@@ -249,42 +230,18 @@ def add_note(eclass: str, entity_id: str) -> Response:
     spec = class_named(eclass)
     content = request.form.get("content", "")
     if not content.strip():
-        return _detail(actor, spec, entity_id, block="notes", status=400,
+        return render_detail(actor, spec, entity_id, block="notes", status=400,
                        note_error="Write the note before adding it.", note_text=content)
     with transaction():
-        subject = service.load_visible(actor, spec, entity_id)
+        subject = load_visible(actor, spec, entity_id)
         service.save_batch(actor, [{"eClass": "Note", "subjectID": subject.id,
                                     "subjectClass": spec.name, "content": content}],
                            notation=False)
     if is_htmx():
-        return _detail(actor, spec, entity_id, block="notes", status=201,
+        return render_detail(actor, spec, entity_id, block="notes", status=201,
                        note_notice="Note added.")
     flash("Note added.", "success")
-    return _back_to(spec, entity_id, "notes")
-
-
-@bp.post("/<eclass>/<path:entity_id>/files")
-def upload_file(eclass: str, entity_id: str) -> Response:
-    """Store an uploaded file (once per content) and attach it to the entity, as
-    ``POST /api/file`` does; then back to the files of the detail page."""
-    actor = current_actor()
-    spec = class_named(eclass)
-    subject_id = service.load_visible(actor, spec, entity_id).id
-    upload = request.files.get("file")
-    name = files.clean_filename(upload.filename or "") if upload else ""
-    if not name:
-        return _detail(actor, spec, entity_id, status=400, file_error="Choose a file to upload.")
-    sha256, size = store_stream(upload.stream)
-    try:
-        with transaction():
-            files.create_file(actor, sha256=sha256, size=size, name=name,
-                              media_type=files.media_type_for(name, upload.mimetype),
-                              subject_id=subject_id,
-                              description=request.form.get("description", "").strip() or None)
-    except InvalidInput as error:
-        return _detail(actor, spec, entity_id, status=400, file_error=error.detail)
-    flash(f"File “{name}” uploaded.", "success")
-    return _back_to(spec, entity_id, "files")
+    return back_to(spec, entity_id, "notes")
 
 
 @bp.post("/<eclass>/<path:entity_id>/status")
@@ -302,7 +259,7 @@ def change_status(eclass: str, entity_id: str) -> Response:
         with transaction():
             saved = service.save_batch(actor, [item], notation=False).entities[0]
     except (Conflict, InvalidInput) as error:
-        return _detail(actor, spec, entity_id, status=error.status, status_error=error.detail)
+        return render_detail(actor, spec, entity_id, status=error.status, status_error=error.detail)
     if version.isdigit() and saved["version"] == int(version):
         flash(f"{spec.name} {entity_id} is already {target}.", "info")
     else:

@@ -11,13 +11,13 @@ from flask import Blueprint, Response, jsonify, request, send_file
 from marshmallow import Schema, ValidationError
 from werkzeug.datastructures import MultiDict
 
-from labapp.auth.loader import CSRF_FIELD, current_actor
+from labapp.blobs import store_stream
 from labapp.db import transaction
-from labapp.endpoints import endpoint
 from labapp.errors import UnsupportedMediaType
 from labapp.files import service
 from labapp.files.schemas import Base64UploadSchema, MultipartUploadSchema
-from labapp.files.store import store_stream
+from labapp.web.endpoints import endpoint
+from labapp.web.loader import CSRF_FIELD, current_actor
 
 bp = Blueprint("file_api", __name__, url_prefix="/api/file")
 

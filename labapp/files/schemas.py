@@ -15,8 +15,8 @@ from typing import Any
 from marshmallow import Schema, ValidationError, fields, post_load, pre_load
 from werkzeug.datastructures import FileStorage
 
-from labapp.files.media import is_media_type
 from labapp.files.service import clean_filename, media_type_for
+from labapp.mediatypes import is_media_type
 
 
 def _media_type(value: str) -> None:

@@ -1,6 +1,6 @@
 """Files: naming and typing uploads, registering stored content, finding it for download.
 
-The content itself is written by :mod:`labapp.files.store` *before* the File entity is
+The content itself is written by :mod:`labapp.blobs` *before* the File entity is
 created, so the database transaction never waits on disk I/O; an upload rejected after that
 leaves its blob behind, unreferenced (content-addressed, so harmless and reused when the same
 bytes come again).
@@ -15,12 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from labapp.access.actor import Actor
-from labapp.entities.serialize import to_api
-from labapp.entities.service import create_stored_file, load_visible
+from labapp.blobs import stored_blob
+from labapp.entities.service import create_stored_file
 from labapp.errors import AppError, NotFound
-from labapp.files.media import is_media_type
-from labapp.files.store import stored_blob
+from labapp.mediatypes import is_media_type
 from labapp.model.registry import CLASSES
+from labapp.reading.entities import load_visible, to_api
 
 DEFAULT_MEDIA_TYPE = "application/octet-stream"
 

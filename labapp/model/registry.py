@@ -11,12 +11,20 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import (JSON, BigInteger, Boolean, Date, Float, Integer, String, Text)
+from sqlalchemy import JSON, BigInteger, Boolean, Date, Float, Integer, String, Text
 from sqlalchemy.orm import ColumnProperty
 
 from labapp.model.base import Entity
 from labapp.model.content import File, Note
-from labapp.model.lab import Experiment, Fermentation, Plate, Request, Sample, Step, StepInput
+from labapp.model.lab import (
+    Experiment,
+    Fermentation,
+    Plate,
+    Request,
+    Sample,
+    Step,
+    StepInput,
+)
 from labapp.model.org import Department, Project, User
 from labapp.model.storage import Location
 from labapp.model.types import UtcDateTime

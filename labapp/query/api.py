@@ -5,13 +5,13 @@ from typing import Any
 
 from flask import Blueprint, Response, jsonify
 
-from labapp.auth.loader import current_actor
-from labapp.endpoints import endpoint, json_payload
 from labapp.errors import NotFound
 from labapp.query.dataset import run_dataset
 from labapp.query.rows import list_view
 from labapp.query.schemas import ViewPageSchema, ViewQuerySchema, load_queries
 from labapp.query.views import find_view
+from labapp.web.endpoints import endpoint, json_payload
+from labapp.web.loader import current_actor
 
 bp = Blueprint("query_api", __name__, url_prefix="/api/query")
 

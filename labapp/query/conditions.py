@@ -17,12 +17,29 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, time
 from typing import Any
 
-from sqlalchemy import (BigInteger, ColumnElement, Float, String, and_, case, false, func,
-                        literal, or_, true)
+from sqlalchemy import (
+    BigInteger,
+    ColumnElement,
+    Float,
+    String,
+    and_,
+    case,
+    false,
+    func,
+    literal,
+    or_,
+    true,
+)
 
 from labapp.errors import InvalidInput
-from labapp.query.fields import (ATTRIBUTE, TEXT_TYPES, FieldSource, UnknownField,
-                                 attribute_text, resolve_field)
+from labapp.query.fields import (
+    ATTRIBUTE,
+    TEXT_TYPES,
+    FieldSource,
+    UnknownField,
+    attribute_text,
+    resolve_field,
+)
 
 MAX_VALUES = 10_000  # literals per filter: bound parameters (SQLite allows 32766 per query)
 COMPARISONS = frozenset({"eq", "ne", "gt", "ge", "lt", "le"})

@@ -30,8 +30,13 @@ from sqlalchemy import ColumnElement, and_, false, true
 from labapp.access.actor import Actor
 from labapp.errors import InvalidInput
 from labapp.model.registry import find_class
-from labapp.query.conditions import (MEMBERSHIP, OPERATORS, POSTFIX, ConditionError,
-                                     compile_condition)
+from labapp.query.conditions import (
+    MEMBERSHIP,
+    OPERATORS,
+    POSTFIX,
+    ConditionError,
+    compile_condition,
+)
 from labapp.query.fields import FilterField, UnknownField, resolve_field
 from labapp.query.listing import sort_clause
 from labapp.query.rows import Target, entity_target, field_value, read_rows, view_target

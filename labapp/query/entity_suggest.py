@@ -26,8 +26,18 @@ from collections.abc import Iterable, Sequence
 from types import SimpleNamespace
 from typing import Any
 
-from sqlalchemy import (ColumnElement, Integer, String, case, column, func, literal_column, or_,
-                        select, table)
+from sqlalchemy import (
+    ColumnElement,
+    Integer,
+    String,
+    case,
+    column,
+    func,
+    literal_column,
+    or_,
+    select,
+    table,
+)
 
 from labapp.access.actor import Actor
 from labapp.access.visibility import readable

@@ -25,8 +25,15 @@ from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 from sqlalchemy import Boolean, ColumnElement, and_, func, or_, true, type_coerce
 
-from labapp.query.conditions import (INT64, MAX_VALUES, ConditionBuilder, FilterError, Literal,
-                                     Operand, parse_datetime)
+from labapp.query.conditions import (
+    INT64,
+    MAX_VALUES,
+    ConditionBuilder,
+    FilterError,
+    Literal,
+    Operand,
+    parse_datetime,
+)
 from labapp.query.fields import ATTRIBUTE, FieldSource, FilterField, entity_fields
 
 __all__ = ["MAX_DEPTH", "MAX_FILTER_LENGTH", "MAX_VALUES", "FieldSource", "FilterError",

@@ -22,11 +22,16 @@ from sqlalchemy import ColumnElement, and_, func, or_, select
 from labapp.access.actor import Actor
 from labapp.access.visibility import readable
 from labapp.db import db
-from labapp.entities.serialize import to_api
-from labapp.entities.service import load_visible
 from labapp.errors import NotFound
 from labapp.model import Entity
-from labapp.model.registry import PARENT_LINKS, ClassSpec, FieldSpec, classes, find_class
+from labapp.model.registry import (
+    PARENT_LINKS,
+    ClassSpec,
+    FieldSpec,
+    classes,
+    find_class,
+)
+from labapp.reading.entities import load_visible, to_api
 
 MAX_DEPTH = 10
 _STORED_CLASSES = ("Sample", "Plate")

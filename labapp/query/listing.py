@@ -13,8 +13,14 @@ from typing import Any
 from sqlalchemy import ColumnElement
 
 from labapp.errors import InvalidInput
-from labapp.query.fields import (ATTRIBUTE, FieldSource, FilterField, UnknownField,
-                                 attribute_text, resolve_field)
+from labapp.query.fields import (
+    ATTRIBUTE,
+    FieldSource,
+    FilterField,
+    UnknownField,
+    attribute_text,
+    resolve_field,
+)
 
 PAGE_SIZE = 500
 MAX_SKIP = 10 ** 15

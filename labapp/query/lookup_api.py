@@ -11,12 +11,11 @@ from typing import Any
 from flask import Blueprint, Response, jsonify
 from marshmallow import fields
 
-from labapp.auth.loader import current_actor
-from labapp.endpoints import endpoint
-from labapp.entities.api import class_named
-from labapp.entities.schemas import ODataQuerySchema
-from labapp.entities.service import load_visible
 from labapp.query import entity_suggest, hierarchy, status, suggest
+from labapp.reading.entities import class_named, load_visible
+from labapp.reading.schemas import ODataQuerySchema
+from labapp.web.endpoints import endpoint
+from labapp.web.loader import current_actor
 
 bp = Blueprint("query_lookup_api", __name__, url_prefix="/api/query")
 

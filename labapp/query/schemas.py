@@ -11,9 +11,9 @@ from typing import Any
 
 from marshmallow import Schema, ValidationError, fields, validates_schema
 
-from labapp.entities.schemas import ODataQuerySchema
 from labapp.errors import InvalidInput, flatten_messages
 from labapp.query.dataset import MAX_QUERIES
+from labapp.reading.schemas import ODataQuerySchema
 
 _INDEX = re.compile(r"\.(\d+)(?=\.|$)")
 

@@ -30,8 +30,23 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
-from sqlalchemy import (JSON, Boolean, ColumnElement, Date, Float, Integer, String, Text, and_,
-                        case, cast, column, exists, table, type_coerce)
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    ColumnElement,
+    Date,
+    Float,
+    Integer,
+    String,
+    Text,
+    and_,
+    case,
+    cast,
+    column,
+    exists,
+    table,
+    type_coerce,
+)
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.orm import aliased
 from sqlalchemy.sql.expression import TableClause

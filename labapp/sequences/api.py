@@ -6,11 +6,11 @@ from typing import Any
 from flask import Blueprint, Response, jsonify
 
 from labapp.access.actor import ADMIN
-from labapp.auth.loader import require_scope
 from labapp.db import transaction
-from labapp.endpoints import endpoint
 from labapp.sequences import service
 from labapp.sequences.schemas import SequenceInputSchema, SequenceSchema
+from labapp.web.endpoints import endpoint
+from labapp.web.loader import require_scope
 
 bp = Blueprint("sequence_api", __name__, url_prefix="/api/sequence")
 

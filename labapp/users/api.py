@@ -6,11 +6,16 @@ from typing import Any
 from flask import Blueprint, Response, jsonify
 
 from labapp.access.actor import ADMIN
-from labapp.auth.loader import current_actor, require_scope
 from labapp.db import transaction
-from labapp.endpoints import endpoint
 from labapp.users import service
-from labapp.users.schemas import RoleChangeSchema, RoleSchema, UserSchema, UserUpdateSchema
+from labapp.users.schemas import (
+    RoleChangeSchema,
+    RoleSchema,
+    UserSchema,
+    UserUpdateSchema,
+)
+from labapp.web.endpoints import endpoint
+from labapp.web.loader import current_actor, require_scope
 
 bp = Blueprint("user_api", __name__, url_prefix="/api")
 

@@ -16,8 +16,6 @@ from flask import Blueprint, Response, flash, redirect, request, url_for
 from marshmallow import ValidationError
 
 from labapp.access.actor import ADMIN, Actor
-from labapp.access.views import no_store, require, signed_in_only
-from labapp.auth.loader import current_actor
 from labapp.db import db, transaction
 from labapp.entities import reading
 from labapp.entities import service as entities
@@ -28,10 +26,10 @@ from labapp.model.registry import find_class
 from labapp.users import service
 from labapp.users.schemas import UserUpdateSchema
 from labapp.web.blocks import is_htmx, render_page
+from labapp.web.loader import current_actor
+from labapp.web.pages import members_only, require
 
-bp = Blueprint("user_views", __name__, url_prefix="/admin/users")
-bp.before_request(signed_in_only)
-bp.after_request(no_store)
+bp = members_only(Blueprint("user_views", __name__, url_prefix="/admin/users"))
 
 LIST_TEMPLATE = "users/list.html"
 EDIT_TEMPLATE = "users/edit.html"
@@ -45,7 +43,7 @@ EDIT_FIELDS = {"name": "name", "email": "email", "initials": "initials",
 
 @bp.before_request
 def _administrators_only() -> None:
-    # Runs after signed_in_only, which has sent anonymous visitors to the login page.
+    # Runs after members_only's check, which has sent anonymous visitors to the login page.
     require(current_actor(), (ADMIN,))
 
 

@@ -1,22 +1,20 @@
 """Home page and ``/healthz``."""
 from __future__ import annotations
 
-from flask import Blueprint, Response, jsonify, redirect, render_template, url_for
+from flask import Blueprint, Response, jsonify, render_template
 from sqlalchemy import text
 from sqlalchemy.exc import SQLAlchemyError
 
-from labapp.auth.loader import current_actor
 from labapp.db import db
 from labapp.schema import schema_state
+from labapp.web.pages import signed_in_only
 
 bp = Blueprint("web", __name__)
 
 
 @bp.get("/")
 def home() -> Response | str:
-    if not current_actor().is_authenticated:
-        return redirect(url_for("auth_views.login"))
-    return render_template("web/home.html")
+    return signed_in_only() or render_template("web/home.html")
 
 
 @bp.get("/healthz")

@@ -15,7 +15,6 @@ Create Date: 2026-11-21
 """
 from alembic import op
 
-
 # revision identifiers, used by Alembic.
 revision = '5fee591b2bdf'
 down_revision = '64731f43866b'

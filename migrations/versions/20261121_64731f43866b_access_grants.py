@@ -5,9 +5,8 @@ Revises: e0818b589cf8
 Create Date: 2026-11-21
 
 """
-from alembic import op
 import sqlalchemy as sa
-
+from alembic import op
 
 # revision identifiers, used by Alembic.
 revision = '64731f43866b'

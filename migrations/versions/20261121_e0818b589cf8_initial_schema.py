@@ -1,12 +1,12 @@
 """initial schema
 
 Revision ID: e0818b589cf8
-Revises: 
+Revises:
 Create Date: 2026-11-21
 
 """
-from alembic import op
 import sqlalchemy as sa
+from alembic import op
 from sqlalchemy.dialects import postgresql
 
 # revision identifiers, used by Alembic.

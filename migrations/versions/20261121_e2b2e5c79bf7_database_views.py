@@ -20,7 +20,6 @@ Create Date: 2026-11-21
 """
 from alembic import op
 
-
 # revision identifiers, used by Alembic.
 revision = 'e2b2e5c79bf7'
 down_revision = 'e9f2c177a77a'

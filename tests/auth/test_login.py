@@ -11,8 +11,17 @@ from flask.testing import FlaskClient
 from labapp.db import db
 from labapp.model import User
 from labapp.model.types import utc_now
-from tests.auth.checks import (REFRESH_COOKIE, SESSION_COOKIE, error_fields, failures_of,
-                                parse_utc, problem, seed_failures, sessions_of, set_cookies)
+from tests.auth.checks import (
+    REFRESH_COOKIE,
+    SESSION_COOKIE,
+    error_fields,
+    failures_of,
+    parse_utc,
+    problem,
+    seed_failures,
+    sessions_of,
+    set_cookies,
+)
 from tests.conftest import PASSWORD, bearer_header, run_init
 
 LIMIT = 10  # LOGIN_MAX_FAILURES of the test application (the default)

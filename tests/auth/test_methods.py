@@ -11,8 +11,13 @@ from sqlalchemy import func, select
 
 from labapp.db import db
 from labapp.model import LoginFailure, PersonalAccessToken
-from tests.auth.checks import (failures_of, problem, secret_keys, seed_failures,
-                                sessions_of)
+from tests.auth.checks import (
+    failures_of,
+    problem,
+    secret_keys,
+    seed_failures,
+    sessions_of,
+)
 from tests.conftest import AUTH_METHODS, PASSWORD, basic_header, csrf_of, login
 
 LIMIT = 10

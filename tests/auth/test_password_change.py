@@ -8,7 +8,14 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 from tests.auth.checks import error_fields, failures_of, problem, seed_failures
-from tests.conftest import PASSWORD, ApiClient, basic_header, bearer_header, csrf_of, login
+from tests.conftest import (
+    PASSWORD,
+    ApiClient,
+    basic_header,
+    bearer_header,
+    csrf_of,
+    login,
+)
 
 NEW_PASSWORD = "a brand new passphrase"
 LIMIT = 10

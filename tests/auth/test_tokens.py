@@ -4,6 +4,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from datetime import timedelta
+
 import pytest
 from flask import Flask
 from flask.testing import FlaskClient
@@ -14,8 +15,14 @@ from werkzeug.test import TestResponse
 from labapp.auth.sessions import ACCESS_TOKEN_SECONDS
 from labapp.model import LoginSession, RefreshToken
 from labapp.model.types import utc_now
-from tests.auth.checks import (REFRESH_COOKIE, SESSION_COOKIE, database, problem,
-                                sessions_of, set_cookies)
+from tests.auth.checks import (
+    REFRESH_COOKIE,
+    SESSION_COOKIE,
+    database,
+    problem,
+    sessions_of,
+    set_cookies,
+)
 from tests.conftest import bearer_header, csrf_of, login
 
 ACCESS_SALT = "labapp.access-token"

@@ -16,11 +16,11 @@ from flask.testing import FlaskClient
 from werkzeug.test import TestResponse
 
 from labapp.auth import throttle
-from labapp.auth.loader import require_scope
 from labapp.db import transaction
-from labapp.endpoints import endpoint
 from labapp.errors import WWW_AUTHENTICATE
 from labapp.users.service import create_user
+from labapp.web.endpoints import endpoint
+from labapp.web.loader import require_scope
 from tests.conftest import PASSWORD, basic_header, login, run_init
 from tests.contracts.problem import assert_problem
 
@@ -109,7 +109,7 @@ SOURCES = {
     "wrong-method": Source(_wrong_method, 405, "method_not_allowed", check=_allow_lists_post),
     "wrong-content-type": Source(_wrong_content_type, 415, "unsupported_media_type",
                                  detail_contains=("application/json",)),
-    # The parse position is reported as a field error on the body (see labapp.endpoints).
+    # The parse position is reported as a field error on the body (see labapp.web.endpoints).
     "malformed-json": Source(_malformed_json, 400, "invalid_json", errors=False,
                              detail_contains=("not valid JSON", "char ")),
     "validation": Source(_invalid_fields, 400, "validation_failed", errors=True,

@@ -13,7 +13,7 @@ import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 
-from labapp.endpoints import ApiDoc, endpoint
+from labapp.web.endpoints import ApiDoc, endpoint
 from tests.conftest import bearer_header
 from tests.contracts.problem import assert_problem
 

@@ -20,8 +20,8 @@ from tests.contracts.visibility import oracle
 from tests.contracts.visibility.build import LiveWorld, built_world
 from tests.contracts.visibility.paths import MatrixPath
 from tests.contracts.visibility.reads import READ_PATHS
-from tests.contracts.visibility.writes import WRITE_PATHS
 from tests.contracts.visibility.world import CALLERS, ENTITIES
+from tests.contracts.visibility.writes import WRITE_PATHS
 
 # (path, caller, subject) → why the API disagrees with the rule: the file and function to fix.
 # Each entry becomes a single case marked xfail(strict=True), so it fails once the bug is

@@ -7,7 +7,7 @@ import pytest
 from flask import Flask
 
 from labapp.access.actor import Actor
-from labapp.access.grants import actor_for
+from labapp.access.grant_sets import actor_for
 from labapp.db import db, transaction
 from labapp.entities import service
 from labapp.model import User

@@ -14,11 +14,17 @@ from werkzeug.http import parse_options_header
 
 from labapp.db import db, transaction
 from labapp.model import File
-
 from tests.conftest import ApiClient
 from tests.contracts.problem import assert_problem
-from tests.files.conftest import (closed, created, fetch, save, store_files, upload,
-                                  upload_base64)
+from tests.files.conftest import (
+    closed,
+    created,
+    fetch,
+    save,
+    store_files,
+    upload,
+    upload_base64,
+)
 
 
 def test_download_headers(api: ApiClient) -> None:

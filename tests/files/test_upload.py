@@ -18,8 +18,15 @@ from labapp.files.service import clean_filename
 from labapp.users.service import create_user
 from tests.conftest import PASSWORD, ApiClient, basic_header, csrf_of, login, run_init
 from tests.contracts.problem import assert_problem
-from tests.files.conftest import (created, fetch, row_counts, save, store_files, upload,
-                                  upload_base64)
+from tests.files.conftest import (
+    created,
+    fetch,
+    row_counts,
+    save,
+    store_files,
+    upload,
+    upload_base64,
+)
 
 BINARY = bytes(range(256)) * 64 + b"\r\n\x00\xff"
 FORM = "application/x-www-form-urlencoded"

@@ -13,7 +13,6 @@ from flask_migrate import downgrade, upgrade
 from sqlalchemy import insert, inspect
 
 from labapp.access.actor import ADMIN, Actor
-
 from labapp.db import db
 from labapp.model import Entity, Sample
 from labapp.model.registry import find_class

@@ -109,8 +109,8 @@ EXPECTED: dict[str, tuple[str | None, dict[str, tuple[str, str | None]], tuple[s
                      "sha256": ("str", None)},
              ("Initial",), {"Initial": set()}),
 }
-READ_ONLY = {"*": AUDIT_FIELDS | {"eClass"}, "User": {"lastLoginUtc", "roles"}, "File": {"size", "sha256"},
-             "Location": {"hierarchy"}}
+READ_ONLY = {"*": AUDIT_FIELDS | {"eClass"}, "User": {"lastLoginUtc", "roles"},
+             "File": {"size", "sha256"}, "Location": {"hierarchy"}}
 CHOICES = {("Request", "priority"): ("Low", "Normal", "High", "Urgent"),
            ("Location", "locationType"): ("Site", "Room", "Freezer", "Fridge", "Shelf", "Rack",
                                           "Box", "Cage", "Other")}

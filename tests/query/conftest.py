@@ -31,6 +31,10 @@ from labapp.model import Entity, Experiment, Sample, User
 from labapp.model.registry import find_class
 from labapp.query.filter import compile_filter, entity_fields
 
+# Fixtures the query tests share with the entity tests, and the lab of the dataset tests.
+from tests.entities.conftest import admin, department, grant, member, project  # noqa: F401
+from tests.query.lab import bob, lab  # noqa: F401
+
 ALL = {"TQ1", "TQ2", "TQ3", "TQ4", "TQ5"}
 SAMPLES: tuple[dict[str, Any], ...] = (
     dict(id="TQ1", name="Alpha", status="Initial", type="Blood", description="first sample",

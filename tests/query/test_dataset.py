@@ -9,10 +9,8 @@ import pytest
 from labapp.query import dataset
 from tests.conftest import ApiClient
 from tests.contracts.problem import assert_problem
-from tests.entities.conftest import (admin, body_of, department, grant, member,  # noqa: F401
-                                     project)
-from tests.entities.conftest import Grants
-from tests.query.lab import bob, ids, lab, qv  # noqa: F401
+from tests.entities.conftest import Grants, body_of
+from tests.query.lab import ids, qv
 
 OURS = {"field": "id", "op": "startswith", "value": "QV-"}
 
@@ -30,7 +28,7 @@ def samples(api: ApiClient, *filters: dict[str, Any]) -> list[str]:
 
 
 def test_the_spec_example_experiments_then_steps_then_samples(
-        admin: ApiClient, lab: dict[str, Any]) -> None:  # noqa: F811
+        admin: ApiClient, lab: dict[str, Any]) -> None:
     answer = run(
         admin,
         {"collection": "experiments", "eClass": "Experiment",
@@ -51,7 +49,7 @@ def test_the_spec_example_experiments_then_steps_then_samples(
 
 
 def test_entity_results_and_dollar_references(admin: ApiClient,
-                                              lab: dict[str, Any]) -> None:  # noqa: F811
+                                              lab: dict[str, Any]) -> None:
     answer = run(
         admin,
         {"entity": "experiment", "eClass": "Experiment",
@@ -71,7 +69,7 @@ def test_entity_results_and_dollar_references(admin: ApiClient,
 
 
 @pytest.mark.parametrize("op", ["eq", "ne", "gt", "startswith"])
-def test_a_reference_to_a_null_entity_matches_nothing(admin: ApiClient,  # noqa: F811
+def test_a_reference_to_a_null_entity_matches_nothing(admin: ApiClient,
                                                       lab: dict[str, Any], op: str) -> None:
     answer = run(
         admin,
@@ -83,7 +81,7 @@ def test_a_reference_to_a_null_entity_matches_nothing(admin: ApiClient,  # noqa:
 
 
 @pytest.mark.parametrize(("op", "expected"), [("in", 0), ("not_in", 4)])
-def test_an_empty_collection_joins_nothing(admin: ApiClient, lab: dict[str, Any],  # noqa: F811
+def test_an_empty_collection_joins_nothing(admin: ApiClient, lab: dict[str, Any],
                                            op: str, expected: int) -> None:
     answer = run(
         admin,
@@ -95,7 +93,7 @@ def test_an_empty_collection_joins_nothing(admin: ApiClient, lab: dict[str, Any]
 
 
 def test_values_of_an_attribute_join_like_any_field(admin: ApiClient,
-                                                    lab: dict[str, Any]) -> None:  # noqa: F811
+                                                    lab: dict[str, Any]) -> None:
     answer = run(
         admin,
         {"collection": "batches", "eClass": "Sample",
@@ -109,7 +107,7 @@ def test_values_of_an_attribute_join_like_any_field(admin: ApiClient,
     assert ids(answer["same"]) == [qv("SAM1"), qv("SAM2")]
 
 
-def test_views_in_a_dataset(admin: ApiClient, lab: dict[str, Any]) -> None:  # noqa: F811
+def test_views_in_a_dataset(admin: ApiClient, lab: dict[str, Any]) -> None:
     answer = run(
         admin,
         {"collection": "full", "view": "storageoverview",
@@ -160,12 +158,12 @@ def test_views_in_a_dataset(admin: ApiClient, lab: dict[str, Any]) -> None:  # n
     ({"field": "attributes.ph", "op": "isnull"}, ["SAM3", "SAMB"]),
     ({"field": "name", "value": "$not a reference"}, []),
 ])
-def test_every_operator(admin: ApiClient, lab: dict[str, Any], item: dict[str, Any],  # noqa: F811
+def test_every_operator(admin: ApiClient, lab: dict[str, Any], item: dict[str, Any],
                         expected: list[str]) -> None:
     assert samples(admin, item) == [qv(name) for name in expected]
 
 
-def test_sortings_and_select(admin: ApiClient, lab: dict[str, Any]) -> None:  # noqa: F811
+def test_sortings_and_select(admin: ApiClient, lab: dict[str, Any]) -> None:
     answer = run(admin, {"collection": "rows", "eClass": "Sample", "filters": [OURS],
                          "sortings": [{"field": "amount", "direction": "DESC"},
                                       {"field": "attributes.batch", "direction": "asc"}],
@@ -180,7 +178,7 @@ def test_sortings_and_select(admin: ApiClient, lab: dict[str, Any]) -> None:  # 
 
 
 def test_a_collection_over_the_cap_is_refused_not_cut(admin: ApiClient,
-                                                       lab: dict[str, Any],  # noqa: F811
+                                                       lab: dict[str, Any],
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     """A shortened collection would silently drop rows from every later ``in`` join."""
     matching = len(run(admin, {"collection": "rows", "eClass": "Sample",
@@ -198,8 +196,8 @@ def test_a_collection_over_the_cap_is_refused_not_cut(admin: ApiClient,
     assert len(answer["rows"]) == matching
 
 
-def test_row_level_security_applies_to_every_query(bob: ApiClient, lab: dict[str, Any],  # noqa: F811
-                                                   grant: Grants) -> None:  # noqa: F811
+def test_row_level_security_applies_to_every_query(bob: ApiClient, lab: dict[str, Any],
+                                                   grant: Grants) -> None:
     queries = (
         {"collection": "experiments", "eClass": "Experiment", "filters": [OURS]},
         {"entity": "experiment", "eClass": "Experiment",
@@ -226,5 +224,5 @@ def test_row_level_security_applies_to_every_query(bob: ApiClient, lab: dict[str
     assert answer["overview"][2]["plateName"] is None and answer["storage"] == []
 
 
-def test_an_empty_dataset_answers_an_empty_object(admin: ApiClient) -> None:  # noqa: F811
+def test_an_empty_dataset_answers_an_empty_object(admin: ApiClient) -> None:
     assert run(admin) == {}

@@ -11,7 +11,6 @@ from labapp.query.conditions import MAX_VALUES
 from labapp.query.dataset import MAX_QUERIES
 from tests.conftest import ApiClient
 from tests.contracts.problem import assert_problem
-from tests.entities.conftest import admin  # noqa: F401
 
 EXPERIMENTS = {"collection": "experiments", "eClass": "Experiment"}
 EXPERIMENT = {"entity": "experiment", "eClass": "Experiment"}
@@ -44,7 +43,7 @@ def post(api: ApiClient, body: Any) -> Any:
     ([{**EXPERIMENTS, "select": ["name", 3]}], "queries[0].select[1]"),
     ([{**EXPERIMENTS, "filters": {"field": "name"}}], "queries[0].filters"),
 ])
-def test_malformed_queries(admin: ApiClient, body: Any, field: str) -> None:  # noqa: F811
+def test_malformed_queries(admin: ApiClient, body: Any, field: str) -> None:
     problem = assert_problem(post(admin, body), 400, "validation_failed", errors=True)
     assert problem["errors"][0]["field"] == field, problem
     assert problem["detail"].startswith(field) or field == "queries"
@@ -122,7 +121,7 @@ def test_malformed_queries(admin: ApiClient, body: Any, field: str) -> None:  # 
     ([{"collection": "x", "view": "SampleOverview", "select": ["attributes.batch"]}],
      "queries[0].select[0]", "there are no attributes here"),
 ])
-def test_invalid_queries(admin: ApiClient, body: list[Any], field: str,  # noqa: F811
+def test_invalid_queries(admin: ApiClient, body: list[Any], field: str,
                          message: str) -> None:
     problem = assert_problem(post(admin, body), 400, "invalid_dataset", errors=True)
     assert problem["errors"] == [{"field": field, "message": problem["errors"][0]["message"]}]
@@ -130,7 +129,7 @@ def test_invalid_queries(admin: ApiClient, body: list[Any], field: str,  # noqa:
     assert problem["detail"] == f"{field}: {problem['errors'][0]['message']}"
 
 
-def test_numbers_json_cannot_hold_are_refused(admin: ApiClient) -> None:  # noqa: F811
+def test_numbers_json_cannot_hold_are_refused(admin: ApiClient) -> None:
     body = json.dumps([steps({"field": "stepIndex", "value": 0})]).replace("0}", "NaN}")
     response = admin.post("/api/query/dataset", data=body,
                           headers={"Content-Type": "application/json"})
@@ -138,7 +137,7 @@ def test_numbers_json_cannot_hold_are_refused(admin: ApiClient) -> None:  # noqa
     assert problem["errors"][0]["field"] == "queries[0].filters[0].value"
 
 
-def test_body_must_be_json(admin: ApiClient) -> None:  # noqa: F811
+def test_body_must_be_json(admin: ApiClient) -> None:
     assert_problem(admin.post("/api/query/dataset", data="[]"), 415, "unsupported_media_type")
     assert_problem(admin.post("/api/query/dataset", data="[",
                               headers={"Content-Type": "application/json"}), 400,

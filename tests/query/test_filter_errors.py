@@ -9,8 +9,15 @@ from labapp.db import db
 from labapp.errors import InvalidInput
 from labapp.model import Entity, Sample, User
 from labapp.model.registry import find_class
-from labapp.query.filter import (MAX_DEPTH, MAX_FILTER_LENGTH, MAX_VALUES, FilterError,
-                                 compile_filter, entity_fields, parse_filter)
+from labapp.query.filter import (
+    MAX_DEPTH,
+    MAX_FILTER_LENGTH,
+    MAX_VALUES,
+    FilterError,
+    compile_filter,
+    entity_fields,
+    parse_filter,
+)
 from tests.query.conftest import ALL, matching
 
 pytestmark = pytest.mark.usefixtures("rows")

@@ -11,7 +11,7 @@ import pytest
 from flask import Flask
 
 from labapp.access.actor import Actor
-from labapp.access.grants import actor_for
+from labapp.access.grant_sets import actor_for
 from labapp.db import db, transaction
 from labapp.errors import NotFound
 from labapp.model import Sample, User
@@ -19,8 +19,7 @@ from labapp.model.registry import CLASSES
 from labapp.query.hierarchy import MAX_DEPTH, ancestor_entities, child_entities
 from tests.conftest import DEFAULT_DEPARTMENT, ApiClient
 from tests.contracts.problem import assert_problem
-from tests.entities.conftest import (admin, body_of, department, listing,  # noqa: F401
-                                     member, save)
+from tests.entities.conftest import body_of, listing, save
 
 NOTE = {"content": "cloudy", "type": "Other"}
 
@@ -241,7 +240,7 @@ def test_one_level_of_an_invisible_entity_is_not_found(app: Flask, alice: ApiCli
 
 
 def test_ancestor_entities_is_the_breadcrumb_of_the_full_answer(
-        app: Flask, admin: ApiClient) -> None:  # noqa: F811
+        app: Flask, admin: ApiClient) -> None:
     """The detail page's cheap breadcrumb agrees with the hierarchy endpoint's ancestors."""
     created = admin.post("/api/entity", json={"entities": [
         {"eClass": "Experiment", "id": "#e"}, {"eClass": "Step", "id": "#s", "experimentID": "#e"},

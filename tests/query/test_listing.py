@@ -11,7 +11,13 @@ from labapp.errors import InvalidInput
 from labapp.model import Sample
 from labapp.model.registry import find_class
 from labapp.query.filter import entity_fields
-from labapp.query.listing import PAGE_SIZE, Page, parse_orderby, parse_paging, parse_select
+from labapp.query.listing import (
+    PAGE_SIZE,
+    Page,
+    parse_orderby,
+    parse_paging,
+    parse_select,
+)
 
 
 def sample_fields():

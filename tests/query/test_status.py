@@ -10,7 +10,7 @@ from labapp.model.registry import find_class
 from labapp.query.status import status_info
 from tests.conftest import ApiClient
 from tests.contracts.problem import assert_problem
-from tests.entities.conftest import admin, body_of, department, member, save  # noqa: F401
+from tests.entities.conftest import body_of, save
 
 WORKFLOW = {"Initial": ["InProgress", "Canceled"],
             "InProgress": ["Completed", "Canceled", "Initial"],

@@ -10,8 +10,7 @@ import pytest
 
 from tests.conftest import DEFAULT_DEPARTMENT, ApiClient
 from tests.contracts.problem import assert_problem
-from tests.entities.conftest import (admin, body_of, department, fetch,  # noqa: F401
-                                     member, save)
+from tests.entities.conftest import body_of, fetch, save
 
 
 @pytest.fixture

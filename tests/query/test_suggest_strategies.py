@@ -18,7 +18,7 @@ import pytest
 
 from labapp.query import entity_suggest, suggest
 from tests.conftest import DEFAULT_DEPARTMENT, ApiClient
-from tests.entities.conftest import admin, body_of, department, member, save  # noqa: F401
+from tests.entities.conftest import body_of, save
 
 ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 WORDS = ("Alpha", "beta", "GAMMA", "delta", "Sigma", "sample", "Assay", "x-ray", "Lysate")

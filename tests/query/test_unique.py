@@ -9,7 +9,7 @@ import pytest
 
 from tests.conftest import ApiClient
 from tests.contracts.problem import assert_problem
-from tests.entities.conftest import admin, body_of, department, member, save  # noqa: F401
+from tests.entities.conftest import body_of, save
 
 
 @pytest.fixture

@@ -13,10 +13,8 @@ from labapp.model.registry import classes
 from labapp.query.views import VIEWS, find_view
 from tests.conftest import ApiClient
 from tests.contracts.problem import assert_problem
-from tests.entities.conftest import (admin, body_of, department, grant, listing,  # noqa: F401
-                                     member, project)
-from tests.entities.conftest import Grants
-from tests.query.lab import HOME_PATH, bob, ids, lab, qv  # noqa: F401
+from tests.entities.conftest import Grants, body_of, listing
+from tests.query.lab import HOME_PATH, ids, qv
 
 DIRECTORY_VIEWS = {"User", "Department"}
 
@@ -48,7 +46,7 @@ def test_flat_views_cover_every_class_and_field() -> None:
 
 
 def test_view_names_are_case_insensitive_and_unknown_views_are_404(
-        admin: ApiClient, lab: dict[str, Any]) -> None:  # noqa: F811
+        admin: ApiClient, lab: dict[str, Any]) -> None:
     assert find_view("sampleoverview") is VIEWS["SampleOverview"]
     assert ids(view(admin, "sampleOVERVIEW")["data"]) == ids(view(admin, "SampleOverview")["data"])
     assert_problem(admin.get("/api/query/view/Nope"), 404, "unknown_view")
@@ -56,7 +54,7 @@ def test_view_names_are_case_insensitive_and_unknown_views_are_404(
 
 @pytest.mark.parametrize("eclass", ["Sample", "Experiment", "Step", "Location", "StepInput",
                                     "User", "Department", "Project", "Plate"])
-def test_a_flat_view_row_is_the_entity_list_row(admin: ApiClient, lab: dict[str, Any],  # noqa: F811
+def test_a_flat_view_row_is_the_entity_list_row(admin: ApiClient, lab: dict[str, Any],
                                                 eclass: str) -> None:
     entities = listing(admin, eclass)["data"]
     rows = view(admin, eclass)["data"]
@@ -64,7 +62,7 @@ def test_a_flat_view_row_is_the_entity_list_row(admin: ApiClient, lab: dict[str,
 
 
 def test_sample_overview_joins_owner_experiment_step_plate_and_location(
-        admin: ApiClient, lab: dict[str, Any]) -> None:  # noqa: F811
+        admin: ApiClient, lab: dict[str, Any]) -> None:
     rows = rows_by_id(admin, "SampleOverview")
     first = rows[qv("SAM1")]
     assert (first["userID"], first["ownerName"]) == ("admin", "Administrator")
@@ -85,7 +83,7 @@ def test_sample_overview_joins_owner_experiment_step_plate_and_location(
 
 
 def test_storage_overview_counts_samples_and_plates(admin: ApiClient,
-                                                    lab: dict[str, Any]) -> None:  # noqa: F811
+                                                    lab: dict[str, Any]) -> None:
     rows = rows_by_id(admin, "StorageOverview")
     freezer, box = rows[qv("LOC1")], rows[qv("LOC2")]
     assert (freezer["capacity"], freezer["stored"], freezer["available"], freezer["path"]) == (
@@ -96,7 +94,7 @@ def test_storage_overview_counts_samples_and_plates(admin: ApiClient,
 
 
 def test_experiment_progress_counts_steps_per_status(admin: ApiClient,
-                                                    lab: dict[str, Any]) -> None:  # noqa: F811
+                                                    lab: dict[str, Any]) -> None:
     rows = rows_by_id(admin, "ExperimentProgress")
     counts = ("stepsTotal", "stepsInitial", "stepsInProgress", "stepsCompleted",
               "stepsCanceled")
@@ -107,7 +105,7 @@ def test_experiment_progress_counts_steps_per_status(admin: ApiClient,
 
 
 def test_step_sample_input_joins_step_experiment_and_input(
-        admin: ApiClient, lab: dict[str, Any]) -> None:  # noqa: F811
+        admin: ApiClient, lab: dict[str, Any]) -> None:
     row = rows_by_id(admin, "StepSampleInput")[qv("SIN1")]
     assert {key: row[key] for key in ("stepID", "stepName", "stepIndex", "stepStatus",
                                       "experimentID", "experimentName", "experimentStatus",
@@ -140,20 +138,20 @@ def test_step_sample_input_joins_step_experiment_and_input(
     ("StepSampleInput", {"filter": "inputID in ('QV-SAM1', 'QV-SAM2')"}, ["SIN1"]),
     ("User", {"filter": "isActive eq true and id eq 'admin'"}, []),
 ])
-def test_filter_and_orderby_on_views(admin: ApiClient, lab: dict[str, Any],  # noqa: F811
+def test_filter_and_orderby_on_views(admin: ApiClient, lab: dict[str, Any],
                                      name: str, options: dict[str, str],
                                      expected: list[str]) -> None:
     assert ids(view(admin, name, **options)["data"]) == [qv(item) for item in expected]
 
 
 def test_user_view_types_booleans_and_datetimes(admin: ApiClient,
-                                                lab: dict[str, Any]) -> None:  # noqa: F811
+                                                lab: dict[str, Any]) -> None:
     found = view(admin, "User", filter="isActive and id eq 'admin'")["data"]
     assert [row["id"] for row in found] == ["admin"] and found[0]["isActive"] is True
     assert found[0]["createdUtc"].endswith("Z")
 
 
-def test_select_and_paging(admin: ApiClient, lab: dict[str, Any]) -> None:  # noqa: F811
+def test_select_and_paging(admin: ApiClient, lab: dict[str, Any]) -> None:
     page = view(admin, "Sample", filter="startswith(id, 'QV-')", orderby="name",
                 select="name, attributes.batch", top=2, skip=1)
     assert page["total"] == 4 and page["nextSkip"] == 501
@@ -169,7 +167,7 @@ def test_select_and_paging(admin: ApiClient, lab: dict[str, Any]) -> None:  # no
                          "path": HOME_PATH}]
 
 
-def test_pages_hold_at_most_500_rows(admin: ApiClient, lab: dict[str, Any]) -> None:  # noqa: F811
+def test_pages_hold_at_most_500_rows(admin: ApiClient, lab: dict[str, Any]) -> None:
     page = view(admin, "Sample", top=100000, skip=0)
     assert len(page["data"]) == page["total"] <= 500 and page["nextSkip"] == 500
 
@@ -185,7 +183,7 @@ def test_pages_hold_at_most_500_rows(admin: ApiClient, lab: dict[str, Any]) -> N
     ("Sample", {"top": "-1"}, 400, "invalid_paging"),
     ("Sample", {"expand": "x"}, 400, "validation_failed"),
 ])
-def test_bad_options_are_400(admin: ApiClient, lab: dict[str, Any], name: str,  # noqa: F811
+def test_bad_options_are_400(admin: ApiClient, lab: dict[str, Any], name: str,
                              options: dict[str, str], status: int, code: str) -> None:
     query = {f"${option}": value for option, value in options.items()}
     assert_problem(admin.get(f"/api/query/view/{name}", query_string=query), status, code,
@@ -197,7 +195,7 @@ def test_anonymous_callers_are_401(client) -> None:
 
 
 def test_a_member_of_another_department_sees_none_of_its_rows(
-        bob: ApiClient, lab: dict[str, Any], grant: Grants) -> None:  # noqa: F811
+        bob: ApiClient, lab: dict[str, Any], grant: Grants) -> None:
     mine = {qv("SAMB")}
     for name in VIEWS:
         shown = set(ids(view(bob, name)["data"]))
@@ -221,14 +219,14 @@ def test_a_member_of_another_department_sees_none_of_its_rows(
 
 
 def test_directory_views_are_readable_by_everyone(bob: ApiClient,
-                                                  lab: dict[str, Any]) -> None:  # noqa: F811
+                                                  lab: dict[str, Any]) -> None:
     assert lab["A"] in {row["id"] for row in view(bob, "Department")["data"]}
     assert "admin" in {row["id"] for row in view(bob, "User")["data"]}
 
 
 def test_joined_values_of_entities_the_caller_cannot_read_are_null(
-        bob: ApiClient, admin: ApiClient, lab: dict[str, Any],  # noqa: F811
-        grant: Grants) -> None:  # noqa: F811
+        bob: ApiClient, admin: ApiClient, lab: dict[str, Any],
+        grant: Grants) -> None:
     joined = ("experimentName", "stepName", "plateName", "locationID", "locationName",
               "locationPath")
     assert [rows_by_id(admin, "SampleOverview")[qv("SAMB")][key] for key in joined] == [

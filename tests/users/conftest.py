@@ -9,9 +9,9 @@ from flask import Flask
 
 from labapp.db import db
 from labapp.model import User
-from tests.access.conftest import caller, state  # noqa: F401
 from tests.conftest import ApiClient
 from tests.entities.conftest import admin, department, grant, member, project  # noqa: F401
+from tests.grants.conftest import caller, state  # noqa: F401
 
 USER_KEYS = {"id", "name", "email", "initials", "departmentID", "isActive", "roles",
              "lastLoginUtc", "settings"}

@@ -9,8 +9,13 @@ from typing import Any
 import pytest
 from flask import Flask
 
-from tests.conftest import (ADMIN_PASSWORD, DEFAULT_DEPARTMENT, PASSWORD, ApiClient,
-                            basic_header)
+from tests.conftest import (
+    ADMIN_PASSWORD,
+    DEFAULT_DEPARTMENT,
+    PASSWORD,
+    ApiClient,
+    basic_header,
+)
 from tests.contracts.problem import assert_problem
 from tests.entities.conftest import body_of, fetch, save
 from tests.users.conftest import USER_KEYS, state, stored_user

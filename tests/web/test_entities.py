@@ -13,7 +13,6 @@ from tests.conftest import DEFAULT_DEPARTMENT
 from tests.web.conftest import fetch, grant, hidden, html_of, row_ids, save
 from tests.web.test_pages import HTMX, page_login, post_form
 
-
 # ---- Login and navigation ---------------------------------------------------------------------
 
 def test_pages_require_login_and_come_back(client):

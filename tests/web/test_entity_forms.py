@@ -11,7 +11,6 @@ from tests.conftest import DEFAULT_DEPARTMENT
 from tests.web.conftest import fetch, hidden, html_of, input_value, save
 from tests.web.test_pages import post_form
 
-
 # ---- Create -----------------------------------------------------------------------------------
 
 def test_create_form_is_generated_from_the_registry(signed_in):

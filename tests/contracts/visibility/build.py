@@ -20,10 +20,23 @@ from flask import Flask
 from werkzeug.test import TestResponse
 
 from labapp.auth import secrets as password_secrets
-from tests.conftest import (ADMIN_PASSWORD, ApiClient, bearer_header, build_app, dispose,
-                            new_database, run_init)
-from tests.contracts.visibility.world import (ANONYMOUS, ENTITIES, GRANTS, PASSWORD, USERS,
-                                              EntityDef)
+from tests.conftest import (
+    ADMIN_PASSWORD,
+    ApiClient,
+    bearer_header,
+    build_app,
+    dispose,
+    new_database,
+    run_init,
+)
+from tests.contracts.visibility.world import (
+    ANONYMOUS,
+    ENTITIES,
+    GRANTS,
+    PASSWORD,
+    USERS,
+    EntityDef,
+)
 
 
 def closed(response: TestResponse) -> TestResponse:

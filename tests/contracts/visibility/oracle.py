@@ -15,8 +15,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tests.contracts.visibility.world import (ANONYMOUS, ENTITIES, ENTITY, GRANTS, USER_BY_ID,
-                                              EntityDef)
+from tests.contracts.visibility.world import (
+    ANONYMOUS,
+    ENTITIES,
+    ENTITY,
+    GRANTS,
+    USER_BY_ID,
+    EntityDef,
+)
 
 DIRECTORY = frozenset({"User", "Department"})
 READ, WRITE = "Read", "Write"

@@ -12,8 +12,12 @@ from typing import Any
 
 from tests.contracts.visibility import oracle
 from tests.contracts.visibility.build import LiveWorld
-from tests.contracts.visibility.paths import (MatrixPath, Outcome, hidden_like_unknown,
-                                             paged_keys)
+from tests.contracts.visibility.paths import (
+    MatrixPath,
+    Outcome,
+    hidden_like_unknown,
+    paged_keys,
+)
 from tests.contracts.visibility.world import ENTITIES, ENTITY, EntityDef
 
 SAMPLES: tuple[str, ...] = tuple(entity.key for entity in ENTITIES if entity.eclass == "Sample")

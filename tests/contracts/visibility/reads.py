@@ -7,8 +7,13 @@ from typing import Any
 from labapp.model.registry import CLASSES
 from tests.contracts.visibility import oracle
 from tests.contracts.visibility.build import LiveWorld, closed, file_content
-from tests.contracts.visibility.paths import (MatrixPath, Outcome, entity_url, paged_keys,
-                                              hidden_like_unknown)
+from tests.contracts.visibility.paths import (
+    MatrixPath,
+    Outcome,
+    entity_url,
+    hidden_like_unknown,
+    paged_keys,
+)
 from tests.contracts.visibility.queries import QUERY_READ_PATHS
 from tests.contracts.visibility.world import ENTITY, FILES, KEYS
 

@@ -8,9 +8,21 @@ from typing import Any
 
 from tests.contracts.visibility import oracle
 from tests.contracts.visibility.build import LiveWorld, closed
-from tests.contracts.visibility.paths import (SELF, MatrixPath, Outcome, created, entity_url,
-                                              hidden_like_unknown)
-from tests.contracts.visibility.world import ENTITY, KEYS, PASSWORD, USER_BY_ID, EntityDef
+from tests.contracts.visibility.paths import (
+    SELF,
+    MatrixPath,
+    Outcome,
+    created,
+    entity_url,
+    hidden_like_unknown,
+)
+from tests.contracts.visibility.world import (
+    ENTITY,
+    KEYS,
+    PASSWORD,
+    USER_BY_ID,
+    EntityDef,
+)
 
 
 def update(live: LiveWorld, caller: str, key: str) -> Outcome:

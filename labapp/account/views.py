@@ -6,9 +6,8 @@ only swaps the personal-access-token section in place.
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from datetime import UTC, date, datetime, time, timedelta
-from functools import wraps
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -16,34 +15,35 @@ from flask import Blueprint, Response, flash, redirect, request, url_for
 from marshmallow import Schema, ValidationError
 
 from labapp.access.actor import Actor
+from labapp.account.api import login_with_password
+from labapp.account.schemas import LoginSchema, PasswordChangeSchema, PatCreateSchema
 from labapp.auth import passwords, pats, sessions, throttle
-from labapp.auth.api import login_with_password
-from labapp.auth.loader import (clear_login_cookies, client_address, current_actor,
-                                rotate_csrf_token, set_login_cookies)
-from labapp.auth.schemas import LoginSchema, PasswordChangeSchema, PatCreateSchema
 from labapp.auth.sessions import InvalidCredentials
 from labapp.db import db, transaction
 from labapp.errors import InvalidInput, TooManyRequests, flatten_messages
 from labapp.model import Department, User
 from labapp.model.types import utc_now
 from labapp.web.blocks import is_htmx, render_page
+from labapp.web.loader import (
+    clear_login_cookies,
+    client_address,
+    current_actor,
+    rotate_csrf_token,
+    set_login_cookies,
+)
+from labapp.web.pages import login_required, no_store
 
-bp = Blueprint("auth_views", __name__)
+bp = Blueprint("account_views", __name__)
+# These pages carry CSRF tokens, personal data or a token shown once: never cache them.
+bp.after_request(no_store)
 
-PROFILE_TEMPLATE = "auth/profile.html"
+PROFILE_TEMPLATE = "account/profile.html"
 PAT_BLOCK = "pats"
 # API field name → form field name, so service and schema errors land on the right input.
 LOGIN_FIELDS = {"username": "username", "password": "password"}
 PASSWORD_FIELDS = {"password": "new_password", "repeatPassword": "repeat_password",
                    "confirmPassword": "current_password"}
 PAT_FIELDS = {"name": "name", "expiresUtc": "expires"}
-
-
-@bp.after_request
-def _no_store(response: Response) -> Response:
-    # These pages carry CSRF tokens, personal data or a token shown once: never cache them.
-    response.headers["Cache-Control"] = "no-store"
-    return response
 
 
 def _local_path(target: str | None) -> str | None:
@@ -89,7 +89,7 @@ def _load(schema: Schema, data: dict[str, Any], names: Mapping[str, str]) -> dic
 def _login_page(*, status: int = 200, next_path: str | None = None,
                 form: Mapping[str, Any] | None = None, errors: Mapping[str, str] | None = None,
                 error: str | None = None) -> Response:
-    return render_page("auth/login.html", status=status, next_path=next_path,
+    return render_page("account/login.html", status=status, next_path=next_path,
                        form=form or {}, errors=errors or {}, error=error)
 
 
@@ -132,7 +132,7 @@ def logout() -> Response:
     if actor.session_id is not None:
         with transaction():
             sessions.revoke_session(actor.session_id)
-    response = redirect(url_for("auth_views.login"), 303)
+    response = redirect(url_for("account_views.login"), 303)
     clear_login_cookies(response)
     rotate_csrf_token()
     flash("You have been logged out.", "success")
@@ -140,20 +140,6 @@ def logout() -> Response:
 
 
 # ---- Profile ----------------------------------------------------------------------------------
-
-def _login_required(view: Callable[..., Response]) -> Callable[..., Response]:
-    """Send anonymous visitors to the login page, which brings them back to the profile."""
-    @wraps(view)
-    def guarded(*args: Any, **kwargs: Any) -> Response:
-        if current_actor().is_authenticated:
-            return view(*args, **kwargs)
-        target = url_for("auth_views.login", next=url_for("auth_views.profile"))
-        if is_htmx():
-            # A redirect would be followed by the XHR and swap the login page into the section.
-            return Response(status=204, headers={"HX-Redirect": target})
-        return redirect(target)
-    return guarded
-
 
 def _profile(actor: Actor, *, block: str | None = None, status: int = 200,
              **extra: Any) -> Response:
@@ -170,7 +156,7 @@ def _profile(actor: Actor, *, block: str | None = None, status: int = 200,
 
 
 @bp.get("/profile")
-@_login_required
+@login_required("account_views.profile")
 def profile() -> Response:
     """The signed-in user's account, password form and personal access tokens."""
     return _profile(current_actor())
@@ -190,7 +176,7 @@ def _change_password(actor: Actor, password: str, repeat: str, current: str) -> 
 
 
 @bp.post("/profile/password")
-@_login_required
+@login_required("account_views.profile")
 def change_password() -> Response:
     """Change the password; the actor's other logins end, this one stays."""
     actor = current_actor()
@@ -215,7 +201,7 @@ def change_password() -> Response:
         return _profile(actor, status=400, password_error=exc.detail,
                         password_errors=_field_errors(exc.errors, PASSWORD_FIELDS))
     flash("Your password has been changed. Your other logins have been ended.", "success")
-    return redirect(url_for("auth_views.profile"), 303)
+    return redirect(url_for("account_views.profile"), 303)
 
 
 def _expiry(raw: str) -> datetime | None:
@@ -229,7 +215,7 @@ def _expiry(raw: str) -> datetime | None:
 
 
 @bp.post("/profile/pat")
-@_login_required
+@login_required("account_views.profile")
 def create_pat() -> Response:
     """Create a personal access token: 201 with its value shown this once, 400 inline errors."""
     actor = current_actor()
@@ -254,7 +240,7 @@ def create_pat() -> Response:
 
 
 @bp.post("/profile/pat/<pat_id>/revoke")
-@_login_required
+@login_required("account_views.profile")
 def revoke_pat(pat_id: str) -> Response:
     """Revoke one of the actor's tokens; another user's (or an unknown) token is 404."""
     actor = current_actor()
@@ -264,4 +250,4 @@ def revoke_pat(pat_id: str) -> Response:
     if is_htmx():
         return _profile(actor, block=PAT_BLOCK, pat_notice=notice)
     flash(notice, "success")
-    return redirect(url_for("auth_views.profile"), 303)
+    return redirect(url_for("account_views.profile"), 303)

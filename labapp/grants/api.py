@@ -5,16 +5,21 @@ from typing import Any
 
 from flask import Blueprint, Response, jsonify
 
-from labapp.access import service
 from labapp.access.actor import ADMIN, DATA_MANAGER, DATA_MANAGER_PROJECT_WRITE
-from labapp.access.schemas import (DeleteQuerySchema, DepartmentAccessEntrySchema,
-                                   DepartmentGrantSchema, ProjectAccessEntrySchema,
-                                   ProjectGrantSchema, ProjectSettingSchema)
-from labapp.auth.loader import current_actor, require_scope
 from labapp.db import transaction
-from labapp.endpoints import endpoint
+from labapp.grants import service
+from labapp.grants.schemas import (
+    DeleteQuerySchema,
+    DepartmentAccessEntrySchema,
+    DepartmentGrantSchema,
+    ProjectAccessEntrySchema,
+    ProjectGrantSchema,
+    ProjectSettingSchema,
+)
+from labapp.web.endpoints import endpoint
+from labapp.web.loader import current_actor, require_scope
 
-bp = Blueprint("access_api", __name__, url_prefix="/api")
+bp = Blueprint("grant_api", __name__, url_prefix="/api")
 
 _DEPARTMENT_SCOPES = (ADMIN, DATA_MANAGER)
 _PROJECT_WRITE_SCOPES = (ADMIN, DATA_MANAGER_PROJECT_WRITE)

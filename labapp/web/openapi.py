@@ -1,6 +1,6 @@
 """``GET /api/openapi.json``: the OpenAPI 3.1 document, built from the registered views.
 
-Every ``/api`` view declares itself with :func:`labapp.endpoints.endpoint`; this module walks
+Every ``/api`` view declares itself with :func:`labapp.web.endpoints.endpoint`; this module walks
 the URL map and turns each declaration (schemas, scopes, public or not) into an operation with
 its request body, responses and the problem responses it can give.
 """
@@ -14,7 +14,7 @@ from apispec.ext.marshmallow import MarshmallowPlugin
 from flask import Blueprint, Flask, Response, current_app, jsonify
 from marshmallow import Schema, fields
 
-from labapp.endpoints import ApiDoc, endpoint
+from labapp.web.endpoints import ApiDoc, endpoint
 
 bp = Blueprint("openapi", __name__, url_prefix="/api")
 
@@ -147,7 +147,7 @@ def build_document(app: Flask) -> dict[str, Any]:
 @bp.get("/openapi.json")
 @endpoint("This OpenAPI 3.1 document.", responses={200: "The OpenAPI document"}, public=True)
 def openapi_document() -> Response:
-    document = current_app.extensions.get("labapp.openapi")
+    document = current_app.extensions.get("labapp.web.openapi")
     if document is None:
-        document = current_app.extensions["labapp.openapi"] = build_document(current_app)
+        document = current_app.extensions["labapp.web.openapi"] = build_document(current_app)
     return jsonify(document)

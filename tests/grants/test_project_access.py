@@ -9,10 +9,10 @@ import pytest
 from flask import Flask
 
 from labapp.model.access import ProjectAccess
-from tests.access.conftest import grant_count, grant_rows, state
 from tests.conftest import DEFAULT_DEPARTMENT, ApiClient
 from tests.contracts.problem import assert_problem
 from tests.entities.conftest import Grants, body_of, fetch, save
+from tests.grants.conftest import grant_count, grant_rows, state
 
 ENTRY_KEYS = {"accessType", "userID", "user", "departmentID", "department"}
 

@@ -8,10 +8,10 @@ from collections.abc import Callable
 import pytest
 from flask import Flask
 
-from tests.access.conftest import grant_rows, state
 from tests.conftest import DEFAULT_DEPARTMENT, ApiClient
 from tests.contracts.problem import assert_problem
 from tests.entities.conftest import Grants, fetch, save
+from tests.grants.conftest import grant_rows, state
 
 
 @pytest.fixture

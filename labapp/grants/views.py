@@ -18,58 +18,27 @@ from typing import Any
 
 from flask import Blueprint, Response, current_app, flash, redirect, request, url_for
 
-from labapp.access import service
 from labapp.access.actor import ADMIN, DATA_MANAGER, DATA_MANAGER_PROJECT_WRITE, Actor
 from labapp.access.visibility import NONE, access_type
-from labapp.auth.loader import current_actor
 from labapp.db import db, transaction
 from labapp.entities import reading
-from labapp.errors import Conflict, Forbidden, InvalidInput, NotFound
+from labapp.errors import Conflict, InvalidInput, NotFound
+from labapp.grants import service
 from labapp.model import Entity, User
 from labapp.model.registry import find_class
 from labapp.web.blocks import is_htmx, render_block, render_page
+from labapp.web.loader import current_actor
+from labapp.web.pages import members_only, require
 
-bp = Blueprint("access_views", __name__, url_prefix="/admin")
+bp = members_only(Blueprint("grant_views", __name__, url_prefix="/admin"))
 
-ACCESS_TEMPLATE = "access/access.html"
+ACCESS_TEMPLATE = "grants/access.html"
 ACCESS_BLOCK = "access"
 # The scopes that open the administration area at all (each page then asks for its own).
 ADMIN_AREA_SCOPES = (ADMIN, DATA_MANAGER, DATA_MANAGER_PROJECT_WRITE)
 LIST_LIMIT = 500  # the largest page reading.list_entities returns
 SUGGESTIONS = 8  # of each kind: users and departments
 _AREA = "<any(departments, projects):area_slug>"
-
-
-def signed_in_only() -> Response | None:
-    """``before_request`` of the administration blueprints: anonymous visitors go to the login
-    page, which brings a GET back; an htmx request is told to move the whole page there."""
-    if current_actor().is_authenticated:
-        return None
-    here = request.full_path.rstrip("?") if request.method == "GET" else None
-    target = url_for("auth_views.login", next=here)
-    if is_htmx():
-        # A redirect would be followed by the XHR and swap the login page into the block.
-        return Response(status=204, headers={"HX-Redirect": target})
-    return redirect(target)
-
-
-def no_store(response: Response) -> Response:
-    """``after_request``: pages of restricted data with CSRF tokens in their forms are never
-    cached."""
-    response.headers["Cache-Control"] = "no-store"
-    return response
-
-
-bp.before_request(signed_in_only)
-bp.after_request(no_store)
-
-
-def require(actor: Actor, scopes: tuple[str, ...]) -> None:
-    """Raise 403 (the error page) unless the actor holds one of ``scopes``, as the API's
-    ``require_scope`` does."""
-    if not actor.holds_any(scopes):
-        raise Forbidden(f"This page requires the scope {' or '.join(scopes)}.",
-                        code="missing_scope")
 
 
 @bp.app_template_global()
@@ -179,7 +148,7 @@ def _done(actor: Actor, area: Area, target_id: str, notice: str) -> Response:
     if is_htmx():
         return _access_page(actor, area, target_id, block=ACCESS_BLOCK, notice=notice)
     flash(notice, "success")
-    return redirect(url_for("access_views.access", area_slug=area.slug, target_id=target_id),
+    return redirect(url_for("grant_views.access", area_slug=area.slug, target_id=target_id),
                     303)
 
 
@@ -188,7 +157,7 @@ def overview() -> Response:
     """Links to the administration pages the actor's scopes open."""
     actor = current_actor()
     require(actor, ADMIN_AREA_SCOPES)
-    return render_page("access/index.html", areas=[area for area in AREAS.values()
+    return render_page("grants/index.html", areas=[area for area in AREAS.values()
                                                    if actor.holds_any(area.page_scopes)],
                        manage_users=actor.is_admin)
 
@@ -201,7 +170,7 @@ def targets(area_slug: str) -> Response:
     require(actor, area.page_scopes)
     page = reading.list_entities(actor, find_class(area.eclass), orderby="name",
                                  select_text="id,name,status", top=str(LIST_LIMIT))
-    return render_page("access/list.html", area=area, rows=page.data, total=page.total)
+    return render_page("grants/list.html", area=area, rows=page.data, total=page.total)
 
 
 @bp.get(f"/{_AREA}/<path:target_id>/access")
@@ -277,7 +246,7 @@ def delete(area_slug: str, target_id: str) -> Response:
     except Conflict as error:
         return _access_page(actor, area, target_id, status=409, delete_error=error.detail)
     flash(f"{area.eclass} {target_id} was deleted.", "success")
-    return redirect(url_for("access_views.targets", area_slug=area.slug), 303)
+    return redirect(url_for("grant_views.targets", area_slug=area.slug), 303)
 
 
 # ---- Suggestions ------------------------------------------------------------------------------

@@ -5,20 +5,41 @@ from typing import Any
 
 from flask import Blueprint, Response, jsonify, request
 
+from labapp.account.schemas import (
+    AuthContextSchema,
+    CreatedPatSchema,
+    LoginSchema,
+    LogoutSchema,
+    PasswordChangeSchema,
+    PatCreateSchema,
+    PatSchema,
+    RefreshSchema,
+    TokenPairSchema,
+)
 from labapp.auth import passwords, pats, sessions, throttle
-from labapp.auth.loader import (REFRESH_COOKIE, clear_login_cookies, client_address,
-                                csrf_exempt, current_actor, require_scope, rotate_csrf_token,
-                                set_login_cookies, verify_csrf)
-from labapp.auth.schemas import (AuthContextSchema, CreatedPatSchema, LoginSchema, LogoutSchema,
-                                 PasswordChangeSchema, PatCreateSchema, PatSchema,
-                                 RefreshSchema, TokenPairSchema)
-from labapp.auth.sessions import InvalidCredentials, InvalidToken, RefreshTokenReused, TokenPair
+from labapp.auth.sessions import (
+    InvalidCredentials,
+    InvalidToken,
+    RefreshTokenReused,
+    TokenPair,
+)
 from labapp.db import db, transaction
-from labapp.endpoints import endpoint
 from labapp.model import User
 from labapp.users.schemas import UserSchema
+from labapp.web.endpoints import endpoint
+from labapp.web.loader import (
+    REFRESH_COOKIE,
+    clear_login_cookies,
+    client_address,
+    csrf_exempt,
+    current_actor,
+    require_scope,
+    rotate_csrf_token,
+    set_login_cookies,
+    verify_csrf,
+)
 
-bp = Blueprint("auth_api", __name__, url_prefix="/api")
+bp = Blueprint("account_api", __name__, url_prefix="/api")
 
 
 def _token_response(pair: TokenPair) -> Response:

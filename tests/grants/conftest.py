@@ -16,8 +16,7 @@ from labapp.db import db
 from labapp.model import UserRole
 from labapp.model.access import DepartmentAccess, ProjectAccess
 from tests.conftest import ApiClient
-from tests.entities.conftest import (admin, department, grant, member,  # noqa: F401
-                                     project, snapshot)
+from tests.entities.conftest import admin, department, grant, member, project, snapshot  # noqa: F401
 
 ROLES = ("ADMIN", "DATA_MANAGER", "DATA_MANAGER_PROJECT_WRITE")
 # Who calls: nobody, a user without roles, or a user holding exactly one role.

@@ -18,7 +18,7 @@ from flask import Flask, Response, current_app, g, has_request_context, request,
 from flask_login import LoginManager, current_user
 
 from labapp.access.actor import ANONYMOUS, Actor
-from labapp.access.grants import actor_for
+from labapp.access.grant_sets import actor_for
 from labapp.auth import pats, sessions, throttle
 from labapp.auth.secrets import PAT_PREFIX, same
 from labapp.auth.sessions import InvalidCredentials, TokenPair
@@ -163,8 +163,9 @@ def set_login_cookies(response: Response, pair: TokenPair) -> None:
     """Attach the session and refresh cookies of a login (HttpOnly, SameSite=Lax)."""
     secure = current_app.config["LABAPP"]["SECURE_COOKIES"]
     max_age = int(sessions.KEEP_ALIVE_LIFETIME.total_seconds()) if pair.keep_alive else None
-    response.set_cookie(SESSION_COOKIE, sessions.session_cookie_value(pair.session_id, pair.user_id),
-                        max_age=max_age, httponly=True, samesite="Lax", secure=secure)
+    cookie = sessions.session_cookie_value(pair.session_id, pair.user_id)
+    response.set_cookie(SESSION_COOKIE, cookie, max_age=max_age, httponly=True, samesite="Lax",
+                        secure=secure)
     response.set_cookie(REFRESH_COOKIE, pair.refresh_token, max_age=max_age,
                         path=REFRESH_COOKIE_PATH, httponly=True, samesite="Lax", secure=secure)
 

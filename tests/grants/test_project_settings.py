@@ -10,9 +10,9 @@ from sqlalchemy import func, select
 
 from labapp.db import db
 from labapp.model import ProjectSetting
-from tests.access.conftest import CALLERS
 from tests.conftest import ApiClient
 from tests.contracts.problem import assert_problem
+from tests.grants.conftest import CALLERS
 
 SETTINGS = {"columns": ["name", "status"], "pageSize": 50, "nested": {"a": [1, 2.5, None]}}
 

@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 from flask import Flask
 
-from tests.access.conftest import CALLERS, state
 from tests.contracts.problem import assert_problem
 from tests.entities.conftest import Grants
+from tests.grants.conftest import CALLERS, state
 
 
 @dataclass(frozen=True)

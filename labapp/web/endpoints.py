@@ -19,8 +19,8 @@ from typing import Any
 from flask import request
 from marshmallow import Schema
 
-from labapp.auth.loader import current_actor
 from labapp.errors import InvalidInput, NotAuthenticated, UnsupportedMediaType
+from labapp.web.loader import current_actor
 
 SchemaRef = type[Schema] | Schema
 

@@ -1,0 +1,40 @@
+"""Uploading a file from an entity's detail page (the page itself is the entity browser's)."""
+from __future__ import annotations
+
+from flask import Blueprint, Response, flash, request
+
+from labapp.blobs import store_stream
+from labapp.db import transaction
+from labapp.entities.views import back_to, render_detail
+from labapp.errors import InvalidInput
+from labapp.files import service
+from labapp.reading.entities import class_named, load_visible
+from labapp.web.loader import current_actor
+from labapp.web.pages import members_only
+
+bp = members_only(Blueprint("file_views", __name__, url_prefix="/entities"))
+
+
+@bp.post("/<eclass>/<path:entity_id>/files")
+def upload_file(eclass: str, entity_id: str) -> Response:
+    """Store an uploaded file (once per content) and attach it to the entity, as
+    ``POST /api/file`` does; then back to the files of the detail page."""
+    actor = current_actor()
+    spec = class_named(eclass)
+    subject_id = load_visible(actor, spec, entity_id).id
+    upload = request.files.get("file")
+    name = service.clean_filename(upload.filename or "") if upload else ""
+    if not name:
+        return render_detail(actor, spec, entity_id, status=400,
+                             file_error="Choose a file to upload.")
+    sha256, size = store_stream(upload.stream)
+    try:
+        with transaction():
+            service.create_file(actor, sha256=sha256, size=size, name=name,
+                                media_type=service.media_type_for(name, upload.mimetype),
+                                subject_id=subject_id,
+                                description=request.form.get("description", "").strip() or None)
+    except InvalidInput as error:
+        return render_detail(actor, spec, entity_id, status=400, file_error=error.detail)
+    flash(f"File “{name}” uploaded.", "success")
+    return back_to(spec, entity_id, "files")

@@ -1,0 +1,1 @@
+"""Granting departments and projects: the service, the API and the administration pages."""
