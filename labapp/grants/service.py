@@ -8,7 +8,6 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from dataclasses import dataclass
-from functools import cache
 from typing import Any
 
 from sqlalchemy import Column, ColumnElement, delete, exists, or_, select, update
@@ -242,7 +241,6 @@ def _in_use(entity_id: str, table_name: str) -> bool:
                for column in _referencing_columns(table_name))
 
 
-@cache
 def _field_names() -> dict[Column, str]:
     """The API field name of every column of every entity class (``parent_id`` of
     ``department`` → ``parentID``)."""
@@ -253,16 +251,15 @@ def _field_names() -> dict[Column, str]:
 def _clear_references(actor: Actor, entity_id: str, table_name: str) -> None:
     """Set every reference to the entity to null. Each entity holding one is changed as any
     update changes it: version + 1, modifiedBy/modifiedUtc and one ``update`` audit event
-    naming every field cleared. Set-based: one UPDATE per column, one for the versions and
-    one multi-row INSERT of audit events, however many entities are touched."""
+    naming every field cleared. Set-based: one UPDATE for the versions, one per column and
+    one multi-row INSERT of audit events, however many entities are touched.
+
+    The versions go first: that UPDATE locks every holder, so the holders read next, column
+    by column, are exactly the rows it changed (none can move away meanwhile, and none can
+    start to refer to the locked container).
+    """
     entity = Entity.__table__
     columns = _referencing_columns(table_name)
-    cleared: dict[str, dict[str, tuple[Any, Any]]] = defaultdict(dict)
-    for column in columns:
-        field = _field_names()[column]
-        for holder in db.session.scalars(select(column.table.c.id)
-                                         .where(_refers(column, entity_id))):
-            cleared[holder][field] = (entity_id, None)
     now = utc_now()
     holders = or_(*(entity.c.id.in_(select(column.table.c.id)
                                     .where(_refers(column, entity_id)))
@@ -271,7 +268,12 @@ def _clear_references(actor: Actor, entity_id: str, table_name: str) -> None:
         update(entity).where(holders)
         .values(version=entity.c.version + 1, modified_by=actor.user_id, modified_utc=now)
         .returning(entity.c.id, entity.c.version)).all())
+    cleared: dict[str, dict[str, tuple[Any, Any]]] = defaultdict(dict)
+    names = _field_names()
     for column in columns:
+        for holder in db.session.scalars(select(column.table.c.id)
+                                         .where(_refers(column, entity_id))):
+            cleared[holder][names[column]] = (entity_id, None)
         db.session.execute(update(column.table).where(_refers(column, entity_id))
                            .values({column.name: None}))
     record_updated_rows(((holder, versions[holder], changes)
