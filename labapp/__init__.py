@@ -105,6 +105,8 @@ def _register_blueprints(app: Flask) -> None:
 
 def _register_cli(app: Flask) -> None:
     from labapp.cli import init_command, users_cli
+    from labapp.files.cli import files_cli
 
     app.cli.add_command(init_command)
     app.cli.add_command(users_cli)
+    app.cli.add_command(files_cli)

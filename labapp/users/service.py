@@ -5,7 +5,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import Select, select
 
 from labapp.access.actor import ADMIN, Actor
 from labapp.auth import sessions
@@ -64,17 +64,29 @@ def get_user(user_id: str) -> User:
     return user
 
 
-def _active_admins_other_than(user_id: str) -> int:
-    return db.session.scalar(
-        select(func.count()).select_from(User)
-        .join(UserRole, UserRole.user_id == User.id)
-        .where(UserRole.role_name == ADMIN, User.is_active.is_(True), User.id != user_id))
+def _active_admin_ids() -> Select[tuple[str]]:
+    app_user = User.__table__
+    return (select(app_user.c.id).join(UserRole, UserRole.user_id == app_user.c.id)
+            .where(UserRole.role_name == ADMIN, app_user.c.is_active.is_(True))
+            .order_by(app_user.c.id))
 
 
 def guard_last_admin(user: User) -> None:
     """409 when ``user`` is the last active administrator: call it before taking their ADMIN
-    role or deactivating them, through whichever door."""
-    if ADMIN in user.roles and user.is_active and not _active_admins_other_than(user.id):
+    role or deactivating them, through whichever door.
+
+    The active administrators' rows are locked (until the unit of work ends) before they are
+    counted, so two administrators removing each other at the same moment are served one
+    after the other and the second one counts after the first has committed. The count is a
+    statement of its own, run after the lock is granted: on PostgreSQL (read committed) it
+    sees that commit even when the first took a role away without touching the user row.
+    Whether ``user`` is an active administrator is read there too, not from the object
+    loaded before the lock.
+    """
+    # FOR UPDATE in id order, so two guards never deadlock; SQLite ignores it: its BEGIN
+    # IMMEDIATE already lets one writer in at a time.
+    db.session.execute(_active_admin_ids().with_for_update(of=User.__table__))
+    if list(db.session.scalars(_active_admin_ids())) == [user.id]:
         raise Conflict("This is the last active administrator; make another user ADMIN "
                        "first.", code="last_admin")
 
