@@ -10,7 +10,16 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from tests.conftest import DEFAULT_DEPARTMENT
-from tests.web.conftest import fetch, grant, hidden, html_of, row_ids, save
+from tests.web.conftest import (
+    entity_reads,
+    fetch,
+    grant,
+    hidden,
+    html_of,
+    row_ids,
+    save,
+    statements,
+)
 from tests.web.test_pages import HTMX, page_login, post_form
 
 # ---- Login and navigation ---------------------------------------------------------------------
@@ -45,6 +54,16 @@ def test_class_cards_count_visible_entities(signed_in, sample, other_department,
     assert "/entities/File/new" not in file_card, "files come from uploads"
     project_card = re.search(r'id="class-Project">.*?</section>', html, re.S).group(0)
     assert "/entities/Project/new" not in project_card, "needs DATA_MANAGER"
+    plate_card = re.search(r'id="class-Plate">.*?</section>', html, re.S).group(0)
+    assert '<span class="count">0</span> entities' in plate_card
+
+
+def test_class_cards_are_counted_in_one_query(app, signed_in, sample):
+    with statements(app) as seen:
+        response = signed_in.get("/entities")
+    assert response.status_code == 200
+    [count] = entity_reads(seen)
+    assert "GROUP BY entity.eclass" in count
 
 
 def test_unknown_class_is_a_404_page(signed_in):
