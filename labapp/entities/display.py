@@ -29,8 +29,10 @@ def text(value: Any) -> str:
     return str(value)
 
 
-def detail_url(eclass: str, entity_id: str) -> str:
-    return url_for("entity_views.detail", eclass=eclass, entity_id=entity_id)
+def detail_url(eclass: str, entity_id: str, **args: Any) -> str:
+    """The detail page of an entity (``args`` become query parameters, None left out)."""
+    return url_for("entity_views.detail", eclass=eclass, entity_id=entity_id,
+                   **{name: value for name, value in args.items() if value is not None})
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ from labapp.db import transaction
 from labapp.entities import display, editing, navigation, reading, service
 from labapp.entities.editing import may_create
 from labapp.entities.forms import label_of
+from labapp.entities.navigation import PAGE_SIZE
 from labapp.errors import Conflict, InvalidInput
 from labapp.model.registry import ClassSpec, classes, find_class
 from labapp.query.fields import entity_fields
@@ -41,7 +42,6 @@ bp.add_url_rule("/suggest/<eclass>/<field>", view_func=navigation.suggest)
 bp.add_url_rule("/unique/<eclass>/<field>", view_func=navigation.unique)
 bp.add_app_template_filter(display.text, "entity_text")
 
-PAGE_SIZE = 50
 LIST_TEMPLATE = "entities/list.html"
 DETAIL_TEMPLATE = "entities/detail.html"
 # Columns every table starts with, before a few of the class's own fields.
