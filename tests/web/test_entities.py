@@ -80,9 +80,9 @@ def test_table_shows_default_columns_with_links(signed_in, sample):
     assert response.status_code == 200
     headers = re.findall(r'<th scope="col"[^>]*>\s*<a href="[^"]*"[^>]*>([^<▲▼]+)', html)
     assert [header.strip() for header in headers] == [
-        "ID", "Name", "Status", "Type", "Modified (UTC)", "Well", "Position", "Amount"]
+        "ID", "Name", "Status", "Type", "Modified", "Well", "Position", "Amount"]
     assert row_ids(response) == [sample["id"]]
-    assert "<td>Broth</td>" in html and "<td>2.5</td>" in html
+    assert "<td>Broth</td>" in html and '<td class="num">2.5</td>' in html
     assert "Showing 1–1 of 1" in html
 
 
@@ -125,7 +125,7 @@ def test_chosen_columns_and_attribute_columns(signed_in, sample):
     html = html_of(response)
     headers = re.findall(r'<th scope="col"[^>]*>\s*<a href="[^"]*"[^>]*>([^<▲▼]+)', html)
     assert [header.strip() for header in headers] == ["ID", "Name", "Barcode", "attributes.ph"]
-    assert "<td>7.2</td>" in html
+    assert '<td class="num">7.2</td>' in html
     # The picker and every link keep the choice, canonical and comma-joined.
     assert 'value="attributes.ph" checked' in html and 'value="name" checked' in html
     assert "columns=name,barcode,attributes.ph" in unescape(html)
@@ -189,10 +189,11 @@ def test_detail_shows_fields_attributes_audit_and_events(signed_in, sample):
     html = html_of(response)
     assert response.status_code == 200
     assert "<dt>Amount</dt>\n    <dd>2.5</dd>" in html
-    assert '<dt>Department ID</dt>\n    <dd><a href="/entities/Department/DEP00001">' in html
+    assert '<dt>Department</dt>\n    <dd><a href="/entities/Department/DEP00001">' in html
     assert "<tr><td><code>colour</code></td><td>amber</td></tr>" in html
     assert "<td><code>attributes.ph</code></td>" in html, "the audit trail shows each key"
-    assert "<strong>Created</strong> · alice" in html
+    assert ('<strong>Created</strong> · <a href="/entities/User/alice">Alice Liddell</a> '
+            '<span class="muted ref-id">alice</span>') in html
     assert 'id="edit-entity"' in html and 'id="clone-entity"' in html
 
 
