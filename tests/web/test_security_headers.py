@@ -4,6 +4,8 @@ files and unknown addresses. File downloads keep their own sandboxing policy."""
 from __future__ import annotations
 
 import io
+import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,6 +19,11 @@ from tests.conftest import ADMIN_PASSWORD, DEFAULT_DEPARTMENT, ApiClient
 from tests.web.conftest import save
 from tests.web.test_pages import page_login
 
+TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
+# What the policy would block: inline script (a <script> without src, on…= handlers,
+# javascript: links, htmx's hx-on) and inline style (<style>, style="…").
+INLINE = re.compile(r"<script(?![^>]*\bsrc=)[^>]*>|<style\b|\sstyle=|\son[a-z]+=|\shx-on[:-]"
+                    r"|javascript:", re.IGNORECASE)
 EVERYWHERE = {"X-Frame-Options": "DENY", "X-Content-Type-Options": "nosniff",
               "Referrer-Policy": "same-origin"}
 DOWNLOAD_POLICY = "default-src 'none'; sandbox"
@@ -36,6 +43,13 @@ def test_the_policy_allows_only_own_files_and_no_framing():
     assert directives["frame-ancestors"] == "'none'"
     assert "unsafe" not in CONTENT_SECURITY_POLICY
     assert not {"script-src", "style-src"} & set(directives), "default-src covers both"
+
+
+@pytest.mark.parametrize("template", sorted(TEMPLATES.rglob("*.html")),
+                         ids=lambda path: str(path.relative_to(TEMPLATES)))
+def test_templates_hold_nothing_the_policy_blocks(template: Path):
+    markup = re.sub(r"\{#.*?#\}", "", template.read_text(encoding="utf-8"), flags=re.S)
+    assert INLINE.findall(markup) == []
 
 
 @pytest.fixture
