@@ -5,7 +5,7 @@ import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import select
+from sqlalchemy import func, or_, select, update
 
 from labapp.access.actor import Actor
 from labapp.auth import secrets as tokens
@@ -71,3 +71,23 @@ def user_for_pat(username: str, value: str) -> User | None:
     if token.last_used_utc is None or now - token.last_used_utc > _LAST_USED_RESOLUTION:
         token.last_used_utc = now
     return user
+
+
+def revoke_all(user_id: str) -> None:
+    """Revoke every token of ``user_id`` (after an administrator reset their password)."""
+    db.session.execute(
+        update(PersonalAccessToken)
+        .where(PersonalAccessToken.user_id == user_id,
+               PersonalAccessToken.revoked_utc.is_(None))
+        .values(revoked_utc=utc_now()).execution_options(synchronize_session=False))
+
+
+def count_in_force(user_id: str) -> int:
+    """How many of the user's tokens are neither revoked nor expired."""
+    now = utc_now()
+    return db.session.scalar(
+        select(func.count()).select_from(PersonalAccessToken)
+        .where(PersonalAccessToken.user_id == user_id,
+               PersonalAccessToken.revoked_utc.is_(None),
+               or_(PersonalAccessToken.expires_utc.is_(None),
+                   PersonalAccessToken.expires_utc > now)))
