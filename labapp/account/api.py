@@ -17,12 +17,7 @@ from labapp.account.schemas import (
     TokenPairSchema,
 )
 from labapp.auth import passwords, pats, sessions, throttle
-from labapp.auth.sessions import (
-    InvalidCredentials,
-    InvalidToken,
-    RefreshTokenReused,
-    TokenPair,
-)
+from labapp.auth.sessions import InvalidToken, RefreshTokenReused, TokenPair
 from labapp.db import db, transaction
 from labapp.model import User
 from labapp.users.schemas import UserSchema
@@ -37,6 +32,7 @@ from labapp.web.loader import (
     rotate_csrf_token,
     set_login_cookies,
     verify_csrf,
+    verify_password,
 )
 
 bp = Blueprint("account_api", __name__, url_prefix="/api")
@@ -52,14 +48,13 @@ def _token_response(pair: TokenPair) -> Response:
 
 
 def login_with_password(username: str, password: str, keep_alive: bool) -> TokenPair:
-    """Log in and commit; a failed attempt is recorded (committed) before the 401 is raised."""
-    try:
-        with transaction():
-            return sessions.login(username, password, keep_alive, client_address())
-    except InvalidCredentials:
-        with transaction():
-            throttle.record_failure(username, client_address())
-        raise
+    """Log in and commit; a failed attempt is recorded (committed) before the 401 is raised.
+
+    The password is verified before the write transaction that opens the login begins.
+    """
+    verified = verify_password(username, password)
+    with transaction():
+        return sessions.login(verified, keep_alive, client_address())
 
 
 @bp.post("/auth/login")
