@@ -5,6 +5,7 @@ from typing import Any
 
 from flask import Blueprint, Response, jsonify, request
 
+from labapp.access.actor import Actor
 from labapp.account.schemas import (
     AuthContextSchema,
     CreatedPatSchema,
@@ -160,14 +161,21 @@ def revoke_pat(pat_id: str) -> Response:
 @endpoint("Change the caller's password; their other logins end.",
           body=PasswordChangeSchema, responses={204: "Changed"}, throttled=True)
 def change_password(body: dict[str, Any]) -> Response:
-    actor = current_actor()
-    throttle.check(actor.user_id, client_address())
+    change_own_password(current_actor(), body["password"], body["repeatPassword"],
+                        body["confirmPassword"])
+    return Response(status=204)
+
+
+def change_own_password(actor: Actor, password: str, repeat: str, current: str) -> None:
+    """Throttled like a login; the passwords are checked before the short write that stores
+    the change, and a wrong current password is recorded as a failed attempt."""
+    address = client_address()
+    throttle.check(actor.user_id, address)
     try:
-        with transaction():
-            passwords.change_password(actor, body["password"], body["repeatPassword"],
-                                      body["confirmPassword"])
+        change = passwords.check_change(actor, password, repeat, current)
     except passwords.WrongCurrentPassword:
         with transaction():
-            throttle.record_failure(actor.user_id, client_address())
+            throttle.record_failure(actor.user_id, address)
         raise
-    return Response(status=204)
+    with transaction():
+        passwords.apply_change(change, actor.session_id)

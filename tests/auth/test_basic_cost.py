@@ -223,7 +223,7 @@ def _write_from_elsewhere(app: Flask) -> None:
         other.rollback()
 
 
-@pytest.mark.parametrize("door", ["basic", "login"])
+@pytest.mark.parametrize("door", ["basic", "login", "password change"])
 def test_the_password_is_verified_while_others_can_write(unbound_app: Flask,
                                                          hasher: CountingHasher,
                                                          door: str) -> None:
@@ -237,9 +237,14 @@ def test_the_password_is_verified_while_others_can_write(unbound_app: Flask,
     client = unbound_app.test_client(use_cookies=False)
     if door == "basic":
         response = call(client, "alice", PASSWORD)
-    else:
+    elif door == "login":
         response = client.post("/api/auth/login",
                                json={"username": "alice", "password": PASSWORD})
+    else:
+        response = client.post("/api/user/password/change", headers=basic_header(
+            "alice", PASSWORD), json={"password": NEW_PASSWORD, "repeatPassword": NEW_PASSWORD,
+                                      "confirmPassword": PASSWORD})
 
-    assert response.status_code == 200, response.get_data(as_text=True)
-    assert probes == ["written"]
+    assert response.status_code in (200, 204), response.get_data(as_text=True)
+    assert probes == ["written"] * hasher.verifications
+    assert hasher.verifications == (2 if door == "password change" else 1)
