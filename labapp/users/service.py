@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy import Select, select
 
 from labapp.access.actor import ADMIN, Actor
-from labapp.auth import sessions
+from labapp.auth import pats, sessions
 from labapp.auth.passwords import set_password
 from labapp.db import db
 from labapp.entities.audit import record_created, record_updated, stamp_created
@@ -93,7 +93,10 @@ def guard_last_admin(user: User) -> None:
 
 def update_user(actor: Actor, changes: dict[str, Any]) -> User:
     """``PUT /api/user``: the caller edits themselves (name, email, initials, settings); an
-    ADMIN edits anyone and may also move, (de)activate or reset the password."""
+    ADMIN edits anyone and may also move, (de)activate or reset the password.
+
+    Resetting another user's password ends all their logins and revokes all their personal
+    access tokens."""
     named, alias = changes.pop("userID", None), changes.pop("id", None)
     if named and alias and named != alias:
         raise InvalidInput("userID and id name different users; give one of them.",
@@ -113,8 +116,13 @@ def update_user(actor: Actor, changes: dict[str, Any]) -> User:
         guard_last_admin(user)
     if "password" in changes:
         set_password(user, changes.pop("password"))
-        sessions.revoke_other_sessions(user.id, actor.session_id if user.id == actor.user_id
-                                       else None)
+        if user.id == actor.user_id:
+            # An administrator setting their own password changes it, as a user would.
+            sessions.revoke_other_sessions(user.id, actor.session_id)
+        else:
+            # A reset: the account may be compromised, so nothing that was issued survives.
+            sessions.revoke_other_sessions(user.id, None)
+            pats.revoke_all(user.id)
     audited = {}
     for name, value in changes.items():
         attribute = _ATTRIBUTES[name]
