@@ -8,7 +8,10 @@ For each backend: a fresh app and database (``flask init``), then
    ``json.dumps``;
 3. EXPLAIN of the statements the API page request sends;
 4. (issue 5, ``bench/query.py``) on the same database: a 3-query ``POST /api/query/dataset``
-   against the same joins in Core, and p50/p95 of suggest and unique as a reader.
+   against the same joins in Core, and p50/p95 of suggest and unique as a reader;
+5. (issue 9, ``bench/auth.py``) on a database of its own, served by gunicorn: Basic password
+   against PAT latency, 16 Basic clients against 8 Bearer clients, ``/healthz``
+   (``--auth-only`` runs just this part).
 The summary goes to stdout and into the generated blocks of ``bench/RESULTS.md``.
 """
 from __future__ import annotations
@@ -22,12 +25,13 @@ from pathlib import Path
 
 from sqlalchemy import func, select, text
 
-from bench import query, read, write
+from bench import auth, query, read, write
 from bench.harness import BATCH, matching, open_bench
 from bench.report import (
     QUERY_BEGIN,
     QUERY_END,
     BackendResult,
+    machine_facts,
     render,
     render_queries,
     save,
@@ -60,6 +64,12 @@ def _arguments(argv: list[str]) -> argparse.Namespace:
                              "writes, no pages) and measure the dataset and the lookups")
     parser.add_argument("--no-queries", action="store_true",
                         help="skip the issue 5 part (dataset, suggest, unique)")
+    parser.add_argument("--auth-only", action="store_true",
+                        help="issue 9 part only: the cost of Basic on a gunicorn server")
+    parser.add_argument("--no-auth", action="store_true", help="skip the issue 9 part")
+    parser.add_argument("--auth-seconds", type=float, default=auth.SECONDS,
+                        help=f"length of each load run of the issue 9 part (default "
+                             f"{auth.SECONDS:.0f})")
     parser.add_argument("--profile", action="store_true",
                         help="show every profile, not only those of failing targets")
     parser.add_argument("--drop-name-statistics", action="store_true",
@@ -153,10 +163,14 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = _arguments(argv)
     backends = ("sqlite", "postgresql") if args.backend == "both" else (args.backend,)
+    if args.auth_only:
+        return _auth_part(backends, args, os.getloadavg())
     load_before = os.getloadavg()
     results = [run_backend(backend, args) for backend in backends]
     load = (load_before, os.getloadavg())
     print(stdout_summary(results))
+    if not args.no_auth:
+        _auth_part(backends, args, os.getloadavg())
     if not args.no_save:
         command = shlex.join(argv)
         if not args.queries_only:
@@ -164,6 +178,18 @@ def main(argv: list[str] | None = None) -> int:
         if any(r.queries for r in results):
             save(args.output, render_queries(results, command, args.profile, load),
                  QUERY_BEGIN, QUERY_END)
+        print(f"\nwritten to {args.output}")
+    return 0
+
+
+def _auth_part(backends: tuple[str, ...], args: argparse.Namespace,
+               load_before: tuple[float, ...]) -> int:
+    results = [auth.run(backend, args.auth_seconds) for backend in backends]
+    load = (load_before, os.getloadavg())
+    print("\n".join(["", "labapp benchmark summary (issue 9)", *auth.summary(results)]))
+    if not args.no_save:
+        facts = machine_facts([], shlex.join(sys.argv[1:]), load)
+        save(args.output, auth.render(results, facts), auth.AUTH_BEGIN, auth.AUTH_END)
         print(f"\nwritten to {args.output}")
     return 0
 

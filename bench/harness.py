@@ -1,12 +1,12 @@
 """A fresh application and database per backend, users and tokens, the data, timing helpers.
 
-The database is built as the test suite builds it (``tests/conftest.py``): a temporary SQLite
-file, or a new ``labapp_bench_<hex>`` PostgreSQL database that is dropped afterwards, brought
-up with the real ``flask init``.
+The database is made by the test suite's own function (``tests/databases.py``): a temporary
+SQLite file, or a new ``labapp_bench_<hex>`` PostgreSQL database on the server of
+``LABAPP_TEST_POSTGRES_URL`` that is dropped afterwards, brought up with the real
+``flask init``.
 """
 from __future__ import annotations
 
-import os
 import secrets
 import statistics
 import tempfile
@@ -17,43 +17,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import psycopg
 from flask import Flask
 from flask.testing import FlaskClient
-from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.engine import Engine
 
 from labapp import create_app
 from labapp.db import db, transaction
 from labapp.users.service import create_user
+from tests.databases import new_database
 
-# The test suite's server (LABAPP_TEST_* variables are not application settings).
-POSTGRES_URL = os.environ.get("LABAPP_TEST_POSTGRES_URL",
-                              "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
 ADMIN_PASSWORD = "admin-password-for-the-benchmark"
 READER = "bench-reader"
 READER_PASSWORD = "reader-password-for-the-benchmark"
 BATCH = 500
-
-
-def _server_dsn() -> str:
-    return make_url(POSTGRES_URL).set(drivername="postgresql").render_as_string(
-        hide_password=False)
-
-
-@contextmanager
-def new_database(backend: str, directory: Path) -> Iterator[str]:
-    """A brand-new, empty database of ``backend``; a PostgreSQL one is dropped afterwards."""
-    if backend == "sqlite":
-        yield f"sqlite:///{directory / 'labapp.db'}"
-        return
-    name = f"labapp_bench_{secrets.token_hex(6)}"
-    with psycopg.connect(_server_dsn(), autocommit=True) as server:
-        server.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield make_url(POSTGRES_URL).set(database=name).render_as_string(hide_password=False)
-    finally:
-        with psycopg.connect(_server_dsn(), autocommit=True) as server:
-            server.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 @dataclass
@@ -87,7 +63,7 @@ def open_bench(backend: str) -> Iterator[Bench]:
     """A fresh app on a fresh database: ``init``, a department, its reader, two tokens."""
     with tempfile.TemporaryDirectory(prefix="labapp-bench-") as tmp:
         instance = Path(tmp) / "instance"
-        with new_database(backend, instance) as url:
+        with new_database(instance, backend, prefix="labapp_bench") as url:
             app = create_app({"INSTANCE_PATH": str(instance), "DATABASE_URL": url,
                               "SECRET_KEY": secrets.token_hex(32),
                               "ADMIN_PASSWORD": ADMIN_PASSWORD})

@@ -56,6 +56,7 @@ def _init_extensions(app: Flask) -> None:
     import labapp.model  # noqa: F401  (registers every table on the metadata)
     from labapp.errors import register_error_handlers
     from labapp.jsonprovider import LabJSONProvider
+    from labapp.web.headers import init_security_headers
     from labapp.web.loader import init_auth
 
     app.json = LabJSONProvider(app)
@@ -68,6 +69,7 @@ def _init_extensions(app: Flask) -> None:
     migrate.init_app(app, db, directory=str(MIGRATIONS_DIR), render_as_batch=True)
     register_error_handlers(app)
     init_auth(app)
+    init_security_headers(app)
     _install_class_rules()
 
 
@@ -105,6 +107,8 @@ def _register_blueprints(app: Flask) -> None:
 
 def _register_cli(app: Flask) -> None:
     from labapp.cli import init_command, users_cli
+    from labapp.files.cli import files_cli
 
     app.cli.add_command(init_command)
     app.cli.add_command(users_cli)
+    app.cli.add_command(files_cli)

@@ -100,10 +100,19 @@ SETTINGS: tuple[Setting, ...] = (
             "Largest request body or file upload in MiB; larger ones are answered with 413.",
             _parse_positive_int),
     Setting("LOGIN_MAX_FAILURES", 10,
-            "Failed logins allowed per username and per client address within the window.",
+            "Failed logins allowed per username from one client address within the window.",
             _parse_positive_int),
+    Setting("LOGIN_MAX_FAILURES_PER_ADDRESS", 100,
+            "Failed logins allowed per client address over all usernames within the window "
+            "(a spray); never less than `LOGIN_MAX_FAILURES`.", _parse_positive_int),
+    Setting("LOGIN_MAX_FAILURES_PER_USERNAME", 50,
+            "Failed logins allowed per username over all addresses within the window (a "
+            "distributed guess); never less than `LOGIN_MAX_FAILURES`.", _parse_positive_int),
     Setting("LOGIN_WINDOW_SECONDS", 300,
             "Length of the failed-login window in seconds.", _parse_positive_int),
+    Setting("BASIC_AUTH_CACHE_SECONDS", 300,
+            "How long a worker remembers a successful Basic `username:password` verification "
+            "(0: never).", _parse_non_negative_int),
     Setting("SQLITE_BUSY_TIMEOUT_MS", 5000,
             "How long an SQLite connection waits for a lock before failing, in milliseconds.",
             _parse_positive_int),

@@ -2,10 +2,13 @@
 commits."""
 from __future__ import annotations
 
+import logging
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, TypeVar
 
 from flask import Flask
 from flask_sqlalchemy import SQLAlchemy
@@ -30,8 +33,21 @@ class Base(DeclarativeBase):
 
 db = SQLAlchemy(model_class=Base, session_options={"expire_on_commit": False})
 
-_IN_TRANSACTION = "labapp.in_transaction"
+_UNIT = "labapp.unit_of_work"
 _WRITE_OPTION = "labapp_write"
+
+logger = logging.getLogger(__name__)
+T = TypeVar("T")
+
+
+@dataclass
+class _UnitOfWork:
+    """What runs once the outermost :func:`transaction` block has ended, and the objects
+    that live as long as it does."""
+
+    after_commit: list[Callable[[], None]] = field(default_factory=list)
+    after_rollback: list[Callable[[], None]] = field(default_factory=list)
+    state: dict[str, Any] = field(default_factory=dict)
 
 
 @contextmanager
@@ -39,22 +55,78 @@ def transaction() -> Iterator[Session]:
     """Run a unit of work: commit once when the block succeeds, roll back on any exception.
 
     Nested uses join the outermost block, so a service called from another service never
-    commits half of a larger change.
+    commits half of a larger change. Callbacks registered with :func:`after_commit` and
+    :func:`after_rollback` run once the outermost block has ended, outside it (a callback may
+    open a unit of work of its own). In the test suite, where the session works in savepoints
+    of an outer transaction, "commit" is the release of the block's savepoint.
     """
     session = db.session()
-    if session.info.get(_IN_TRANSACTION):
+    if _UNIT in session.info:
         yield session
         return
-    session.info[_IN_TRANSACTION] = True
-    _begin_for_writing(session)
+    unit = session.info[_UNIT] = _UnitOfWork()
     try:
+        _begin_for_writing(session)
         yield session
         session.commit()
     except BaseException:
         session.rollback()
+        del session.info[_UNIT]
+        _run_after_rollback(unit.after_rollback)
         raise
-    finally:
-        session.info.pop(_IN_TRANSACTION, None)
+    del session.info[_UNIT]
+    _run_after_commit(unit.after_commit)
+
+
+def _current_unit() -> _UnitOfWork:
+    unit = db.session().info.get(_UNIT)
+    if unit is None:
+        raise RuntimeError("not inside labapp.db.transaction()")
+    return unit
+
+
+def after_commit(callback: Callable[[], None]) -> None:
+    """Run ``callback`` after the current unit of work has committed (never if it rolls
+    back). Callbacks run in the order they were registered; all of them run, and the first
+    exception one raises is raised after the last (the commit stands). RuntimeError outside
+    :func:`transaction`."""
+    _current_unit().after_commit.append(callback)
+
+
+def after_rollback(callback: Callable[[], None]) -> None:
+    """Run ``callback`` after the current unit of work has rolled back (never if it commits).
+    All run, in order; an exception one raises is logged, so the caller still sees the error
+    that caused the rollback. RuntimeError outside :func:`transaction`."""
+    _current_unit().after_rollback.append(callback)
+
+
+def unit_state(key: str, make: Callable[[], T]) -> T:
+    """The object stored under ``key`` for the current unit of work, made by ``make`` on
+    first use (say, what its after-commit callback is to do); it is forgotten when the unit
+    ends. RuntimeError outside :func:`transaction`."""
+    state = _current_unit().state
+    if key not in state:
+        state[key] = make()
+    return state[key]
+
+
+def _run_after_commit(callbacks: list[Callable[[], None]]) -> None:
+    failure: Exception | None = None
+    for callback in callbacks:
+        try:
+            callback()
+        except Exception as error:  # re-raised below, once the others have run
+            failure = failure or error
+    if failure is not None:
+        raise failure
+
+
+def _run_after_rollback(callbacks: list[Callable[[], None]]) -> None:
+    for callback in callbacks:
+        try:
+            callback()
+        except Exception:
+            logger.exception("after-rollback callback %r failed", callback)
 
 
 def _begin_for_writing(session: Session) -> None:

@@ -1,6 +1,7 @@
 """The database schema's state against the Alembic migrations shipped with the code."""
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -12,11 +13,14 @@ from flask import current_app
 from labapp.db import db
 
 
-def _script_directory() -> ScriptDirectory:
-    directory = current_app.extensions["migrate"].directory
+@functools.cache
+def _expected_heads(directory: str) -> frozenset[str]:
+    """The heads of the migration scripts in ``directory``, read once per process: reading
+    every script costs far more than the health check's query, and the scripts only change
+    with a new release, which restarts the workers."""
     config = Config()
     config.set_main_option("script_location", directory)
-    return ScriptDirectory.from_config(config)
+    return frozenset(ScriptDirectory.from_config(config).get_heads())
 
 
 @dataclass(frozen=True)
@@ -33,7 +37,8 @@ def schema_state() -> SchemaState:
     """The revisions the database is at and the heads the code expects."""
     with db.engine.connect() as connection:
         current = MigrationContext.configure(connection).get_current_heads()
-    return SchemaState(frozenset(current), frozenset(_script_directory().get_heads()))
+    expected = _expected_heads(str(current_app.extensions["migrate"].directory))
+    return SchemaState(frozenset(current), expected)
 
 
 # Search structures created by the suggestion-indexes migration and not described by the

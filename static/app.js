@@ -184,3 +184,31 @@
     toggle.setAttribute("aria-expanded", open ? "false" : "true");
   }, true);
 })();
+
+/* Dates and timestamps in the viewer's locale and time zone. The server writes
+ * <time datetime="2024-03-05T22:30:00Z">2024-03-05T22:30:00Z</time> (a date alone as
+ * datetime="2024-03-05"), which reads as it is without JavaScript; here the text becomes
+ * the local form and the exact UTC value moves to the tooltip. A date alone is a calendar
+ * day, not a moment: it is shown as that day everywhere (formatted in UTC). */
+(function () {
+  "use strict";
+
+  var DATE_ONLY = /^\d{4}-\d{2}-\d{2}$/;
+  var dayFormat = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeZone: "UTC" });
+  var momentFormat = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "short" });
+
+  function localise(root) {
+    if (!root.querySelectorAll) return;
+    root.querySelectorAll("time[datetime]").forEach(function (element) {
+      var value = element.getAttribute("datetime");
+      var parsed = new Date(value);
+      if (isNaN(parsed.getTime())) return;
+      element.textContent = (DATE_ONLY.test(value) ? dayFormat : momentFormat).format(parsed);
+      element.title = value;
+    });
+  }
+
+  document.addEventListener("DOMContentLoaded", function () { localise(document); });
+  // Content htmx swaps in (a page of a table, the notes, a level of the tree).
+  document.addEventListener("htmx:load", function (event) { localise(event.detail.elt); });
+})();

@@ -1,27 +1,25 @@
 """Fixtures shared by the whole suite.
 
 The backend comes from ``LABAPP_TEST_BACKEND`` (``sqlite``, the default, or ``postgresql`` at
-``LABAPP_TEST_POSTGRES_URL``). One database per run is created and brought up with the real
+``LABAPP_TEST_POSTGRES_URL``); ``tests/databases.py`` makes the databases, for the suite and
+the benchmarks alike. One database per run is created and brought up with the real
 ``flask --app labapp init``; every test then runs inside an outer transaction that is rolled
 back afterwards, while the code under test commits to savepoints as it would in production.
 """
 from __future__ import annotations
 
 import base64
-import os
 import secrets
 from collections.abc import Callable, Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
-import psycopg
 import pytest
 from argon2 import PasswordHasher
 from flask import Flask
 from flask.testing import FlaskClient, FlaskCliRunner
 from flask_sqlalchemy.session import _app_ctx_id
-from sqlalchemy.engine import make_url
 from sqlalchemy.orm import scoped_session, sessionmaker
 
 from labapp import create_app
@@ -29,36 +27,13 @@ from labapp.auth import secrets as password_secrets
 from labapp.db import db, transaction
 from labapp.users.service import create_user
 
-BACKEND = os.environ.get("LABAPP_TEST_BACKEND", "sqlite")
-POSTGRES_URL = os.environ.get("LABAPP_TEST_POSTGRES_URL",
-                              "postgresql+psycopg://postgres@127.0.0.1:5432/test")
+# BACKEND is imported from here by many tests.
+from tests.databases import BACKEND, new_database  # noqa: F401
+
 ADMIN_PASSWORD = "admin-password-for-tests"
 PASSWORD = "correct horse battery"
 SECRET_KEY = "test-secret-key-not-for-production"
 DEFAULT_DEPARTMENT = "DEP00001"
-
-
-def _server_dsn() -> str:
-    url = make_url(POSTGRES_URL)
-    return url.set(drivername="postgresql").render_as_string(hide_password=False)
-
-
-@contextmanager
-def new_database(directory: Path) -> Iterator[str]:
-    """A brand-new, empty database of the selected backend; dropped afterwards."""
-    if BACKEND == "sqlite":
-        yield f"sqlite:///{directory / 'labapp.db'}"
-        return
-    if BACKEND != "postgresql":
-        raise RuntimeError(f"LABAPP_TEST_BACKEND must be sqlite or postgresql, not {BACKEND!r}")
-    name = f"labapp_test_{secrets.token_hex(6)}"
-    with psycopg.connect(_server_dsn(), autocommit=True) as server:
-        server.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield make_url(POSTGRES_URL).set(database=name).render_as_string(hide_password=False)
-    finally:
-        with psycopg.connect(_server_dsn(), autocommit=True) as server:
-            server.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 def build_app(instance: Path, database_url: str, **overrides: Any) -> Flask:

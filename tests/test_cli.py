@@ -1,15 +1,18 @@
-"""``flask --app labapp init`` and ``flask --app labapp users create``."""
+"""``flask --app labapp init`` and ``flask --app labapp users create``; every command is in
+the README (``files gc`` has its own tests in tests/files/test_gc.py)."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
+import click
 import pytest
 from flask import Flask
 from flask.testing import FlaskClient, FlaskCliRunner
 from sqlalchemy import select, text
 
+from labapp import PROJECT_ROOT
 from labapp.db import db
 from labapp.model import Department, Sequence, User
 from labapp.model.registry import classes
@@ -146,3 +149,23 @@ def test_users_create_refuses(app: Flask, runner: FlaskCliRunner, args: list[str
     assert message in result.output
     assert "Traceback" not in result.output
     assert snapshot(app) == before
+
+
+def _command_lines(command: click.Command, words: list[str]) -> Iterator[str]:
+    if isinstance(command, click.Group):
+        for name, sub in command.commands.items():
+            yield from _command_lines(sub, [*words, name])
+    else:
+        yield " ".join(words)
+
+
+def test_every_command_is_in_the_readme(app: Flask) -> None:
+    """Each of labapp's commands (Flask-Migrate's ``db`` group documents itself) appears in
+    the README's CLI section as ``flask --app labapp <command>``."""
+    readme = (PROJECT_ROOT / "README.md").read_text()
+    cli_section = readme.split("\n## CLI\n", 1)[1].split("\n## ", 1)[0]
+    commands = [line for line in _command_lines(app.cli, []) if not line.startswith("db ")]
+
+    assert {"init", "users create", "files gc"} <= set(commands)
+    missing = [line for line in commands if f"flask --app labapp {line}" not in cli_section]
+    assert missing == []

@@ -1,4 +1,5 @@
-"""The database handle: SQLite connection settings and :func:`labapp.db.transaction`.
+"""The database handle: SQLite connection settings, :func:`labapp.db.transaction` and the
+callbacks that run after its unit of work.
 
 The pragma tests are about SQLite only; ``transaction()`` behaves the same on both backends.
 """
@@ -10,8 +11,9 @@ from collections.abc import Callable, Iterator
 import pytest
 from flask import Flask
 from sqlalchemy import event, select, text
+from sqlalchemy.exc import IntegrityError
 
-from labapp.db import db, sqlite_path, transaction
+from labapp.db import after_commit, after_rollback, db, sqlite_path, transaction, unit_state
 from labapp.model import Role
 from tests.conftest import BACKEND, run_init
 
@@ -126,6 +128,133 @@ def test_exception_in_nested_block_rolls_back_the_outer_work(
 
     assert commits == []
     assert committed_roles() == set()
+
+
+def test_after_commit_runs_once_the_outermost_block_has_committed(
+        database: Flask, commits: list[int]) -> None:
+    seen: list[tuple[str, list[int], set[str]]] = []
+
+    def note(name: str) -> Callable[[], None]:
+        return lambda: seen.append((name, list(commits), committed_roles()))
+
+    with transaction() as session:
+        session.add(Role(name="T_ONE", description=""))
+        after_commit(note("first"))
+        after_rollback(note("never"))
+        with transaction():
+            after_commit(note("second"))
+        assert seen == []
+
+    assert seen == [("first", [1], {"T_ONE"}), ("second", [1], {"T_ONE"})]
+
+
+def test_after_rollback_runs_once_everything_is_rolled_back(database: Flask,
+                                                             commits: list[int]) -> None:
+    seen: list[tuple[str, set[str]]] = []
+    with pytest.raises(Boom):
+        with transaction() as session:
+            session.add(Role(name="T_ONE", description=""))
+            after_commit(lambda: seen.append(("never", set())))
+            with transaction():
+                after_rollback(lambda: seen.append(("rolled back", committed_roles())))
+            raise Boom
+
+    assert seen == [("rolled back", set())]
+    # The next unit of work starts with no callbacks.
+    with transaction():
+        pass
+    assert seen == [("rolled back", set())] and commits == [1]
+
+
+def test_a_failed_commit_runs_the_rollback_callbacks(database: Flask) -> None:
+    seen: list[str] = []
+    with transaction() as session:
+        session.add(Role(name="T_TAKEN", description=""))
+    with pytest.raises(IntegrityError):
+        with transaction() as session:
+            after_commit(lambda: seen.append("committed"))
+            after_rollback(lambda: seen.append("rolled back"))
+            session.add(Role(name="T_TAKEN", description=""))
+
+    assert seen == ["rolled back"]
+
+
+def test_a_callback_may_run_a_unit_of_work_of_its_own(database: Flask) -> None:
+    def record() -> None:
+        with transaction() as session:
+            session.add(Role(name="T_AFTER", description=""))
+
+    with transaction() as session:
+        session.add(Role(name="T_FIRST", description=""))
+        after_commit(record)
+
+    assert committed_roles() == {"T_FIRST", "T_AFTER"}
+
+
+def test_a_failing_after_commit_callback_lets_the_others_run_then_raises(
+        database: Flask) -> None:
+    seen: list[str] = []
+
+    def fail() -> None:
+        raise Boom
+
+    with pytest.raises(Boom):
+        with transaction() as session:
+            session.add(Role(name="T_KEPT", description=""))
+            after_commit(fail)
+            after_commit(lambda: seen.append("second"))
+
+    assert seen == ["second"]
+    assert committed_roles() == {"T_KEPT"}
+
+
+def test_a_failing_after_rollback_callback_does_not_hide_the_error(
+        database: Flask, caplog: pytest.LogCaptureFixture) -> None:
+    seen: list[str] = []
+
+    def fail() -> None:
+        raise RuntimeError("cleanup failed")
+
+    with pytest.raises(Boom):
+        with transaction():
+            after_rollback(fail)
+            after_rollback(lambda: seen.append("second"))
+            raise Boom
+
+    assert seen == ["second"]
+    assert "cleanup failed" in caplog.text
+
+
+def test_unit_state_lives_as_long_as_the_unit(database: Flask) -> None:
+    with transaction():
+        first = unit_state("test", list)
+        first.append(1)
+        with transaction():
+            assert unit_state("test", list) is first
+    with transaction():
+        assert unit_state("test", list) == []
+
+
+def test_outside_a_unit_of_work_callbacks_are_refused(database: Flask) -> None:
+    for register in (after_commit, after_rollback):
+        with pytest.raises(RuntimeError, match="transaction"):
+            register(lambda: None)
+    with pytest.raises(RuntimeError, match="transaction"):
+        unit_state("test", list)
+
+
+def test_in_the_suites_savepoints_the_callbacks_run_too(app: Flask) -> None:
+    """The suite runs each test in an outer transaction; a unit of work there "commits" by
+    releasing its savepoint, and its callbacks must behave as in production."""
+    seen: list[str] = []
+    with app.app_context():
+        with transaction():
+            after_commit(lambda: seen.append("committed"))
+        with pytest.raises(Boom):
+            with transaction():
+                after_rollback(lambda: seen.append("rolled back"))
+                raise Boom
+    assert seen == ["committed", "rolled back"]
 
 
 def test_postgresql_connections_never_prepare_statements(app) -> None:

@@ -3,6 +3,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import pytest
+from alembic.config import Config
+from alembic.script import ScriptDirectory
 from flask import Flask
 from flask.testing import FlaskClient
 
@@ -27,3 +30,21 @@ def test_unavailable_until_the_schema_is_created(fresh_app: Callable[..., Flask]
     assert body["database"] == "ok"
     assert body["schema"] == "needs upgrade"
     assert body["revision"] == [] and body["expected"]
+
+
+def test_the_migration_scripts_are_read_once(client: FlaskClient,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    # Reading every migration script cost most of the check's time, on every call.
+    reads: list[str] = []
+    original = ScriptDirectory.from_config
+
+    def counted(config: Config) -> ScriptDirectory:
+        reads.append(config.get_main_option("script_location"))
+        return original(config)
+
+    monkeypatch.setattr(ScriptDirectory, "from_config", counted)
+
+    answers = [client.get("/healthz") for _ in range(5)]
+
+    assert [answer.status_code for answer in answers] == [200] * 5
+    assert len(reads) <= 1

@@ -5,6 +5,7 @@ from typing import Any
 
 from flask import Blueprint, Response, jsonify, request
 
+from labapp.access.actor import Actor
 from labapp.account.schemas import (
     AuthContextSchema,
     CreatedPatSchema,
@@ -17,12 +18,7 @@ from labapp.account.schemas import (
     TokenPairSchema,
 )
 from labapp.auth import passwords, pats, sessions, throttle
-from labapp.auth.sessions import (
-    InvalidCredentials,
-    InvalidToken,
-    RefreshTokenReused,
-    TokenPair,
-)
+from labapp.auth.sessions import InvalidToken, RefreshTokenReused, TokenPair
 from labapp.db import db, transaction
 from labapp.model import User
 from labapp.users.schemas import UserSchema
@@ -37,6 +33,7 @@ from labapp.web.loader import (
     rotate_csrf_token,
     set_login_cookies,
     verify_csrf,
+    verify_password,
 )
 
 bp = Blueprint("account_api", __name__, url_prefix="/api")
@@ -52,14 +49,13 @@ def _token_response(pair: TokenPair) -> Response:
 
 
 def login_with_password(username: str, password: str, keep_alive: bool) -> TokenPair:
-    """Log in and commit; a failed attempt is recorded (committed) before the 401 is raised."""
-    try:
-        with transaction():
-            return sessions.login(username, password, keep_alive, client_address())
-    except InvalidCredentials:
-        with transaction():
-            throttle.record_failure(username, client_address())
-        raise
+    """Log in and commit; a failed attempt is recorded (committed) before the 401 is raised.
+
+    The password is verified before the write transaction that opens the login begins.
+    """
+    verified = verify_password(username, password)
+    with transaction():
+        return sessions.login(verified, keep_alive, client_address())
 
 
 @bp.post("/auth/login")
@@ -165,14 +161,21 @@ def revoke_pat(pat_id: str) -> Response:
 @endpoint("Change the caller's password; their other logins end.",
           body=PasswordChangeSchema, responses={204: "Changed"}, throttled=True)
 def change_password(body: dict[str, Any]) -> Response:
-    actor = current_actor()
-    throttle.check(actor.user_id, client_address())
+    change_own_password(current_actor(), body["password"], body["repeatPassword"],
+                        body["confirmPassword"])
+    return Response(status=204)
+
+
+def change_own_password(actor: Actor, password: str, repeat: str, current: str) -> None:
+    """Throttled like a login; the passwords are checked before the short write that stores
+    the change, and a wrong current password is recorded as a failed attempt."""
+    address = client_address()
+    throttle.check(actor.user_id, address)
     try:
-        with transaction():
-            passwords.change_password(actor, body["password"], body["repeatPassword"],
-                                      body["confirmPassword"])
+        change = passwords.check_change(actor, password, repeat, current)
     except passwords.WrongCurrentPassword:
         with transaction():
-            throttle.record_failure(actor.user_id, client_address())
+            throttle.record_failure(actor.user_id, address)
         raise
-    return Response(status=204)
+    with transaction():
+        passwords.apply_change(change, actor.session_id)

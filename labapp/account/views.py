@@ -15,9 +15,9 @@ from flask import Blueprint, Response, flash, redirect, request, url_for
 from marshmallow import Schema, ValidationError
 
 from labapp.access.actor import Actor
-from labapp.account.api import login_with_password
+from labapp.account.api import change_own_password, login_with_password
 from labapp.account.schemas import LoginSchema, PasswordChangeSchema, PatCreateSchema
-from labapp.auth import passwords, pats, sessions, throttle
+from labapp.auth import pats, sessions
 from labapp.auth.sessions import InvalidCredentials
 from labapp.db import db, transaction
 from labapp.errors import InvalidInput, TooManyRequests, flatten_messages
@@ -26,7 +26,6 @@ from labapp.model.types import utc_now
 from labapp.web.blocks import is_htmx, render_page
 from labapp.web.loader import (
     clear_login_cookies,
-    client_address,
     current_actor,
     rotate_csrf_token,
     set_login_cookies,
@@ -162,19 +161,6 @@ def profile() -> Response:
     return _profile(current_actor())
 
 
-def _change_password(actor: Actor, password: str, repeat: str, current: str) -> None:
-    """Change the password as ``POST /api/user/password/change`` does: throttled, and a wrong
-    current password counts as a failed login."""
-    throttle.check(actor.user_id, client_address())
-    try:
-        with transaction():
-            passwords.change_password(actor, password, repeat, current)
-    except passwords.WrongCurrentPassword:
-        with transaction():
-            throttle.record_failure(actor.user_id, client_address())
-        raise
-
-
 @bp.post("/profile/password")
 @login_required("account_views.profile")
 def change_password() -> Response:
@@ -194,7 +180,7 @@ def change_password() -> Response:
         return _profile(actor, status=400, password_errors=errors,
                         password_error="The password was not changed; correct the fields below.")
     try:
-        _change_password(actor, password, repeat, current)
+        change_own_password(actor, password, repeat, current)
     except TooManyRequests as exc:
         return _with_headers(_profile(actor, status=429, password_error=exc.detail), exc.headers)
     except InvalidInput as exc:

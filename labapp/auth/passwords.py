@@ -1,6 +1,8 @@
 """Setting and changing passwords."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from labapp.access.actor import Actor
 from labapp.auth import secrets as tokens
 from labapp.auth import sessions
@@ -19,19 +21,34 @@ class WrongCurrentPassword(InvalidInput):
                          errors=[{"field": "confirmPassword", "message": "is not correct"}])
 
 
-def set_password(user: User, password: str, field: str = "password") -> None:
-    """Give ``user`` a new password after checking its strength (400 naming ``field``)."""
+def _check_strength(password: str, field: str) -> None:
     problem = tokens.password_problem(password)
     if problem:
         raise InvalidInput(f"The new password {problem}.",
                            errors=[{"field": field, "message": problem}])
+
+
+def set_password(user: User, password: str, field: str = "password") -> None:
+    """Give ``user`` a new password after checking its strength (400 naming ``field``)."""
+    _check_strength(password, field)
     user.password_hash = tokens.hash_password(password)
 
 
-def change_password(actor: Actor, password: str, repeat: str, current: str) -> None:
-    """Change the actor's own password; every other login of theirs is ended.
+@dataclass(frozen=True)
+class PasswordChange:
+    """A checked change of a user's own password, stored by :func:`apply_change`."""
 
-    Personal access tokens stay valid: they are revoked one by one by their owner.
+    user_id: str
+    old_hash: str
+    new_hash: str
+
+
+def check_change(actor: Actor, password: str, repeat: str, current: str) -> PasswordChange:
+    """Check a change of the actor's own password, reading only: call it outside any write
+    transaction (it verifies the current password and hashes the new one, both Argon2).
+
+    Raises :class:`InvalidInput` (the repetition differs, the new password is weak) and
+    :class:`WrongCurrentPassword`.
     """
     if not tokens.same(password, repeat):
         raise InvalidInput("The new password and its repetition differ.",
@@ -39,5 +56,18 @@ def change_password(actor: Actor, password: str, repeat: str, current: str) -> N
     user = db.session.get(User, actor.user_id)
     if user is None or not tokens.verify_password(user.password_hash, current):
         raise WrongCurrentPassword()
-    set_password(user, password)
-    sessions.revoke_other_sessions(user.id, actor.session_id)
+    _check_strength(password, "password")
+    return PasswordChange(user.id, user.password_hash, tokens.hash_password(password))
+
+
+def apply_change(change: PasswordChange, keep_session_id: str | None) -> None:
+    """Store a checked change; every other login of the user ends.
+
+    Personal access tokens stay valid: they are revoked one by one by their owner. Raises
+    :class:`WrongCurrentPassword` when the password changed since it was checked.
+    """
+    user = db.session.get(User, change.user_id)
+    if user is None or user.password_hash != change.old_hash:
+        raise WrongCurrentPassword()
+    user.password_hash = change.new_hash
+    sessions.revoke_other_sessions(user.id, keep_session_id)

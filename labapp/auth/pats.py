@@ -5,7 +5,7 @@ import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import select
+from sqlalchemy import func, or_, select, update
 
 from labapp.access.actor import Actor
 from labapp.auth import secrets as tokens
@@ -57,8 +57,17 @@ def revoke(actor: Actor, token_id: str) -> None:
     token.revoked_utc = utc_now()
 
 
-def user_for_pat(username: str, value: str) -> User | None:
-    """The active owner of a valid, unexpired, unrevoked PAT, or None."""
+@dataclass(frozen=True)
+class PatMatch:
+    """The owner of a valid PAT; ``stale_use`` when its last-used time needs writing."""
+
+    user: User
+    token_id: str
+    stale_use: bool
+
+
+def user_for_pat(username: str, value: str) -> PatMatch | None:
+    """The active owner of a valid, unexpired, unrevoked PAT, or None. Reads only."""
     now = utc_now()
     token = db.session.scalar(select(PersonalAccessToken).where(
         PersonalAccessToken.token_hash == tokens.token_hash(value)))
@@ -68,6 +77,32 @@ def user_for_pat(username: str, value: str) -> User | None:
     user = db.session.get(User, username)
     if user is None or not user.is_active:
         return None
-    if token.last_used_utc is None or now - token.last_used_utc > _LAST_USED_RESOLUTION:
-        token.last_used_utc = now
-    return user
+    stale = token.last_used_utc is None or now - token.last_used_utc > _LAST_USED_RESOLUTION
+    return PatMatch(user, token.id, stale)
+
+
+def record_use(token_id: str) -> None:
+    """Set the token's last-used time to now."""
+    db.session.execute(update(PersonalAccessToken).where(PersonalAccessToken.id == token_id)
+                       .values(last_used_utc=utc_now())
+                       .execution_options(synchronize_session=False))
+
+
+def revoke_all(user_id: str) -> None:
+    """Revoke every token of ``user_id`` (after an administrator reset their password)."""
+    db.session.execute(
+        update(PersonalAccessToken)
+        .where(PersonalAccessToken.user_id == user_id,
+               PersonalAccessToken.revoked_utc.is_(None))
+        .values(revoked_utc=utc_now()).execution_options(synchronize_session=False))
+
+
+def count_in_force(user_id: str) -> int:
+    """How many of the user's tokens are neither revoked nor expired."""
+    now = utc_now()
+    return db.session.scalar(
+        select(func.count()).select_from(PersonalAccessToken)
+        .where(PersonalAccessToken.user_id == user_id,
+               PersonalAccessToken.revoked_utc.is_(None),
+               or_(PersonalAccessToken.expires_utc.is_(None),
+                   PersonalAccessToken.expires_utc > now)))

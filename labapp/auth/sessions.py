@@ -14,8 +14,8 @@ from flask import current_app
 from itsdangerous import BadSignature, URLSafeTimedSerializer
 from sqlalchemy import select, update
 
+from labapp.auth import basic_cache, throttle
 from labapp.auth import secrets as tokens
-from labapp.auth import throttle
 from labapp.db import db
 from labapp.errors import NotAuthenticated
 from labapp.model import LoginSession, RefreshToken, User
@@ -64,26 +64,58 @@ def _serializer(salt: str) -> URLSafeTimedSerializer:
     return URLSafeTimedSerializer(current_app.config["SECRET_KEY"], salt=salt)
 
 
-def check_password(username: str, password: str) -> User:
-    """Return the active user with these credentials or raise :class:`InvalidCredentials`.
+@dataclass(frozen=True)
+class VerifiedPassword:
+    """A password that matched: the hash it matched, and a fresh hash of it when that one
+    uses outdated parameters (to be stored by :func:`store_fresh_hash` or :func:`login`)."""
 
-    Unknown users, wrong passwords and deactivated users get the same answer and take the
-    same time, so the answer never reveals whether a username exists.
+    user_id: str
+    password_hash: str
+    fresh_hash: str | None = None
+
+
+def check_password(username: str, password: str) -> VerifiedPassword:
+    """Verify a password, reading only: call it outside any write transaction.
+
+    Raises :class:`InvalidCredentials`. Unknown users, wrong passwords and deactivated users
+    get the same answer and take the same time, so the answer never reveals whether a
+    username exists.
     """
     user = db.session.get(User, username) if username else None
     stored = user.password_hash if user is not None else None
     if not tokens.verify_password(stored, password) or not user.is_active:
         raise InvalidCredentials()
-    if tokens.needs_rehash(stored):
-        user.password_hash = tokens.hash_password(password)
+    fresh = tokens.hash_password(password) if tokens.needs_rehash(stored) else None
+    return VerifiedPassword(user.id, stored, fresh)
+
+
+def _still_valid(verified: VerifiedPassword) -> User:
+    """The user of ``verified``, unless the password or the account changed since."""
+    user = db.session.get(User, verified.user_id)
+    if user is None or not user.is_active or user.password_hash != verified.password_hash:
+        raise InvalidCredentials()
     return user
 
 
-def login(username: str, password: str, keep_alive: bool, address: str) -> TokenPair:
-    """Check throttling and credentials, then open a login session and issue its tokens."""
-    throttle.check(username, address)
-    user = check_password(username, password)
-    throttle.clear(username)
+def store_fresh_hash(verified: VerifiedPassword) -> None:
+    """Replace an outdated hash with the fresh one, unless the password changed meanwhile."""
+    user = db.session.get(User, verified.user_id)
+    if (verified.fresh_hash is not None and user is not None
+            and user.password_hash == verified.password_hash):
+        user.password_hash = verified.fresh_hash
+
+
+def login(verified: VerifiedPassword, keep_alive: bool, address: str) -> TokenPair:
+    """Open a login session for a verified password and issue its tokens (a short write).
+
+    Forgets the username's failed attempts from ``address``; raises
+    :class:`InvalidCredentials` when the password or the account changed since it was
+    verified.
+    """
+    user = _still_valid(verified)
+    if verified.fresh_hash is not None:
+        user.password_hash = verified.fresh_hash
+    throttle.clear(user.id, address)
     now = utc_now()
     session = LoginSession(id=tokens.new_token(), user_id=user.id, keep_alive=keep_alive,
                            created_utc=now, expires_utc=now + _lifetime(keep_alive))
@@ -143,7 +175,9 @@ def revoke_session(session_id: str) -> None:
 
 
 def revoke_other_sessions(user_id: str, keep_session_id: str | None) -> None:
-    """End every login of ``user_id`` except ``keep_session_id`` (after a password change)."""
+    """End every login of ``user_id`` except ``keep_session_id`` (after a password change,
+    a reset or a deactivation), and drop this worker's memory of their Basic password."""
+    basic_cache.forget(user_id)
     condition = [LoginSession.user_id == user_id, LoginSession.revoked_utc.is_(None)]
     if keep_session_id:
         condition.append(LoginSession.id != keep_session_id)

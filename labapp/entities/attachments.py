@@ -10,7 +10,7 @@ import binascii
 from collections.abc import Callable
 from typing import Any
 
-from labapp.blobs import store_bytes
+from labapp.blobs import store_in_transaction
 from labapp.entities.batch import BatchInputError, PreparedItem, _coerce_field
 from labapp.entities.notation import item_error
 from labapp.mediatypes import is_media_type
@@ -82,13 +82,13 @@ def expand(owner: PreparedItem, draw: Callable[[str], str]) -> list[PreparedItem
         if not isinstance(media_type, str) or not is_media_type(media_type):
             raise item_error(owner.index, f"files.{position}.mediaType",
                              "expected a media type such as text/csv", BatchInputError)
-        content = _decode(owner, position, entry.get("content"))
-        sha256, size = store_bytes(content)
+        # Kept if the batch commits, taken out of the store again if it rolls back.
+        blob = store_in_transaction(_decode(owner, position, entry.get("content")))
         children.append(_child(owner, "File", draw("File"), f"files.{position}", {
             **subject, "name": entry["name"], "type": entry.get("type"),
             "description": entry.get("description"),
             "mediaType": media_type,
-            "size": size, "sha256": sha256}))
+            "size": blob.size, "sha256": blob.sha256}))
     if owner.spec.name == "Step":
         for position, entry in enumerate(_entries(owner, "input", _INPUT_KEYS)):
             if not isinstance(entry.get("inputID"), str):

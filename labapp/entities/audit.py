@@ -1,8 +1,11 @@
 """The audit trail and domain events, written in the same transaction as the change."""
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import date, datetime
 from typing import Any
+
+from sqlalchemy import insert
 
 from labapp.db import db
 from labapp.jsonprovider import format_utc
@@ -47,14 +50,29 @@ def record_created(entity: Entity, actor_id: str) -> None:
                                timestamp_utc=now, data={}))
 
 
+def _changes_record(changes: dict[str, tuple[Any, Any]]) -> dict[str, dict[str, Any]]:
+    return {name: {"old": json_value(old), "new": json_value(new)}
+            for name, (old, new) in changes.items()}
+
+
 def record_updated(entity: Entity, actor_id: str,
                    changes: dict[str, tuple[Any, Any]]) -> None:
     """Write the ``update`` audit event of a change already applied to ``entity``."""
     db.session.add(AuditEvent(
         entity_id=entity.id, action="update", version=entity.version, user_id=actor_id,
-        timestamp_utc=entity.modified_utc,
-        changes={name: {"old": json_value(old), "new": json_value(new)}
-                 for name, (old, new) in changes.items()}))
+        timestamp_utc=entity.modified_utc, changes=_changes_record(changes)))
+
+
+def record_updated_rows(updates: Iterable[tuple[str, int, dict[str, tuple[Any, Any]]]],
+                        actor_id: str, timestamp: datetime) -> None:
+    """Write the ``update`` audit events of rows changed by set-based statements, in one
+    multi-row insert: ``(entity id, new version, {field: (old, new)})`` each."""
+    rows = [{"entity_id": entity_id, "action": "update", "version": version,
+             "user_id": actor_id, "timestamp_utc": timestamp,
+             "changes": _changes_record(changes)}
+            for entity_id, version, changes in updates]
+    if rows:
+        db.session.execute(insert(AuditEvent), rows)
 
 
 def record_event(entity_id: str, kind: str, actor_id: str,

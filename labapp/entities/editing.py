@@ -14,7 +14,7 @@ from labapp.access.actor import Actor
 from labapp.access.policy import may_create_class
 from labapp.db import transaction
 from labapp.entities import forms, reading, service
-from labapp.entities.display import detail_url, text
+from labapp.entities.display import detail_url
 from labapp.entities.forms import FORM_ERROR, EntityForm
 from labapp.errors import AppError, Conflict, Forbidden, InvalidInput
 from labapp.model.registry import ClassSpec
@@ -80,7 +80,7 @@ def _conflict(actor: Actor, form: EntityForm) -> Response:
     """A stale edit: the user's changes on the stored entity, and what changed meanwhile."""
     stored = reading.entity_detail(actor, form.spec, form.entity_id)
     merged, moved = forms.merge_conflict(form, forms.edit_form(form.spec, stored))
-    conflict = {"by": stored["modifiedBy"], "at": text(stored["modifiedUtc"]),
+    conflict = {"by": stored["modifiedBy"], "at": stored["modifiedUtc"],
                 "version": stored["version"], "yours": form.version, "moved": moved}
     return _page(merged, status=409, conflict=conflict)
 

@@ -38,14 +38,17 @@ _LABELS = {"id": "ID", "eClass": "Class", "sha256": "SHA-256"}
 
 
 def label_of(name: str) -> str:
-    """``concentrationUnit`` → ``Concentration unit``, ``experimentID`` → ``Experiment ID``,
-    ``createdUtc`` → ``Created (UTC)``; an attribute column keeps its name."""
+    """A field's name in words: ``concentrationUnit`` → ``Concentration unit``,
+    ``experimentID`` → ``Experiment`` (a reference is named after what it points at),
+    ``createdUtc`` → ``Created`` (the pages show moments in the viewer's own time); an
+    attribute column keeps its name."""
     if name in _LABELS or name.startswith(f"{ATTRIBUTES}."):
         return _LABELS.get(name, name)
     words = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", name).split()
+    if len(words) > 1 and words[-1] in ("ID", "Utc"):
+        words.pop()
     return " ".join([words[0].capitalize()] + [
-        "(UTC)" if word == "Utc" else word if word.isupper() else word.lower()
-        for word in words[1:]])
+        word if word.isupper() else word.lower() for word in words[1:]])
 
 
 def input_text(spec: FieldSpec, value: Any) -> str:

@@ -4,16 +4,17 @@ and the suggestion and uniqueness fragments of the entity forms.
 The data comes from :mod:`labapp.query` (the same functions ``/api/query`` answers with), so
 the pages show exactly what the actor may see. The routes here are registered on the entity
 browser's blueprint, behind its login check. Their answers are named blocks of the page
-templates: the ``children`` block of the detail page, the ``suggestions`` and ``uniqueness``
-blocks of the form. The status change itself is posted to the detail page's route in
-:mod:`labapp.entities.views`.
+templates: the ``children`` block of the detail page (one page of one level of the tree),
+the ``suggestions`` and ``uniqueness`` blocks of the form. The status change itself is
+posted to the detail page's route in :mod:`labapp.entities.views`.
 """
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
-from flask import Response, current_app, redirect, request
+from flask import Response, current_app, redirect, request, url_for
 
 from labapp.access.actor import Actor
 from labapp.entities.display import detail_url
@@ -21,24 +22,59 @@ from labapp.entities.forms import UNIQUE_CHECKED
 from labapp.errors import NotFound
 from labapp.model.registry import ClassSpec
 from labapp.query.entity_suggest import suggest_entities
-from labapp.query.hierarchy import ancestor_entities, child_entities
+from labapp.query.hierarchy import ancestor_entities, child_page
+from labapp.query.listing import parse_paging
 from labapp.query.status import status_info
 from labapp.query.suggest import is_unique
 from labapp.reading.entities import class_named, load_visible
 from labapp.web.blocks import is_htmx, render_block
 from labapp.web.loader import current_actor
 
+# Rows a page of a table or of one level of the tree shows.
+PAGE_SIZE = 50
 DETAIL_TEMPLATE = "entities/detail.html"
 FORM_TEMPLATE = "entities/form.html"
 # Longest text sent to a suggestion or uniqueness query (longer input matches nothing useful).
 MAX_QUERY = 100
 
 
+@dataclass(frozen=True)
+class PageLink:
+    """A link of the children's pager: to the parent's detail page at that page of its
+    children (``href``, without JavaScript) and to the ``children`` block alone
+    (``fragment``, for htmx)."""
+
+    label: str
+    rel: str
+    href: str
+    fragment: str
+
+
+def _children_context(actor: Actor, spec: ClassSpec, entity_id: str,
+                      nested: bool) -> dict[str, Any]:
+    """The context of the ``children`` block: the page of the entity's children that
+    ``?skip=`` asks for (400 when it is no count) and the links to its neighbours."""
+    limit, offset = parse_paging(PAGE_SIZE, request.args.get("skip"), max_top=PAGE_SIZE)
+    page = child_page(actor, entity_id, limit=limit, offset=offset)
+    skips = []
+    if offset > 0:
+        skips.append(("← Previous", "prev", max(offset - PAGE_SIZE, 0)))
+    if offset + PAGE_SIZE < page.total:
+        skips.append(("Next →", "next", offset + PAGE_SIZE))
+    pager = [PageLink(label, rel, f"{detail_url(spec.name, entity_id, skip=skip or None)}"
+                                  "#hierarchy",
+                      url_for("entity_views.children", eclass=spec.name, entity_id=entity_id,
+                              skip=skip or None, nested=1 if nested else None))
+             for label, rel, skip in skips]
+    return {"children": page, "pager": pager, "nested": nested}
+
+
 def detail_context(actor: Actor, spec: ClassSpec, entity: Mapping[str, Any]) -> dict[str, Any]:
-    """What the detail page adds to an entity: ``ancestors`` (root first), ``children`` (one
-    level, each with ``hasChildren``) and ``transitions`` (the statuses it may move to)."""
+    """What the detail page adds to an entity: ``ancestors`` (root first), the ``children``
+    block's context (a page of the next level, each with ``hasChildren``, and its pager) and
+    ``transitions`` (the statuses it may move to)."""
     return {"ancestors": ancestor_entities(actor, spec, entity["id"]),
-            "children": child_entities(actor, entity["id"]),
+            **_children_context(actor, spec, entity["id"], nested=False),
             "transitions": status_info(spec, entity["status"])["allowed"]}
 
 
@@ -47,15 +83,17 @@ def _fragment(template: str, block: str, **context: Any) -> Response:
 
 
 def children(eclass: str, entity_id: str) -> Response:
-    """The ``children`` block (a ``<ul>``) of the entity's visible children, for the tree's
-    toggles. A plain request (the toggle followed without JavaScript) gets the entity's
-    detail page instead; an invisible entity is a 404."""
+    """The ``children`` block: a page (``?skip=``) of the entity's visible children, for the
+    tree's toggles and pagers (``?nested=1`` inside a subtree). A plain request (a link
+    followed without JavaScript) gets the entity's detail page at that page instead; an
+    invisible entity is a 404."""
     spec = class_named(eclass)
     if not is_htmx():
-        return redirect(detail_url(spec.name, entity_id), 303)
+        return redirect(detail_url(spec.name, entity_id, skip=request.args.get("skip")), 303)
     actor = current_actor()
     load_visible(actor, spec, entity_id)
-    return _fragment(DETAIL_TEMPLATE, "children", children=child_entities(actor, entity_id))
+    return _fragment(DETAIL_TEMPLATE, "children", **_children_context(
+        actor, spec, entity_id, nested=request.args.get("nested") == "1"))
 
 
 def _typed(field: str) -> str:

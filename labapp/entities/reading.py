@@ -1,6 +1,8 @@
-"""Reading entities: one with its files, events and audit trail; pages of a class."""
+"""Reading entities: one with its files, events and audit trail; pages of a class; how many
+of each class an actor may see; the names of the entities a page refers to."""
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from sqlalchemy import func, select
@@ -85,3 +87,22 @@ def list_entities(actor: Actor, spec: ClassSpec, *, filter_text: str | None = No
                 item[key] = (attributes or {}).get(key.split(".", 1)[1])
     total = db.session.scalar(select(func.count()).select_from(spec.model).where(*visible))
     return Page(data=data, total=total, skip=offset)
+
+
+def visible_counts(actor: Actor) -> dict[str, int]:
+    """How many entities of each class the actor may see, in one grouped query (a class
+    with none is missing from the answer)."""
+    rows = db.session.execute(select(Entity.eclass, func.count()).where(readable(actor))
+                              .group_by(Entity.eclass))
+    return {eclass: count for eclass, count in rows}
+
+
+def visible_names(actor: Actor, ids: Iterable[str]) -> dict[str, tuple[str, str]]:
+    """``id → (class, name)`` of those of ``ids`` the actor may see, in one query (none for
+    no ids). An id missing from the answer is unknown or invisible: show it, never a name."""
+    wanted = sorted({entity_id for entity_id in ids if entity_id})
+    if not wanted:
+        return {}
+    rows = db.session.execute(select(Entity.id, Entity.eclass, Entity.name)
+                              .where(Entity.id.in_(wanted), readable(actor)))
+    return {entity_id: (eclass, name) for entity_id, eclass, name in rows}

@@ -22,6 +22,7 @@ from labapp.db import transaction
 from labapp.entities import display, editing, navigation, reading, service
 from labapp.entities.editing import may_create
 from labapp.entities.forms import label_of
+from labapp.entities.navigation import PAGE_SIZE
 from labapp.errors import Conflict, InvalidInput
 from labapp.model.registry import ClassSpec, classes, find_class
 from labapp.query.fields import entity_fields
@@ -40,8 +41,10 @@ bp.add_url_rule("/<eclass>/<path:entity_id>/children", view_func=navigation.chil
 bp.add_url_rule("/suggest/<eclass>/<field>", view_func=navigation.suggest)
 bp.add_url_rule("/unique/<eclass>/<field>", view_func=navigation.unique)
 bp.add_app_template_filter(display.text, "entity_text")
+bp.add_app_template_filter(display.show, "show")
+bp.add_app_template_filter(display.moment, "moment")
+bp.add_app_template_filter(display.person, "person")
 
-PAGE_SIZE = 50
 LIST_TEMPLATE = "entities/list.html"
 DETAIL_TEMPLATE = "entities/detail.html"
 # Columns every table starts with, before a few of the class's own fields.
@@ -57,8 +60,8 @@ NOT_CLONED = frozenset({"File", "User"})
 def index() -> Response:
     """One card per class with the number of entities the user may see."""
     actor = current_actor()
-    cards = [(spec, reading.list_entities(actor, spec, top="0").total, may_create(actor, spec))
-             for spec in classes()]
+    counts = reading.visible_counts(actor)
+    cards = [(spec, counts.get(spec.name, 0), may_create(actor, spec)) for spec in classes()]
     return render_page("entities/index.html", cards=cards)
 
 
@@ -116,11 +119,13 @@ def _requested_columns(spec: ClassSpec) -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class Column:
-    """A column of the table: field name, header, and whether the header sorts."""
+    """A column of the table: field name, header, whether the header sorts, and whether it
+    holds numbers (aligned right)."""
 
     name: str
     label: str
     sortable: bool
+    numeric: bool = False
 
 
 def _table(actor: Actor, state: TableState) -> dict[str, Any]:
@@ -130,9 +135,9 @@ def _table(actor: Actor, state: TableState) -> dict[str, Any]:
                                "filter_error": None, "error": None}
     try:
         names = parse_select(",".join(state.columns), entity_fields(spec), always=())
-        wanted = ["id", *names]
-        if "subjectID" in names and "subjectClass" in spec.fields:
-            wanted.append("subjectClass")  # to link the subject
+        # The unit of a number column is shown beside it.
+        units = [unit for name in names if (unit := display.unit_field(spec, name))]
+        wanted = list(dict.fromkeys(["id", *names, *units]))
         page = reading.list_entities(actor, spec, filter_text=state.filter or None,
                                      orderby=state.orderby or None,
                                      select_text=",".join(wanted), top=str(PAGE_SIZE),
@@ -146,11 +151,13 @@ def _table(actor: Actor, state: TableState) -> dict[str, Any]:
     fields = spec.fields
     context["state"] = replace(state, columns=tuple(names))
     context["columns"] = [Column("id", "ID", True)] + [
-        Column(name, label_of(name), name not in fields or fields[name].type != "json")
+        Column(name, label_of(name), name not in fields or fields[name].type != "json",
+               name in fields and fields[name].type in ("int", "float"))
         for name in names]
+    known = reading.visible_names(actor, display.referenced_ids(spec, page.data, names))
     context["rows"] = [
         [display.Cell(row["id"], display.detail_url(spec.name, row["id"]))]
-        + [display.cell(spec, name, row.get(name), row) for name in names]
+        + [display.cell(spec, name, row.get(name), row, known) for name in names]
         for row in page.data]
     context["total"] = page.total
     return context
@@ -199,11 +206,15 @@ def render_detail(actor: Actor, spec: ClassSpec, entity_id: str, *, block: str |
                   status: int = 200, **extra: Any) -> Response:
     """The detail page (or one of its blocks for htmx) of a visible entity; 404 otherwise."""
     entity = reading.entity_detail(actor, spec, entity_id)
+    notes = _notes(actor, entity["id"])
+    names = reading.visible_names(actor, display.referenced_ids(spec, [entity], spec.fields)
+                                  | display.page_people(entity, notes))
+    filled, empty = display.field_rows(spec, entity, names)
     can_write = entity["canWrite"]
     context: dict[str, Any] = {
-        "spec": spec, "entity": entity, "fields": display.field_rows(spec, entity),
-        "attributes": sorted((entity.get("attributes") or {}).items()),
-        "notes": _notes(actor, entity["id"]), "audit": display.audit_rows(entity["auditEvents"]),
+        "spec": spec, "entity": entity, "fields": filled, "empty_fields": empty,
+        "names": names, "attributes": sorted((entity.get("attributes") or {}).items()),
+        "notes": notes, "audit": display.audit_rows(entity["auditEvents"]),
         "can_write": can_write,
         "can_clone": can_write and spec.name not in NOT_CLONED and may_create(actor, spec),
         "note_error": None, "note_text": "", "note_notice": None, "file_error": None,

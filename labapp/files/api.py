@@ -11,7 +11,7 @@ from flask import Blueprint, Response, jsonify, request, send_file
 from marshmallow import Schema, ValidationError
 from werkzeug.datastructures import MultiDict
 
-from labapp.blobs import store_stream
+from labapp.blobs import staged
 from labapp.db import transaction
 from labapp.errors import UnsupportedMediaType
 from labapp.files import service
@@ -61,9 +61,10 @@ def _read_upload() -> dict[str, Any]:
 def upload_file() -> tuple[Response, int]:
     actor = current_actor()
     upload = _read_upload()
-    sha256, size = store_stream(upload.pop("content"))
-    with transaction():
-        created = service.create_file(actor, sha256=sha256, size=size, **upload)
+    # Stored before the transaction (no database lock held while writing to disk); a
+    # rejected File takes its content out of the store again.
+    with staged(upload.pop("content")) as blob, transaction():
+        created = service.create_file(actor, sha256=blob.sha256, size=blob.size, **upload)
     return jsonify(created), 201
 
 

@@ -1,9 +1,8 @@
 """Files: naming and typing uploads, registering stored content, finding it for download.
 
 The content itself is written by :mod:`labapp.blobs` *before* the File entity is
-created, so the database transaction never waits on disk I/O; an upload rejected after that
-leaves its blob behind, unreferenced (content-addressed, so harmless and reused when the same
-bytes come again).
+created (:func:`labapp.blobs.staged`), so the database transaction never waits on disk I/O;
+an upload rejected after that takes its content out of the store again.
 """
 from __future__ import annotations
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from flask import Blueprint, Response, flash, request
 
-from labapp.blobs import store_stream
+from labapp.blobs import staged
 from labapp.db import transaction
 from labapp.entities.views import back_to, render_detail
 from labapp.errors import InvalidInput
@@ -27,10 +27,9 @@ def upload_file(eclass: str, entity_id: str) -> Response:
     if not name:
         return render_detail(actor, spec, entity_id, status=400,
                              file_error="Choose a file to upload.")
-    sha256, size = store_stream(upload.stream)
     try:
-        with transaction():
-            service.create_file(actor, sha256=sha256, size=size, name=name,
+        with staged(upload.stream) as blob, transaction():
+            service.create_file(actor, sha256=blob.sha256, size=blob.size, name=name,
                                 media_type=service.media_type_for(name, upload.mimetype),
                                 subject_id=subject_id,
                                 description=request.form.get("description", "").strip() or None)

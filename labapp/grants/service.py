@@ -6,16 +6,19 @@ grantee exists, exactly one grantee, Read or Write) and keeps one grant per gran
 from __future__ import annotations
 
 import re
+from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Column, delete, exists, or_, select, update
+from sqlalchemy import Column, ColumnElement, delete, exists, or_, select, update
 
 from labapp.access.actor import Actor
 from labapp.db import db
+from labapp.entities.audit import record_updated_rows
 from labapp.errors import Conflict, Forbidden, InvalidInput, NotFound
 from labapp.model import Department, Entity, Project, ProjectSetting, User
 from labapp.model.access import ACCESS_TYPES, DepartmentAccess, ProjectAccess
+from labapp.model.registry import classes
 from labapp.model.types import utc_now
 
 
@@ -223,19 +226,67 @@ def _referencing_columns(table_name: str) -> list[Column]:
     return columns
 
 
+def _refers(column: Column, entity_id: str) -> ColumnElement[bool]:
+    """Rows whose ``column`` names the entity (a department's or project's own id in its
+    ``entity`` row does not count)."""
+    condition = column == entity_id
+    if column.table is Entity.__table__:
+        condition = condition & (Entity.__table__.c.id != entity_id)
+    return condition
+
+
 def _in_use(entity_id: str, table_name: str) -> bool:
     """Whether any other row references the entity."""
-    for column in _referencing_columns(table_name):
-        condition = column == entity_id
-        if column.table is Entity.__table__:
-            condition = condition & (Entity.__table__.c.id != entity_id)
-        if db.session.scalar(select(exists().where(condition))):
-            return True
-    return False
+    return any(db.session.scalar(select(exists().where(_refers(column, entity_id))))
+               for column in _referencing_columns(table_name))
+
+
+def _field_names() -> dict[Column, str]:
+    """The API field name of every column of every entity class (``parent_id`` of
+    ``department`` → ``parentID``)."""
+    return {spec.model.__mapper__.get_property(field.attr).columns[0]: field.name
+            for spec in classes() for field in spec.fields.values() if field.attr}
+
+
+def _clear_references(actor: Actor, entity_id: str, table_name: str) -> None:
+    """Set every reference to the entity to null. Each entity holding one is changed as any
+    update changes it: version + 1, modifiedBy/modifiedUtc and one ``update`` audit event
+    naming every field cleared. Set-based: one UPDATE for the versions, one per column and
+    one multi-row INSERT of audit events, however many entities are touched.
+
+    The versions go first: that UPDATE locks every holder, so the holders read next, column
+    by column, are exactly the rows it changed (none can move away meanwhile, and none can
+    start to refer to the locked container).
+    """
+    entity = Entity.__table__
+    columns = _referencing_columns(table_name)
+    now = utc_now()
+    holders = or_(*(entity.c.id.in_(select(column.table.c.id)
+                                    .where(_refers(column, entity_id)))
+                    for column in columns))
+    versions = dict(db.session.execute(
+        update(entity).where(holders)
+        .values(version=entity.c.version + 1, modified_by=actor.user_id, modified_utc=now)
+        .returning(entity.c.id, entity.c.version)).all())
+    cleared: dict[str, dict[str, tuple[Any, Any]]] = defaultdict(dict)
+    names = _field_names()
+    for column in columns:
+        for holder in db.session.scalars(select(column.table.c.id)
+                                         .where(_refers(column, entity_id))):
+            cleared[holder][names[column]] = (entity_id, None)
+        db.session.execute(update(column.table).where(_refers(column, entity_id))
+                           .values({column.name: None}))
+    record_updated_rows(((holder, versions[holder], changes)
+                         for holder, changes in cleared.items()), actor.user_id, now)
 
 
 def _delete_container(actor: Actor, entity_id: str, table_name: str, kind: str,
                       force: bool) -> None:
+    # Locking the row first makes concurrent inserts that reference it wait (their foreign
+    # key check needs a share lock on it) and then fail, so the references cleared here are
+    # all there are.
+    db.session.execute(select(Entity.__table__.c.id).where(Entity.__table__.c.id == entity_id)
+                       .with_for_update())
     if _in_use(entity_id, table_name):
         if not force:
             raise Conflict(f"{kind} {entity_id} still owns or is referenced by entities; "
@@ -244,9 +295,7 @@ def _delete_container(actor: Actor, entity_id: str, table_name: str, kind: str,
         if not actor.is_admin:
             raise Forbidden(f"Only ADMIN may force the deletion of a {kind.lower()}.",
                             code="missing_scope")
-        for column in _referencing_columns(table_name):
-            db.session.execute(update(column.table).where(column == entity_id)
-                               .values({column.name: None}))
+        _clear_references(actor, entity_id, table_name)
     db.session.execute(update(Entity.__table__).where(Entity.__table__.c.id == entity_id)
                        .values(department_id=None, project_id=None))
     db.session.execute(delete(Entity.__table__).where(Entity.__table__.c.id == entity_id))

@@ -5,10 +5,10 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import Select, select
 
 from labapp.access.actor import ADMIN, Actor
-from labapp.auth import sessions
+from labapp.auth import pats, sessions
 from labapp.auth.passwords import set_password
 from labapp.db import db
 from labapp.entities.audit import record_created, record_updated, stamp_created
@@ -64,24 +64,39 @@ def get_user(user_id: str) -> User:
     return user
 
 
-def _active_admins_other_than(user_id: str) -> int:
-    return db.session.scalar(
-        select(func.count()).select_from(User)
-        .join(UserRole, UserRole.user_id == User.id)
-        .where(UserRole.role_name == ADMIN, User.is_active.is_(True), User.id != user_id))
+def _active_admin_ids() -> Select[tuple[str]]:
+    app_user = User.__table__
+    return (select(app_user.c.id).join(UserRole, UserRole.user_id == app_user.c.id)
+            .where(UserRole.role_name == ADMIN, app_user.c.is_active.is_(True))
+            .order_by(app_user.c.id))
 
 
 def guard_last_admin(user: User) -> None:
     """409 when ``user`` is the last active administrator: call it before taking their ADMIN
-    role or deactivating them, through whichever door."""
-    if ADMIN in user.roles and user.is_active and not _active_admins_other_than(user.id):
+    role or deactivating them, through whichever door.
+
+    The active administrators' rows are locked (until the unit of work ends) before they are
+    counted, so two administrators removing each other at the same moment are served one
+    after the other and the second one counts after the first has committed. The count is a
+    statement of its own, run after the lock is granted: on PostgreSQL (read committed) it
+    sees that commit even when the first took a role away without touching the user row.
+    Whether ``user`` is an active administrator is read there too, not from the object
+    loaded before the lock.
+    """
+    # FOR UPDATE in id order, so two guards never deadlock; SQLite ignores it: its BEGIN
+    # IMMEDIATE already lets one writer in at a time.
+    db.session.execute(_active_admin_ids().with_for_update(of=User.__table__))
+    if list(db.session.scalars(_active_admin_ids())) == [user.id]:
         raise Conflict("This is the last active administrator; make another user ADMIN "
                        "first.", code="last_admin")
 
 
 def update_user(actor: Actor, changes: dict[str, Any]) -> User:
     """``PUT /api/user``: the caller edits themselves (name, email, initials, settings); an
-    ADMIN edits anyone and may also move, (de)activate or reset the password."""
+    ADMIN edits anyone and may also move, (de)activate or reset the password.
+
+    Resetting another user's password ends all their logins and revokes all their personal
+    access tokens."""
     named, alias = changes.pop("userID", None), changes.pop("id", None)
     if named and alias and named != alias:
         raise InvalidInput("userID and id name different users; give one of them.",
@@ -101,8 +116,13 @@ def update_user(actor: Actor, changes: dict[str, Any]) -> User:
         guard_last_admin(user)
     if "password" in changes:
         set_password(user, changes.pop("password"))
-        sessions.revoke_other_sessions(user.id, actor.session_id if user.id == actor.user_id
-                                       else None)
+        if user.id == actor.user_id:
+            # An administrator setting their own password changes it, as a user would.
+            sessions.revoke_other_sessions(user.id, actor.session_id)
+        else:
+            # A reset: the account may be compromised, so nothing that was issued survives.
+            sessions.revoke_other_sessions(user.id, None)
+            pats.revoke_all(user.id)
     audited = {}
     for name, value in changes.items():
         attribute = _ATTRIBUTES[name]

@@ -16,6 +16,7 @@ from flask import Blueprint, Response, flash, redirect, request, url_for
 from marshmallow import ValidationError
 
 from labapp.access.actor import ADMIN, Actor
+from labapp.auth import pats
 from labapp.db import db, transaction
 from labapp.entities import reading
 from labapp.entities import service as entities
@@ -209,7 +210,8 @@ def update(user_id: str) -> Response:
 
 @bp.post("/<user_id>/password")
 def reset_password(user_id: str) -> Response:
-    """Give the user a new password; every login they have ends."""
+    """Give the user a new password; every login they have ends and their personal access
+    tokens are revoked (the notice says how many)."""
     actor = current_actor()
     password = request.form.get("password", "")
     errors = _missing({"password": password}, {"password": "Enter the new password."})
@@ -217,13 +219,20 @@ def reset_password(user_id: str) -> Response:
     if not errors:
         try:
             with transaction():
+                tokens = pats.count_in_force(user_id)
                 service.update_user(actor, {"userID": user_id, "password": password})
         except InvalidInput as error:
             errors = _service_errors(error, EDIT_FIELDS)
     if errors:
         return _edit_page(actor, user_id, status=400, password_errors=errors)
-    return _back_to_user(user_id, f"The password of {user_id} was reset; their other logins "
-                                  "have ended.")
+    if user_id == actor.user_id:
+        return _back_to_user(user_id, "Your password was changed; your other logins have "
+                                      "ended. Your personal access tokens still work.")
+    revoked = {0: "they had no personal access tokens",
+               1: "their personal access token was revoked"}.get(
+        tokens, f"their {tokens} personal access tokens were revoked")
+    return _back_to_user(user_id, f"The password of {user_id} was reset; all their logins "
+                                  f"have ended and {revoked}.")
 
 
 def _roles_changed(actor: Actor, user_id: str, notice: str) -> Response:

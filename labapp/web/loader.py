@@ -5,6 +5,11 @@ Every request is authenticated once, before its view runs, by exactly one method
 ``username:password``), or the browser session cookie. Bad credentials in a header are a
 401 on every path; a stale cookie simply means anonymous. State-changing requests that rely on
 the cookie must carry the CSRF token (header ``X-CSRF-Token`` or form field ``csrf_token``).
+
+Credentials are checked by reading only: a password's Argon2 verification never runs inside a
+write transaction (on SQLite that would hold the database's one write lock for its whole
+duration). What authentication writes (a failed attempt, a PAT's last use, a rehashed
+password) goes in short transactions of its own.
 """
 from __future__ import annotations
 
@@ -19,10 +24,10 @@ from flask_login import LoginManager, current_user
 
 from labapp.access.actor import ANONYMOUS, Actor
 from labapp.access.grant_sets import actor_for
-from labapp.auth import pats, sessions, throttle
+from labapp.auth import basic_cache, pats, sessions, throttle
 from labapp.auth.secrets import PAT_PREFIX, same
-from labapp.auth.sessions import InvalidCredentials, TokenPair
-from labapp.db import transaction
+from labapp.auth.sessions import InvalidCredentials, TokenPair, VerifiedPassword
+from labapp.db import db, transaction
 from labapp.errors import Forbidden, NotAuthenticated, wants_problem_json
 from labapp.model import User
 
@@ -49,13 +54,58 @@ def _actor(user: User, method: str, session_id: str | None = None) -> Actor:
                      on_premises=current_app.config["LABAPP"]["ON_PREMISES"])
 
 
-def _from_basic(username: str, password: str) -> Actor:
-    if password.startswith(PAT_PREFIX):
-        user = pats.user_for_pat(username, password)
-        if user is not None:
-            return _actor(user, "pat")
-    throttle.check(username, client_address())
-    return _actor(sessions.check_password(username, password), "basic")
+def verify_password(username: str, password: str) -> VerifiedPassword:
+    """Check throttling, then the password, holding no write lock while Argon2 runs.
+
+    A failure is recorded in a short write of its own before :class:`InvalidCredentials`
+    propagates; a throttled attempt (:class:`TooManyRequests`) is not a failure.
+    """
+    address = client_address()
+    throttle.check(username, address)
+    return _checked_password(username, password, address)
+
+
+def _checked_password(username: str, password: str, address: str) -> VerifiedPassword:
+    try:
+        return sessions.check_password(username, password)
+    except InvalidCredentials:
+        with transaction():
+            throttle.record_failure(username, address)
+        raise
+
+
+def _from_basic_password(username: str, password: str) -> Actor:
+    """Basic ``username:password``; a success is remembered briefly (:mod:`basic_cache`).
+
+    Throttling is checked first, so a throttled client learns nothing from the memory.
+    """
+    address = client_address()
+    pair_failures = throttle.check(username, address)
+    memory = basic_cache.memory()
+    user = db.session.get(User, username)
+    if (user is not None and user.is_active and user.password_hash
+            and memory.recalls(username, password, user.password_hash)):
+        return _actor(user, "basic")
+    verified = _checked_password(username, password, address)
+    if verified.fresh_hash is not None or pair_failures:
+        with transaction():
+            sessions.store_fresh_hash(verified)
+            throttle.clear(username, address)
+    memory.remember(username, password, verified.fresh_hash or verified.password_hash)
+    return _actor(db.session.get(User, verified.user_id), "basic")
+
+
+def _from_basic(username: str, secret: str) -> Actor:
+    """A valid PAT is never throttled; anything else is checked as a password (so a wrong PAT
+    counts as a failed login)."""
+    if secret.startswith(PAT_PREFIX):
+        match = pats.user_for_pat(username, secret)
+        if match is not None:
+            if match.stale_use:
+                with transaction():
+                    pats.record_use(match.token_id)
+            return _actor(match.user, "pat")
+    return _from_basic_password(username, secret)
 
 
 def _basic_credentials() -> tuple[str, str] | None:
@@ -85,14 +135,7 @@ def _from_header() -> Actor:
     if credentials is None:
         raise NotAuthenticated("The Basic credentials are malformed; send "
                                "base64(username:password).", code="invalid_authorization")
-    username, secret = credentials
-    try:
-        with transaction():
-            return _from_basic(username, secret)
-    except InvalidCredentials:
-        with transaction():
-            throttle.record_failure(username, client_address())
-        raise
+    return _from_basic(*credentials)
 
 
 def _from_cookie() -> Actor:

@@ -21,6 +21,7 @@ PRODUCTION_HASHER = secrets.hasher
 SESSION_COOKIE = "labapp_session"
 REFRESH_COOKIE = "labapp_refresh"
 FORBIDDEN_KEY_PARTS = ("password", "hash", "secret", "token")
+CLIENT_ADDRESS = "127.0.0.1"  # where the Flask test client's requests come from
 
 
 def problem(response: TestResponse, status: int, code: str) -> dict[str, Any]:
@@ -78,7 +79,7 @@ def database(app: Flask) -> Iterator[Session]:
 
 
 def seed_failures(app: Flask, count: int, *, username: str = "someone",
-                  address: str = "192.0.2.1", age: timedelta = timedelta(0)) -> None:
+                  address: str = CLIENT_ADDRESS, age: timedelta = timedelta(0)) -> None:
     """Record ``count`` failed logins that happened ``age`` ago, without any hashing."""
     at = utc_now() - age
     with database(app) as session:

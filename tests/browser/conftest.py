@@ -2,23 +2,27 @@
 
 Browser tests run in the SQLite pass only. Without /usr/bin/chromium they are skipped locally
 but fail under CI=true, where a missing browser means a broken machine, not a reason to skip.
-Each test module sets ``pytestmark = BROWSER_MARKS``.
+Each test module sets ``pytestmark = BROWSER_MARKS``. Every page a test drives through the
+``page`` fixture fails the test when the browser reports a Content-Security-Policy violation.
 """
 from __future__ import annotations
 
+import json
 import os
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
+from urllib.request import Request, urlopen
 
 import pytest
 from flask import Flask
-from playwright.sync_api import Browser, Page, sync_playwright
+from playwright.sync_api import Browser, BrowserContext, ConsoleMessage, Page, sync_playwright
 from werkzeug.serving import make_server
 
 from labapp.db import transaction
 from labapp.users.service import create_user
-from tests.conftest import BACKEND, DEFAULT_DEPARTMENT, PASSWORD, run_init
+from tests.conftest import BACKEND, DEFAULT_DEPARTMENT, PASSWORD, basic_header, run_init
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -36,14 +40,20 @@ BROWSER_MARKS = [
 
 
 @pytest.fixture
-def live_server(fresh_app: Callable[..., Flask]) -> Iterator[str]:
-    """The base URL of a server running a freshly initialised app with the user carol."""
+def live_app(fresh_app: Callable[..., Flask]) -> Flask:
+    """A freshly initialised app with the user carol (the one :func:`live_server` serves)."""
     app = fresh_app()
     run_init(app)
     with app.app_context(), transaction():
         create_user(username=USERNAME, name="Carol Chemist", department_id=DEFAULT_DEPARTMENT,
                     password=PASSWORD, created_by="admin")
-    server = make_server("127.0.0.1", 0, app, threaded=True)
+    return app
+
+
+@pytest.fixture
+def live_server(live_app: Flask) -> Iterator[str]:
+    """The base URL of a server running :func:`live_app`."""
+    server = make_server("127.0.0.1", 0, live_app, threaded=True)
     thread = threading.Thread(target=server.serve_forever, name="live-server")
     thread.start()
     try:
@@ -66,14 +76,34 @@ def browser() -> Iterator[Browser]:
             chromium.close()
 
 
+def is_csp_violation(message: ConsoleMessage) -> bool:
+    """Whether Chromium's console message reports a blocked resource, script or style."""
+    return message.type == "error" and "Content Security Policy" in message.text
+
+
+def watch_csp(context: BrowserContext) -> list[str]:
+    """The CSP violations any page of ``context`` reports on its console, as they come."""
+    violations: list[str] = []
+
+    def record(message: ConsoleMessage) -> None:
+        if is_csp_violation(message):
+            violations.append(f"{message.page.url if message.page else '?'}: {message.text}")
+
+    context.on("console", record)
+    return violations
+
+
 @pytest.fixture
 def page(live_server: str, browser: Browser) -> Iterator[Page]:
-    """A page in a new browser context; the server outlives the browser."""
+    """A page in a new browser context; the server outlives the browser. The test fails
+    when any page of the context reports a Content-Security-Policy violation."""
     context = browser.new_context(base_url=live_server)
+    violations = watch_csp(context)
     try:
         yield context.new_page()
     finally:
         context.close()
+    assert violations == [], "Content-Security-Policy violations"
 
 
 def log_in(page: Page, base_url: str) -> None:
@@ -83,3 +113,15 @@ def log_in(page: Page, base_url: str) -> None:
     page.fill("#password", PASSWORD)
     page.click("#login-form button[type=submit]")
     page.wait_for_url(f"{base_url}/")
+
+
+def create_entities(base_url: str, *items: dict[str, Any], username: str = USERNAME,
+                    password: str = PASSWORD) -> list[dict[str, Any]]:
+    """Create ``items`` through ``POST /api/entity`` on the live server (as carol)."""
+    body = json.dumps({"entities": list(items)}).encode()
+    request = Request(f"{base_url}/api/entity", data=body, method="POST",
+                      headers={"Content-Type": "application/json",
+                               **basic_header(username, password)})
+    with urlopen(request, timeout=10) as response:
+        assert response.status == 201
+        return json.load(response)["entities"]

@@ -81,3 +81,23 @@ def test_pick_a_step_by_suggestion_and_move_the_status(page: Page, live_server: 
         '"to": "InProgress"')
     expect(page.locator("#status-form button")).to_have_text(
         ["Completed", "Canceled", "Initial", "Discarded"])
+
+
+def test_children_pages_swap_in_place(page: Page, live_server: str) -> None:
+    (rack,) = create(live_server, {"eClass": "Sample", "id": "#rack", "name": "Rack"})
+    create(live_server, *({"eClass": "Sample", "name": f"Tube {number:02d}",
+                           "parentID": rack["id"]} for number in range(55)))
+    log_in(page, live_server)
+    page.goto(f"/entities/Sample/{rack['id']}")
+    rows = page.locator("#hierarchy .tree > .tree-item")
+    expect(rows).to_have_count(50)
+    page.evaluate("window.sameDocument = true")
+
+    page.locator("#hierarchy a[rel=next]").click()
+    expect(rows).to_have_count(5)
+    expect(rows.first).to_contain_text("Tube 50")
+    expect(page.locator("#hierarchy .tree-pager")).to_contain_text("51–55 of 55")
+    assert page.url.endswith(f"/entities/Sample/{rack['id']}?skip=50#hierarchy")
+    page.locator("#hierarchy a[rel=prev]").click()
+    expect(rows.first).to_contain_text("Tube 00")
+    assert page.evaluate("window.sameDocument") is True, "htmx swapped the page of children"

@@ -61,9 +61,10 @@ def created(response: TestResponse) -> dict[str, Any]:
 
 
 def store_files(app: Flask) -> list[Path]:
-    """Every file in the content store, temporary ones included."""
+    """Every file in the content store, partial uploads and pins included (not the lock
+    file every writer takes)."""
     root = Path(app.config["LABAPP"]["INSTANCE_PATH"]) / "files"
-    return sorted(path for path in root.rglob("*") if path.is_file())
+    return sorted(path for path in root.rglob("*") if path.is_file() and path != root / ".lock")
 
 
 def row_counts(app: Flask) -> dict[str, int]:

@@ -1,6 +1,6 @@
 """``POST /api/file``: both encodings, defaults, deduplicated storage and every bad input.
 
-A rejected upload writes no row (its content may stay in the store, unreferenced).
+A rejected upload writes no row (and leaves no content in the store: test_orphans.py).
 """
 from __future__ import annotations
 

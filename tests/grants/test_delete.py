@@ -1,13 +1,18 @@
 """``DELETE /api/department/{id}`` and ``DELETE /api/project/{id}``: a container that still
 owns entities is 409 unless ``?force=true`` (ADMIN), which clears the references; grants on
-and to it go with it (decisions §5)."""
+and to it go with it (decisions §5). Every entity whose reference is cleared is changed like
+any other update: version + 1, modifiedBy/modifiedUtc and an ``update`` audit event."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 from flask import Flask
+from sqlalchemy import select
 
+from labapp.db import db
+from labapp.model import AuditEvent, Entity
 from tests.conftest import DEFAULT_DEPARTMENT, ApiClient
 from tests.contracts.problem import assert_problem
 from tests.entities.conftest import Grants, fetch, save
@@ -79,6 +84,28 @@ def busy_world(admin: ApiClient, department: Callable, project: Callable, make_u
     return {"busy": busy, "child": child, "proj": proj}
 
 
+def assert_cleared(before: dict[str, Any], after: dict[str, Any], old: str,
+                   fields: set[str]) -> None:
+    """``after`` is ``before`` changed once by the administrator: ``fields`` went from ``old``
+    to null, with one more version and one more audit event recording exactly that."""
+    assert after["version"] == before["version"] + 1
+    assert after["modifiedBy"] == "admin"
+    assert after["modifiedUtc"] >= before["modifiedUtc"]
+    assert len(after["auditEvents"]) == len(before["auditEvents"]) + 1
+    newest = after["auditEvents"][0]
+    assert (newest["action"], newest["version"], newest["userID"]) == (
+        "update", after["version"], "admin")
+    assert newest["timestampUtc"] == after["modifiedUtc"]
+    assert newest["changes"] == {field: {"old": old, "new": None} for field in fields}
+    for field in fields:
+        assert after[field] is None
+
+
+def assert_unchanged(before: dict[str, Any], after: dict[str, Any]) -> None:
+    assert (after["version"], after["modifiedUtc"], after["auditEvents"]) == (
+        before["version"], before["modifiedUtc"], before["auditEvents"])
+
+
 def test_only_admin_may_force(app: Flask, busy_world: dict[str, str],
                               member: Callable[..., ApiClient]) -> None:
     manager = member("dm", roles=["DATA_MANAGER"])
@@ -110,6 +137,27 @@ def test_admin_force_clears_the_references(app: Flask, admin: ApiClient,
     mia = api_as("mia")
     assert fetch(mia, "Sample", "DEL-P")["accessType"] == "Write"
     assert mia.get("/api/user").get_json()["departmentID"] is None
+
+
+def test_force_records_every_cleared_reference(admin: ApiClient,
+                                              busy_world: dict[str, str]) -> None:
+    """Each entity is bumped once and audited once, even when two of its fields pointed at
+    the department (a note about it, which also belongs to it)."""
+    busy, child, proj = busy_world["busy"], busy_world["child"], busy_world["proj"]
+    (note,) = save(admin, {"eClass": "Note", "subjectID": busy, "content": "about Busy"})
+    assert note["departmentID"] == busy
+    touched = {("Sample", "DEL-S"): {"departmentID"}, ("User", "mia"): {"departmentID"},
+               ("Department", child): {"parentID"}, ("Project", proj): {"departmentID"},
+               ("Note", note["id"]): {"subjectID", "departmentID"}}
+    kept = [("Sample", "DEL-P"), ("Department", DEFAULT_DEPARTMENT), ("User", "admin")]
+    before = {key: fetch(admin, *key) for key in [*touched, *kept]}
+
+    assert admin.delete(f"/api/department/{busy}?force=true").status_code == 204
+
+    for key, fields in touched.items():
+        assert_cleared(before[key], fetch(admin, *key), busy, fields)
+    for key in kept:
+        assert_unchanged(before[key], fetch(admin, *key))
 
 
 def test_force_is_a_boolean(app: Flask, admin: ApiClient, department: Callable) -> None:
@@ -170,13 +218,15 @@ def test_only_admin_may_force_a_project(app: Flask, alice: ApiClient, busy_proje
 
 def test_admin_force_deletes_a_project_in_use(app: Flask, admin: ApiClient, alice: ApiClient,
                                               busy_project: str) -> None:
-    away = fetch(admin, "Sample", "DEL-S")["departmentID"]
+    before = fetch(admin, "Sample", "DEL-S")
+    away = before["departmentID"]
 
     assert admin.delete(f"/api/project/{busy_project}?force=true").status_code == 204
 
     fetch(admin, "Project", busy_project, 404)
     sample = fetch(admin, "Sample", "DEL-S")
     assert (sample["projectID"], sample["departmentID"]) == (None, away)
+    assert_cleared(before, sample, busy_project, {"projectID"})
     assert grant_rows(app)["project"] == []
     # alice saw the sample only through the project.
     fetch(alice, "Sample", "DEL-S", 404)
@@ -191,3 +241,26 @@ def test_a_department_or_user_cannot_be_deleted_as_a_project(app: Flask, admin: 
         assert_problem(admin.delete(f"/api/project/{target}?force=true"), 404, "not_found")
     assert_problem(admin.delete("/api/department/alice?force=true"), 404, "not_found")
     assert state(app) == before
+
+
+def test_force_over_many_entities_bumps_and_audits_each_once(app: Flask, admin: ApiClient,
+                                                             project: Callable) -> None:
+    """The references are cleared set-based; every row still gets its version and audit."""
+    proj = project("Large")
+    ids = [entity["id"] for entity in save(admin, *[
+        {"eClass": "Sample", "name": f"L{number}", "projectID": proj}
+        for number in range(240)])]
+
+    assert admin.delete(f"/api/project/{proj}?force=true").status_code == 204
+
+    with app.app_context():
+        rows = db.session.execute(select(Entity.id, Entity.project_id, Entity.version,
+                                         Entity.modified_by)
+                                  .where(Entity.id.in_(ids))).all()
+        audits = db.session.execute(select(AuditEvent.entity_id, AuditEvent.version,
+                                           AuditEvent.changes)
+                                    .where(AuditEvent.entity_id.in_(ids),
+                                           AuditEvent.action == "update")).all()
+    assert sorted(rows) == sorted((entity_id, None, 2, "admin") for entity_id in ids)
+    assert sorted(audits) == sorted(
+        (entity_id, 2, {"projectID": {"old": proj, "new": None}}) for entity_id in ids)

@@ -1,16 +1,35 @@
 """The installation never loses its last active administrator, through any door: revoking
-ADMIN, deactivating through ``PUT /api/user`` or through ``POST /api/entity`` (409)."""
+ADMIN, deactivating through ``PUT /api/user`` or through ``POST /api/entity`` (409) — also
+when two administrators remove each other at the same moment."""
 from __future__ import annotations
 
-from collections.abc import Callable
+import threading
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from typing import Any
 
+import psycopg
 import pytest
 from flask import Flask
+from sqlalchemy.engine import make_url
 
-from tests.conftest import ApiClient
+from labapp.db import db, transaction
+from labapp.model import User
+from labapp.users.service import create_user
+from tests.conftest import (
+    BACKEND,
+    DEFAULT_DEPARTMENT,
+    PASSWORD,
+    ApiClient,
+    bearer_header,
+    login,
+    run_init,
+)
 from tests.contracts.problem import assert_problem
 from tests.entities.conftest import body_of
+from tests.sequences.workers import BARRIER_TIMEOUT_S
 from tests.users.conftest import state, stored_user
 
 
@@ -126,3 +145,96 @@ def test_users_are_never_hard_deleted(app: Flask, admin: ApiClient, alice: ApiCl
         assert response.mimetype == "application/problem+json"
     assert state(app) == before
     assert alice.get("/api/user").status_code == 200
+
+
+# --- two administrators removing each other at once (PostgreSQL) ---------------------------
+# Each request counts the other active administrators and then writes. Without a lock both
+# can count before either commits, and both succeed. To make that interleaving certain
+# rather than lucky, the test holds a SHARE lock on audit_event: every door writes its audit
+# event after its check, so each request is stopped there, past its check, until the test
+# lets go. The test waits until PostgreSQL itself shows both requests waiting on a lock
+# (pg_stat_activity), then releases: with the admin rows locked, the second request was
+# waiting for the first one's lock instead, and counts again once the first has committed.
+
+RACES = {"put-put": (deactivate_by_put, deactivate_by_put),
+         "entity-revoke": (deactivate_by_entity, revoke_admin),
+         "revoke-put": (revoke_admin, deactivate_by_put)}
+WAIT_S = 30
+
+
+def _dsn(app: Flask) -> str:
+    url = make_url(app.config["SQLALCHEMY_DATABASE_URI"])
+    return url.set(drivername="postgresql").render_as_string(hide_password=False)
+
+
+@contextmanager
+def audit_writes_held(app: Flask) -> Iterator[psycopg.Connection]:
+    """A connection holding a lock that makes every audit event insert wait; let go on exit."""
+    with psycopg.connect(_dsn(app)) as holder:
+        holder.execute("LOCK TABLE audit_event IN SHARE MODE")
+        try:
+            yield holder
+        finally:
+            holder.rollback()
+
+
+def wait_for_lock_waiters(holder: psycopg.Connection, count: int) -> None:
+    """Return once ``count`` other sessions of the database wait on a lock (PostgreSQL's own
+    view of the requests; polled, since PostgreSQL cannot notify it)."""
+    deadline = time.monotonic() + WAIT_S
+    waiting = -1
+    while time.monotonic() < deadline:
+        # The holder is inside a transaction, which would keep seeing its first snapshot.
+        holder.execute("SELECT pg_stat_clear_snapshot()")
+        waiting = holder.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+            "AND pid <> pg_backend_pid() AND wait_event_type = 'Lock'").fetchone()[0]
+        if waiting >= count:
+            return
+        time.sleep(0.01)
+    raise AssertionError(f"{waiting} requests waiting on a lock after {WAIT_S} s, not {count}")
+
+
+def active_admins(app: Flask) -> list[str]:
+    with app.app_context():
+        users = db.session.query(User).filter(User.is_active.is_(True)).order_by(User.id)
+        active = [user.id for user in users if "ADMIN" in user.roles]
+        db.session.remove()
+    return active
+
+
+@pytest.mark.skipif(BACKEND != "postgresql",
+                    reason="PostgreSQL row locks; on SQLite BEGIN IMMEDIATE serialises writers")
+@pytest.mark.parametrize("race", RACES)
+def test_two_admins_removing_each_other_at_once_leave_one(
+        fresh_app: Callable[..., Flask], race: str) -> None:
+    app = fresh_app()
+    run_init(app)
+    with app.app_context(), transaction():
+        for username in ("ada", "bob"):
+            create_user(username=username, name=username.title(),
+                        department_id=DEFAULT_DEPARTMENT, password=PASSWORD, roles=["ADMIN"],
+                        created_by="tests")
+    clients = {username: ApiClient(app.test_client(use_cookies=False), bearer_header(
+        login(app.test_client(), username)["accessToken"]), "bearer")
+        for username in ("ada", "bob")}
+    body_of(deactivate_by_put(clients["ada"], "admin"), 200)
+    assert active_admins(app) == ["ada", "bob"]
+    ada_door, bob_door = RACES[race]
+    start = threading.Barrier(2)
+
+    def remove(door: Callable[[ApiClient, str], Any], api: ApiClient, other: str):
+        start.wait(BARRIER_TIMEOUT_S)
+        return door(api, other)
+
+    with ThreadPoolExecutor(2) as pool, audit_writes_held(app) as holder:
+        answers = [pool.submit(remove, ada_door, clients["ada"], "bob"),
+                   pool.submit(remove, bob_door, clients["bob"], "ada")]
+        wait_for_lock_waiters(holder, 2)
+    responses = [answer.result() for answer in answers]
+
+    assert sorted(response.status_code for response in responses) == [200, 409], [
+        response.get_json() for response in responses]
+    (refused,) = [response for response in responses if response.status_code == 409]
+    assert_problem(refused, 409, "last_admin")
+    assert len(active_admins(app)) == 1

@@ -3,16 +3,18 @@ sample, another department, and readers for the HTML the pages answer."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from html import unescape
 from typing import Any
 
 import pytest
 from flask import Flask
 from flask.testing import FlaskClient
+from sqlalchemy import event
 from werkzeug.test import TestResponse
 
-from labapp.db import transaction
+from labapp.db import db, transaction
 from labapp.model.access import DepartmentAccess
 from tests.conftest import ADMIN_PASSWORD, ApiClient
 from tests.web.test_pages import page_login
@@ -64,6 +66,29 @@ def grant(app: Flask, user: str, department: str, access: str) -> None:
     with app.app_context(), transaction() as session:
         session.add(DepartmentAccess(department_id=department, user_id=user,
                                      access_type=access))
+
+
+@contextmanager
+def statements(app: Flask) -> Iterator[list[str]]:
+    """The SQL statements the database receives inside the block, as they come."""
+    seen: list[str] = []
+
+    def record(_connection: Any, _cursor: Any, statement: str, *_args: Any) -> None:
+        seen.append(statement)
+
+    with app.app_context():
+        engine = db.engine
+    event.listen(engine, "before_cursor_execute", record)
+    try:
+        yield seen
+    finally:
+        event.remove(engine, "before_cursor_execute", record)
+
+
+def entity_reads(seen: list[str]) -> list[str]:
+    """The statements among ``seen`` that read the ``entity`` table (not the login's own)."""
+    return [statement for statement in seen
+            if re.search(r"\bFROM entity\b", statement) and "login_session" not in statement]
 
 
 @pytest.fixture

@@ -10,7 +10,16 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from tests.conftest import DEFAULT_DEPARTMENT
-from tests.web.conftest import fetch, grant, hidden, html_of, row_ids, save
+from tests.web.conftest import (
+    entity_reads,
+    fetch,
+    grant,
+    hidden,
+    html_of,
+    row_ids,
+    save,
+    statements,
+)
 from tests.web.test_pages import HTMX, page_login, post_form
 
 # ---- Login and navigation ---------------------------------------------------------------------
@@ -45,6 +54,16 @@ def test_class_cards_count_visible_entities(signed_in, sample, other_department,
     assert "/entities/File/new" not in file_card, "files come from uploads"
     project_card = re.search(r'id="class-Project">.*?</section>', html, re.S).group(0)
     assert "/entities/Project/new" not in project_card, "needs DATA_MANAGER"
+    plate_card = re.search(r'id="class-Plate">.*?</section>', html, re.S).group(0)
+    assert '<span class="count">0</span> entities' in plate_card
+
+
+def test_class_cards_are_counted_in_one_query(app, signed_in, sample):
+    with statements(app) as seen:
+        response = signed_in.get("/entities")
+    assert response.status_code == 200
+    [count] = entity_reads(seen)
+    assert "GROUP BY entity.eclass" in count
 
 
 def test_unknown_class_is_a_404_page(signed_in):
@@ -61,9 +80,9 @@ def test_table_shows_default_columns_with_links(signed_in, sample):
     assert response.status_code == 200
     headers = re.findall(r'<th scope="col"[^>]*>\s*<a href="[^"]*"[^>]*>([^<▲▼]+)', html)
     assert [header.strip() for header in headers] == [
-        "ID", "Name", "Status", "Type", "Modified (UTC)", "Well", "Position", "Amount"]
+        "ID", "Name", "Status", "Type", "Modified", "Well", "Position", "Amount"]
     assert row_ids(response) == [sample["id"]]
-    assert "<td>Broth</td>" in html and "<td>2.5</td>" in html
+    assert "<td>Broth</td>" in html and '<td class="num">2.5</td>' in html
     assert "Showing 1–1 of 1" in html
 
 
@@ -106,7 +125,7 @@ def test_chosen_columns_and_attribute_columns(signed_in, sample):
     html = html_of(response)
     headers = re.findall(r'<th scope="col"[^>]*>\s*<a href="[^"]*"[^>]*>([^<▲▼]+)', html)
     assert [header.strip() for header in headers] == ["ID", "Name", "Barcode", "attributes.ph"]
-    assert "<td>7.2</td>" in html
+    assert '<td class="num">7.2</td>' in html
     # The picker and every link keep the choice, canonical and comma-joined.
     assert 'value="attributes.ph" checked' in html and 'value="name" checked' in html
     assert "columns=name,barcode,attributes.ph" in unescape(html)
@@ -170,10 +189,11 @@ def test_detail_shows_fields_attributes_audit_and_events(signed_in, sample):
     html = html_of(response)
     assert response.status_code == 200
     assert "<dt>Amount</dt>\n    <dd>2.5</dd>" in html
-    assert '<dt>Department ID</dt>\n    <dd><a href="/entities/Department/DEP00001">' in html
+    assert '<dt>Department</dt>\n    <dd><a href="/entities/Department/DEP00001">' in html
     assert "<tr><td><code>colour</code></td><td>amber</td></tr>" in html
     assert "<td><code>attributes.ph</code></td>" in html, "the audit trail shows each key"
-    assert "<strong>Created</strong> · alice" in html
+    assert ('<strong>Created</strong> · <a href="/entities/User/alice">Alice Liddell</a> '
+            '<span class="muted ref-id">alice</span>') in html
     assert 'id="edit-entity"' in html and 'id="clone-entity"' in html
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from html import unescape
 from typing import Any
 
 import pytest
@@ -73,7 +74,8 @@ def test_detail_page_shows_one_level_of_children_with_toggles(signed_in, lab):
     culture = lab["Culture"]["id"]
     # Without JavaScript the toggle is a link to the child's page; htmx loads its children.
     assert re.search(rf'<a class="tree-toggle" href="/entities/Sample/{culture}"[^>]*'
-                     rf'hx-get="/entities/Sample/{culture}/children"', tree)
+                     rf'hx-get="/entities/Sample/{culture}/children\?nested=1"', tree)
+    assert 'class="pager' not in tree, "one page holds them all"
     leaf = html_of(signed_in.get(f"/entities/Sample/{lab['Drop']['id']}"))
     assert 'id="no-children"' in leaf
 
@@ -83,13 +85,79 @@ def test_children_block_answers_htmx_alone(signed_in, lab):
     response = signed_in.get(path, headers=HTMX)
     html = html_of(response)
     assert response.status_code == 200
-    assert "<html" not in html and html.strip().startswith('<ul class="tree">')
+    assert "<html" not in html and html.strip().startswith('<div class="tree-page">')
     assert tree_names(html) == ["Aliquot"]
-    assert f'hx-get="/entities/Sample/{lab["Aliquot"]["id"]}/children"' in html
+    assert f'hx-get="/entities/Sample/{lab["Aliquot"]["id"]}/children?nested=1"' in html
     plain = signed_in.get(path)
     assert plain.status_code == 303
     assert plain.headers["Location"] == f"/entities/Sample/{lab['Culture']['id']}"
     assert signed_in.get("/entities/Sample/SAM99999/children", headers=HTMX).status_code == 404
+
+
+def pager_links(html: str) -> dict[str, dict[str, str]]:
+    """The links of a children pager by ``rel``: their attributes, unescaped."""
+    links = {}
+    for tag in re.findall(r'<a class="button button-secondary" rel=[^>]*>', html):
+        attributes = dict(re.findall(r'([\w-]+)="([^"]*)"', tag))
+        links[attributes["rel"]] = {name: unescape(value) for name, value in attributes.items()}
+    return links
+
+
+@pytest.fixture
+def crowded(api: ApiClient) -> dict[str, Any]:
+    """A sample with 55 samples in it and 50 notes about it: 105 children, three pages."""
+    (rack,) = save(api, {"eClass": "Sample", "name": "Rack"})
+    save(api, *({"eClass": "Sample", "name": f"Tube {number:02d}", "parentID": rack["id"]}
+                for number in range(55)),
+         *({"eClass": "Note", "name": f"Note {number:02d}", "subjectID": rack["id"],
+            "content": "checked"} for number in range(50)))
+    return rack
+
+
+def test_children_are_paged_like_the_lists(signed_in, crowded):
+    path = f"/entities/Sample/{crowded['id']}"
+    first = section(html_of(signed_in.get(path)), "hierarchy")
+    assert tree_names(first) == [f"Tube {number:02d}" for number in range(50)]
+    assert "Children <span class=\"muted small\">(105)</span>" in first
+    assert "1–50 of 105" in first
+    links = pager_links(first)
+    assert list(links) == ["next"]
+    assert links["next"]["href"] == f"{path}?skip=50#hierarchy"
+    assert links["next"]["hx-get"] == f"{path}/children?skip=50"
+    assert links["next"]["hx-push-url"] == links["next"]["href"]
+
+    # The next page, swapped in by htmx: the last tubes, then the notes (class order).
+    second = signed_in.get(links["next"]["hx-get"], headers=HTMX)
+    html = html_of(second)
+    assert second.status_code == 200 and "<html" not in html
+    assert tree_names(html) == ([f"Tube {number:02d}" for number in range(50, 55)]
+                                + [f"Note {number:02d}" for number in range(45)])
+    assert "51–100 of 105" in html
+    assert {rel: link["hx-get"] for rel, link in pager_links(html).items()} == {
+        "prev": f"{path}/children", "next": f"{path}/children?skip=100"}
+
+    # Without JavaScript the same page is the detail page at ?skip=; the last one is short.
+    third = section(html_of(signed_in.get(f"{path}?skip=100")), "hierarchy")
+    assert tree_names(third) == [f"Note {number:02d}" for number in range(45, 50)]
+    assert list(pager_links(third)) == ["prev"]
+    plain = signed_in.get(f"{path}/children?skip=100")
+    assert (plain.status_code, plain.headers["Location"]) == (303, f"{path}?skip=100")
+
+
+def test_nested_children_pages_stay_in_their_subtree(signed_in, crowded):
+    nested = html_of(signed_in.get(f"/entities/Sample/{crowded['id']}/children?nested=1",
+                                   headers=HTMX))
+    link = pager_links(nested)["next"]
+    assert link["hx-get"] == f"/entities/Sample/{crowded['id']}/children?skip=50&nested=1"
+    assert "hx-push-url" not in link, "a subtree's page leaves the address alone"
+
+
+@pytest.mark.parametrize("skip", ["-1", "many"])
+def test_a_bad_children_page_is_a_400(signed_in, crowded, skip):
+    path = f"/entities/Sample/{crowded['id']}"
+    assert signed_in.get(path, query_string={"skip": skip}).status_code == 400
+    fragment = signed_in.get(f"{path}/children", query_string={"skip": skip}, headers=HTMX)
+    assert fragment.status_code == 400
 
 
 def test_other_departments_ancestors_and_children_are_left_out(client, lab, make_user,

@@ -1,0 +1,94 @@
+"""A real gunicorn server on a fresh database, and plain HTTP clients for it.
+
+The database is created and initialised in this process (``flask init``, users, tokens) with
+the production Argon2 parameters; the server runs ``labapp:create_app()`` in its own
+processes, configured through ``LABAPP_*`` variables as an operator would.
+"""
+from __future__ import annotations
+
+import base64
+import http.client
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+WORKERS = 2  # what `make run` starts
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@dataclass(frozen=True)
+class Server:
+    host: str
+    port: int
+
+    def connection(self) -> http.client.HTTPConnection:
+        return http.client.HTTPConnection(self.host, self.port, timeout=60)
+
+
+@contextmanager
+def gunicorn(environment: dict[str, str], workers: int = WORKERS) -> Iterator[Server]:
+    """Serve ``labapp:create_app()`` with ``environment`` added to this process's; stopped
+    (SIGTERM, then waited for) on exit."""
+    port = free_port()
+    env = {**os.environ, **environment}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "gunicorn", "--bind", f"127.0.0.1:{port}", "--workers",
+         str(workers), "--log-level", "warning", "labapp:create_app()"],
+        env=env, cwd=Path(__file__).resolve().parent.parent)
+    server = Server("127.0.0.1", port)
+    try:
+        _wait_until_healthy(server, process)
+        yield server
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+def _wait_until_healthy(server: Server, process: subprocess.Popen) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"gunicorn exited with {process.returncode}")
+        try:
+            status, _ = request(server.connection(), "GET", "/healthz")
+            if status == 200:
+                return
+        except OSError:
+            pass
+        time.sleep(0.2)  # a server starting up: nothing to wait on but the port
+    raise RuntimeError("gunicorn did not become healthy within 60 s")
+
+
+def basic(username: str, secret: str) -> dict[str, str]:
+    token = base64.b64encode(f"{username}:{secret}".encode()).decode()
+    return {"Authorization": f"Basic {token}"}
+
+
+def bearer(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+def request(connection: http.client.HTTPConnection, method: str, path: str,
+            headers: dict[str, str] | None = None, body: Any = None) -> tuple[int, bytes]:
+    """One request on ``connection`` (reopened by http.client when the server closed it)."""
+    sent = dict(headers or {})
+    data = None
+    if body is not None:
+        data = json.dumps(body).encode()
+        sent["Content-Type"] = "application/json"
+    connection.request(method, path, body=data, headers=sent)
+    response = connection.getresponse()
+    return response.status, response.read()

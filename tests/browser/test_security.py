@@ -1,0 +1,81 @@
+"""The Content-Security-Policy in real headless Chromium: every page of the application loads
+without a violation (the ``page`` fixture fails the test on any), and htmx still swaps, posts
+and pushes under it (fixtures and skip rules in ``conftest.py``)."""
+from __future__ import annotations
+
+import re
+
+from flask import Flask, url_for
+from playwright.sync_api import Page, expect
+
+from labapp.web.headers import CONTENT_SECURITY_POLICY
+from tests.browser.conftest import BROWSER_MARKS, USERNAME, create_entities
+from tests.browser.test_access import log_in_as
+from tests.conftest import ADMIN_PASSWORD, DEFAULT_DEPARTMENT
+
+pytestmark = BROWSER_MARKS
+
+
+def page_addresses(app: Flask, values: dict[str, str]) -> list[str]:
+    """Every page of ``app``: each GET route outside ``/api`` and ``/static``, filled in."""
+    with app.test_request_context():
+        return sorted({url_for(rule.endpoint, **{name: values[name] for name in rule.arguments})
+                       for rule in app.url_map.iter_rules()
+                       if "GET" in rule.methods and rule.endpoint != "static"
+                       and not rule.rule.startswith("/api/")})
+
+
+def test_every_page_loads_without_a_policy_violation(page: Page, live_app: Flask,
+                                                     live_server: str) -> None:
+    experiment, step, sample = create_entities(
+        live_server,
+        {"eClass": "Experiment", "id": "#exp", "name": "Growth curve"},
+        {"eClass": "Step", "id": "#step", "name": "Inoculate", "experimentID": "#exp"},
+        {"eClass": "Sample", "name": "Broth", "stepID": "#step", "amount": 2.5, "unit": "mL"})
+    addresses = page_addresses(live_app, {
+        "eclass": "Sample", "entity_id": sample["id"], "area_slug": "departments",
+        "target_id": DEFAULT_DEPARTMENT, "user_id": USERNAME, "field": "name"})
+    assert "/entities/Sample/new" in addresses and "/admin/users" in addresses
+
+    log_in_as(page, live_server, "admin", ADMIN_PASSWORD)
+    extra = [f"/entities/Experiment/{experiment['id']}", f"/entities/Step/{step['id']}",
+             "/entities/Sample?orderby=name", "/entities/Nonsense"]
+    for address in addresses + extra:
+        response = page.goto(address)
+        assert response is not None, address
+        assert response.headers["content-security-policy"] == CONTENT_SECURITY_POLICY, address
+        page.wait_for_load_state("load")
+    expect(page.locator(".problem-title")).to_be_visible()
+
+    # Logged out, the login page and the pages sending visitors to it.
+    page.click("#logout-button")
+    page.wait_for_url(f"{live_server}/login")
+    page.goto("/entities")
+    page.wait_for_url(re.compile(r"/login\?next=/entities$"))
+
+
+def test_htmx_swaps_posts_and_pushes_under_the_policy(page: Page, live_server: str) -> None:
+    create_entities(live_server, *({"eClass": "Sample", "name": f"Tube {number:02d}"}
+                                   for number in range(55)))
+    (parent,) = create_entities(live_server, {"eClass": "Sample", "name": "Rack"})
+    log_in_as(page, live_server, USERNAME, "correct horse battery")
+    page.goto("/entities/Sample?orderby=name")
+    page.evaluate("window.sameDocument = true")
+
+    # A GET swap that pushes the address, and a 400 answer swapped in place.
+    page.click("#next-page")
+    expect(page.locator("#table-summary")).to_have_text("Showing 51–56 of 56")
+    assert page.url.endswith("skip=50")
+    page.fill("#filter", "name eq")
+    page.click("#table-query button[type=submit]")
+    expect(page.locator("#filter-error")).to_contain_text("at position")
+
+    # An htmx POST carrying the CSRF header from hx-headers.
+    assert page.evaluate("window.sameDocument") is True
+    page.goto(f"/entities/Sample/{parent['id']}")
+    page.evaluate("window.sameDocument = true")
+    page.fill("#note-content", "Checked under the policy")
+    page.click("#note-form button[type=submit]")
+    expect(page.locator("#notes .note-content")).to_have_text("Checked under the policy")
+    assert page.evaluate("window.sameDocument") is True
+    expect(page.locator("#htmx-error")).to_have_count(0)

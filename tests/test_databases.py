@@ -1,0 +1,48 @@
+"""``tests/databases.py``: the one way the suite and the benchmarks make a new database."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import psycopg
+import pytest
+from sqlalchemy.engine import make_url
+
+import bench.harness
+from tests import conftest, databases
+from tests.databases import BACKEND, new_database
+
+
+def test_the_benchmarks_and_the_suite_share_one_function() -> None:
+    assert conftest.new_database is databases.new_database
+    assert bench.harness.new_database is databases.new_database
+
+
+def test_an_unknown_backend_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(RuntimeError, match="sqlite or postgresql"):
+        with new_database(tmp_path, "oracle"):
+            pass
+
+
+def _dsn(url: str) -> str:
+    return make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+
+
+def _exists(name: str) -> bool:
+    with psycopg.connect(_dsn(databases.POSTGRES_URL), autocommit=True) as server:
+        return server.execute("SELECT 1 FROM pg_database WHERE datname = %s",
+                              (name,)).fetchone() is not None
+
+
+def test_a_new_database_is_fresh_and_goes_away(tmp_path: Path) -> None:
+    if BACKEND == "sqlite":
+        with new_database(tmp_path) as url:
+            assert url == f"sqlite:///{tmp_path / 'labapp.db'}"
+        return
+    with new_database(tmp_path, prefix="labapp_probe") as url:
+        name = make_url(url).database
+        assert name.startswith("labapp_probe_")
+        assert _exists(name)
+        with psycopg.connect(_dsn(url)) as connection:
+            assert connection.execute("SELECT count(*) FROM pg_tables WHERE schemaname = "
+                                      "'public'").fetchone() == (0,)
+    assert not _exists(name)
