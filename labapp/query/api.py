@@ -8,7 +8,12 @@ from flask import Blueprint, Response, jsonify
 from labapp.errors import NotFound
 from labapp.query.dataset import run_dataset
 from labapp.query.rows import list_view
-from labapp.query.schemas import ViewPageSchema, ViewQuerySchema, load_queries
+from labapp.query.schemas import (
+    DatasetQuerySchema,
+    ViewPageSchema,
+    ViewQuerySchema,
+    load_queries,
+)
 from labapp.query.views import find_view
 from labapp.web.endpoints import endpoint, json_payload
 from labapp.web.loader import current_actor
@@ -33,8 +38,8 @@ def view_rows(name: str, query: dict[str, Any]) -> Response:
 @endpoint("Run inter-related queries. The body is a JSON array of queries, each with "
           "collection or entity (its result key), eClass or view, and optional sortings, "
           "filters and select; the answer is an object keyed by result key.",
-          responses={200: "Results keyed by each query's collection or entity name"},
-          problems=(400, 413, 415))
+          forms={"application/json": DatasetQuerySchema(many=True)},
+          responses={200: "Results keyed by each query's collection or entity name"})
 def dataset() -> Response:
     queries = load_queries(json_payload())
     return jsonify(run_dataset(current_actor(), queries))

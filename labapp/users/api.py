@@ -29,7 +29,7 @@ def current_user() -> Response:
 @bp.put("/user")
 @endpoint("Update a user: yourself (name, email, initials, settings), or anyone as ADMIN "
           "(also departmentID, isActive, password).", body=UserUpdateSchema,
-          responses={200: UserSchema}, problems=(409,))
+          responses={200: UserSchema}, problems=(404, 409))
 def update_user(body: dict[str, Any]) -> Response:
     with transaction():
         user = service.update_user(current_actor(), dict(body))
@@ -46,7 +46,8 @@ def list_roles() -> Response:
 
 @bp.put("/userRole/assign")
 @require_scope(ADMIN)
-@endpoint("Give a user a role.", body=RoleChangeSchema, responses={200: UserSchema})
+@endpoint("Give a user a role.", body=RoleChangeSchema, responses={200: UserSchema},
+          problems=(404,))
 def assign_role(body: dict[str, Any]) -> Response:
     with transaction():
         data = UserSchema().dump(service.assign_role(body["name"], body["userID"],
@@ -57,7 +58,7 @@ def assign_role(body: dict[str, Any]) -> Response:
 @bp.put("/userRole/revoke")
 @require_scope(ADMIN)
 @endpoint("Take a role from a user (never the last active administrator's ADMIN).",
-          body=RoleChangeSchema, responses={200: UserSchema}, problems=(409,))
+          body=RoleChangeSchema, responses={200: UserSchema}, problems=(404, 409))
 def revoke_role(body: dict[str, Any]) -> Response:
     with transaction():
         data = UserSchema().dump(service.revoke_role(body["name"], body["userID"],

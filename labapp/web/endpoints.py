@@ -79,8 +79,9 @@ def endpoint(summary: str, *, responses: Mapping[int, SchemaRef | str | None],
     """Declare an API view (see the module docstring).
 
     With ``optional_body`` an empty request body loads as an empty object. ``forms`` maps
-    form media types to the schemas the view loads itself (documentation only); ``problems``
-    names further problem statuses the view can answer (such as 409).
+    the media types of a body the view loads itself (form uploads, a JSON array) to its
+    schema (documentation only); ``problems`` names further problem statuses the view can
+    answer (such as 409).
     """
     doc = ApiDoc(summary, dict(responses), body, query, optional_body, public, throttled,
                  dict(forms or {}), problems)
