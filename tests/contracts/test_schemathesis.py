@@ -21,7 +21,7 @@ from tests.contracts.fuzz_lab import MEMBER, FuzzLab, fuzz_lab
 # Generated examples per operation and caller in the fuzzing phase, on top of the coverage
 # phase's cases (boundaries, wrong types, missing parts derived from the document). Chosen
 # so that a pass stays under two minutes on two busy cores.
-EXAMPLES = 10
+EXAMPLES = 20
 
 CONFIG = {
     "checks": {
