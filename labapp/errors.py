@@ -12,7 +12,7 @@ from typing import Any
 
 from flask import Flask, Response, render_template, request
 from marshmallow import ValidationError
-from sqlalchemy.exc import DataError
+from sqlalchemy.exc import DataError, OperationalError
 from werkzeug.exceptions import HTTPException
 
 PROBLEM_MEDIA_TYPE = "application/problem+json"
@@ -178,6 +178,32 @@ def _handle_data_error(error: DataError) -> Response:
                     "A value does not fit its field (too long, out of range or malformed).")
 
 
+# PostgreSQL's deadlock_detected and serialization_failure: two requests wrote the same rows
+# in an order that cannot both succeed; the database rolled one back and a retry succeeds.
+_WRITE_CONFLICT_STATES = frozenset({"40P01", "40001"})
+# How long a client is told to wait before retrying a request the database was too busy for.
+RETRY_AFTER_BUSY = "1"
+
+
+def _handle_operational_error(error: OperationalError) -> Response:
+    """Contention is the client's to retry, never a 500: a PostgreSQL deadlock or
+    serialization failure is 409 ``write_conflict``; SQLite still locked after its busy
+    timeout is 503 ``database_busy`` with ``Retry-After``. Anything else is unexpected."""
+    original = error.orig
+    if getattr(original, "sqlstate", None) in _WRITE_CONFLICT_STATES:
+        log.info("write conflict on %s %s: %s", request.method, request.path, original)
+        return _respond(409, "write_conflict", "Write conflict",
+                        "Another request changed the same data at the same moment; nothing "
+                        "was saved. Send the request again.")
+    message = str(original).lower()
+    if "database is locked" in message or "database is busy" in message:
+        log.warning("database busy on %s %s", request.method, request.path)
+        return _respond(503, "database_busy", "Database busy",
+                        "The database was busy with other writes for too long; nothing was "
+                        "saved. Send the request again.", headers={"Retry-After": RETRY_AFTER_BUSY})
+    return _handle_unexpected(error)
+
+
 def reject_nul_characters() -> None:
     """No path, query or form value may hold NUL: no name or id has one, PostgreSQL refuses
     it. (JSON bodies are checked where they are parsed.)"""
@@ -193,6 +219,7 @@ def register_error_handlers(app: Flask) -> None:
     app.before_request(reject_nul_characters)
     app.register_error_handler(AppError, _handle_app_error)
     app.register_error_handler(DataError, _handle_data_error)
+    app.register_error_handler(OperationalError, _handle_operational_error)
     app.register_error_handler(ValidationError, _handle_validation_error)
     app.register_error_handler(HTTPException, _handle_http_exception)
     app.register_error_handler(Exception, _handle_unexpected)
