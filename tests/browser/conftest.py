@@ -11,6 +11,7 @@ import json
 import os
 import threading
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 from urllib.request import Request, urlopen
@@ -93,17 +94,25 @@ def watch_csp(context: BrowserContext) -> list[str]:
     return violations
 
 
-@pytest.fixture
-def page(live_server: str, browser: Browser) -> Iterator[Page]:
-    """A page in a new browser context; the server outlives the browser. The test fails
-    when any page of the context reports a Content-Security-Policy violation."""
-    context = browser.new_context(base_url=live_server)
+@contextmanager
+def watched_page(browser: Browser, **context_options: Any) -> Iterator[Page]:
+    """A page in a new browser context made with ``context_options``; fails the test when any
+    page of the context reports a Content-Security-Policy violation."""
+    context = browser.new_context(**context_options)
     violations = watch_csp(context)
     try:
         yield context.new_page()
     finally:
         context.close()
     assert violations == [], "Content-Security-Policy violations"
+
+
+@pytest.fixture
+def page(live_server: str, browser: Browser) -> Iterator[Page]:
+    """A page in a new browser context (see :func:`watched_page`); the server outlives the
+    browser."""
+    with watched_page(browser, base_url=live_server) as new_page:
+        yield new_page
 
 
 def log_in(page: Page, base_url: str) -> None:

@@ -4,14 +4,12 @@ suggest box; they see the project's sample but cannot edit it; Write is granted 
 succeeds (fixtures and skip rules in ``conftest.py``)."""
 from __future__ import annotations
 
-import json
 from typing import Any
-from urllib.request import Request, urlopen
 
 from playwright.sync_api import Browser, Page, expect
 
-from tests.browser.conftest import BROWSER_MARKS
-from tests.conftest import ADMIN_PASSWORD, basic_header
+from tests.browser.conftest import BROWSER_MARKS, create_entities
+from tests.conftest import ADMIN_PASSWORD
 
 pytestmark = BROWSER_MARKS
 
@@ -20,13 +18,7 @@ DAVE_PASSWORD = "dave digs the soil"
 
 def seed(base_url: str, *items: dict[str, Any]) -> list[dict[str, Any]]:
     """Create ``items`` through ``POST /api/entity`` on the live server as the administrator."""
-    body = json.dumps({"entities": list(items)}).encode()
-    request = Request(f"{base_url}/api/entity", data=body, method="POST",
-                      headers={"Content-Type": "application/json",
-                               **basic_header("admin", ADMIN_PASSWORD)})
-    with urlopen(request, timeout=10) as response:
-        assert response.status == 201
-        return json.load(response)["entities"]
+    return create_entities(base_url, *items, username="admin", password=ADMIN_PASSWORD)
 
 
 def log_in_as(page: Page, base_url: str, username: str, password: str) -> None:

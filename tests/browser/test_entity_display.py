@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from tests.browser.conftest import BROWSER_MARKS, create_entities, log_in, watch_csp
+from tests.browser.conftest import BROWSER_MARKS, create_entities, log_in, watched_page
 
 pytestmark = BROWSER_MARKS
 
@@ -17,14 +17,9 @@ pytestmark = BROWSER_MARKS
 @pytest.fixture
 def viewer(live_server: str, browser: Browser) -> Iterator[Page]:
     """A page of a browser in en-GB, in Los Angeles (UTC-8 in early March 2024)."""
-    context = browser.new_context(base_url=live_server, locale="en-GB",
-                                  timezone_id="America/Los_Angeles")
-    violations = watch_csp(context)
-    try:
-        yield context.new_page()
-    finally:
-        context.close()
-    assert violations == [], "Content-Security-Policy violations"
+    with watched_page(browser, base_url=live_server, locale="en-GB",
+                      timezone_id="America/Los_Angeles") as page:
+        yield page
 
 
 def test_names_numbers_and_local_times(viewer: Page, live_server: str) -> None:
