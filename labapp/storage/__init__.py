@@ -1,0 +1,1 @@
+"""Storage: locations, slots, check-in, check-out, location moves and their log."""

@@ -1,0 +1,302 @@
+"""Check-in and check-out of samples and plates (decisions §10).
+
+A request is one transaction: every item is read and checked before anything is written,
+and any refusal leaves everything as it was. Check-in locks the target location's row first
+(``SELECT … FOR UPDATE`` on PostgreSQL; on SQLite the unit of work already holds the write
+lock from ``BEGIN IMMEDIATE``), so concurrent check-ins into one location queue and the
+capacity and slot checks below count what is really there. Items are locked in id order.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import bindparam, insert, select, update
+
+from labapp.access.actor import Actor
+from labapp.access.visibility import NONE, WRITE, access_type
+from labapp.db import db
+from labapp.entities.audit import json_value
+from labapp.errors import Conflict, Forbidden, InvalidInput, NotFound
+from labapp.model import AuditEvent, Entity, EntityEvent, Location, Plate, Sample
+from labapp.model.registry import find_class
+from labapp.model.types import utc_now
+from labapp.storage import log, slots
+from labapp.storage.service import (
+    STORABLE_CLASSES,
+    get_location,
+    has_grid,
+    limit_of,
+    locations_api,
+    stored_counts,
+)
+
+MAX_ITEMS = 10_000
+_ENTITY = Entity.__table__
+_TABLES = {"Sample": Sample.__table__, "Plate": Plate.__table__}
+
+
+class StorageInputError(InvalidInput):
+    code = "invalid_storage_item"
+
+
+def _item_error(index: int, field: str, message: str) -> StorageInputError:
+    return StorageInputError(f"[{index}].{field}: {message}",
+                             errors=[{"field": f"[{index}].{field}", "message": message}])
+
+
+@dataclass
+class Item:
+    """One requested item with what is stored about it."""
+
+    index: int
+    eclass: str
+    id: str
+    wanted_position: str | None = None
+    location_id: str | None = None
+    position: str | None = None
+    plate_id: str | None = None
+    version: int = 0
+    new_position: str | None = None
+
+
+def read_request(raw: Any, *, positions: bool) -> list[Item]:
+    """The items of a body: an array of ``{eClass, id}`` (plus ``position`` on check-in)."""
+    if not isinstance(raw, list) or not raw:
+        raise StorageInputError("The body must be a non-empty JSON array of {eClass, id}.")
+    if len(raw) > MAX_ITEMS:
+        raise StorageInputError(f"At most {MAX_ITEMS} items per request.")
+    items: list[Item] = []
+    seen: dict[str, int] = {}
+    allowed = {"eClass", "id", "position"} if positions else {"eClass", "id"}
+    for index, entry in enumerate(raw):
+        if not isinstance(entry, dict):
+            raise _item_error(index, "_item", "expected an object {eClass, id}")
+        unknown = sorted(set(entry) - allowed)
+        if unknown:
+            raise _item_error(index, unknown[0], "unknown property")
+        eclass, entity_id = entry.get("eClass"), entry.get("id")
+        if not isinstance(eclass, str) or not eclass:
+            raise _item_error(index, "eClass", "required, Sample or Plate")
+        if not isinstance(entity_id, str) or not entity_id:
+            raise _item_error(index, "id", "required, the id of the item")
+        spec = find_class(eclass)
+        if spec is None:
+            raise _item_error(index, "eClass", f"unknown class {eclass!r}")
+        if spec.name not in STORABLE_CLASSES:
+            raise _item_error(index, "eClass", f"{spec.name} entities cannot be stored "
+                                               "(only Sample and Plate)")
+        if entity_id in seen:
+            raise _item_error(index, "id", f"{entity_id!r} is also items[{seen[entity_id]}]")
+        seen[entity_id] = index
+        position = entry.get("position")
+        if position is not None and (not isinstance(position, str) or not position.strip()):
+            raise _item_error(index, "position", "a slot such as 'B7'")
+        items.append(Item(index, spec.name, entity_id, position))
+    return items
+
+
+def _load_items(actor: Actor, items: list[Item]) -> None:
+    """Fill in where each item is; 404 (never revealing) / 403 naming the first bad item."""
+    by_id = {item.id: item for item in items}
+    ids = sorted(by_id)
+    found: dict[str, tuple[str, str | None, str | None]] = {}
+    for start in range(0, len(ids), 1000):
+        chunk = ids[start:start + 1000]
+        for row in db.session.execute(select(_ENTITY.c.id, _ENTITY.c.eclass,
+                                             _ENTITY.c.department_id, _ENTITY.c.project_id)
+                                      .where(_ENTITY.c.id.in_(chunk))):
+            found[row.id] = (row.eclass, row.department_id, row.project_id)
+    for item in items:
+        stored = found.get(item.id)
+        access = NONE if stored is None else access_type(actor, *stored)
+        if access == NONE or stored[0] != item.eclass:
+            raise NotFound(f"[{item.index}]: no {item.eclass} {item.id!r}.")
+        if access != WRITE:
+            raise Forbidden(f"[{item.index}]: you may read but not move {item.eclass} "
+                            f"{item.id!r}.")
+    for eclass, table in _TABLES.items():
+        wanted = [item_id for item_id in ids if by_id[item_id].eclass == eclass]
+        plate = table.c.plate_id if eclass == "Sample" else None
+        columns = [table.c.id, table.c.location_id, table.c.position, _ENTITY.c.version]
+        for start in range(0, len(wanted), 1000):
+            query = (select(*columns, *(() if plate is None else (plate,)))
+                     .join_from(table, _ENTITY, table.c.id == _ENTITY.c.id)
+                     .where(table.c.id.in_(wanted[start:start + 1000]))
+                     .order_by(table.c.id).with_for_update())
+            for row in db.session.execute(query):
+                item = by_id[row.id]
+                item.location_id, item.position, item.version = (row.location_id,
+                                                                 row.position, row.version)
+                item.plate_id = row.plate_id if plate is not None else None
+    for item in items:
+        if item.plate_id is not None:
+            raise Conflict(f"[{item.index}]: Sample {item.id} is on plate {item.plate_id}; "
+                           "it is stored with its plate.", code="on_plate")
+
+
+def _target(actor: Actor, location_id: str) -> Location:
+    location = get_location(actor, location_id)
+    if access_type(actor, location.eclass, location.department_id,
+                   location.project_id) != WRITE:
+        raise Forbidden(f"You may read but not store into location {location_id!r}.")
+    if location.status != "Active":
+        raise Conflict(f"Location {location_id} is {location.status}; nothing can be "
+                       "checked in.", code="location_inactive")
+    db.session.execute(select(Location.__table__.c.id)
+                       .where(Location.__table__.c.id == location_id).with_for_update())
+    return location
+
+
+def occupied_positions(location_id: str) -> dict[str, str]:
+    """``position → item id`` of the slots taken in a location."""
+    taken: dict[str, str] = {}
+    for eclass, table in _TABLES.items():
+        extra = (table.c.plate_id.is_(None),) if eclass == "Sample" else ()
+        for item_id, position in db.session.execute(
+                select(table.c.id, table.c.position)
+                .where(table.c.location_id == location_id, table.c.position.is_not(None),
+                       *extra)):
+            taken[position] = item_id
+    return taken
+
+
+def _place(location: Location, items: list[Item]) -> list[Item]:
+    """Check capacity and slots; set each moving item's ``new_position``. Returns the items
+    that change (an item already in its place is left alone)."""
+    grid = has_grid(location.rows, location.columns)
+    for item in items:
+        if item.wanted_position is None:
+            continue
+        if not grid:
+            raise _item_error(item.index, "position", f"location {location.id} has no "
+                                                      "rows × columns grid")
+        canonical = slots.canonical(item.wanted_position, location.rows, location.columns)
+        if canonical is None:
+            raise _item_error(item.index, "position",
+                              f"{item.wanted_position!r} is not a slot of the "
+                              f"{location.rows} × {location.columns} grid of {location.id}")
+        item.wanted_position = canonical
+    moving = [item for item in items if item.location_id != location.id
+              or (item.wanted_position is not None and item.wanted_position != item.position)]
+    limit = limit_of(location.capacity, location.rows, location.columns)
+    if limit is not None:
+        here = stored_counts([location.id]).get(location.id, 0)
+        for item in moving:
+            if item.location_id != location.id:
+                here += 1
+                if here > limit:
+                    raise Conflict(f"[{item.index}]: {item.eclass} {item.id} does not fit: "
+                                   f"location {location.id} holds at most {limit} items.",
+                                   code="location_full")
+    if not grid:
+        return moving
+    leaving = {item.position for item in moving if item.location_id == location.id}
+    taken = {position: holder for position, holder in occupied_positions(location.id).items()
+             if position not in leaving}
+    for item in moving:
+        if item.wanted_position is None:
+            continue
+        if item.wanted_position in taken:
+            raise Conflict(f"[{item.index}]: slot {item.wanted_position} of location "
+                           f"{location.id} is taken.", code="slot_taken")
+        taken[item.wanted_position] = item.id
+        item.new_position = item.wanted_position
+    free = slots.free_cells(location.rows, location.columns, taken)
+    for item in moving:
+        if item.new_position is None:
+            item.new_position = next(free, None)
+            if item.new_position is None:
+                raise Conflict(f"[{item.index}]: no free slot left in location "
+                               f"{location.id}.", code="location_full")
+    return moving
+
+
+def _write(items: list[Item], location_id: str | None, user_id: str) -> None:
+    """Store ``items`` at ``location_id`` (None: nowhere) with their new positions: rows,
+    versions, audit trail, events and the samples on moved plates."""
+    now = utc_now()
+    for eclass, table in _TABLES.items():
+        rows = [{"key": item.id, "loc": location_id, "pos": item.new_position}
+                for item in items if item.eclass == eclass]
+        if rows:
+            db.session.execute(update(table).where(table.c.id == bindparam("key"))
+                               .values(location_id=bindparam("loc"),
+                                       position=bindparam("pos")), rows,
+                               execution_options={"synchronize_session": False})
+    db.session.execute(update(_ENTITY).where(_ENTITY.c.id == bindparam("key"))
+                       .values(version=bindparam("ver"), modified_by=user_id,
+                               modified_utc=now),
+                       [{"key": item.id, "ver": item.version + 1} for item in items],
+                       execution_options={"synchronize_session": False})
+    plates = [item.id for item in items if item.eclass == "Plate"]
+    if plates:
+        sample = Sample.__table__
+        db.session.execute(update(sample).where(sample.c.plate_id.in_(plates))
+                           .values(location_id=location_id, position=None),
+                           execution_options={"synchronize_session": False})
+    audits, events = [], []
+    for item in items:
+        changes = {}
+        if item.location_id != location_id:
+            changes["locationID"] = {"old": item.location_id, "new": location_id}
+        if item.position != item.new_position:
+            changes["position"] = {"old": item.position, "new": item.new_position}
+        audits.append({"entity_id": item.id, "action": "update", "version": item.version + 1,
+                       "user_id": user_id, "timestamp_utc": now, "changes": changes})
+        if item.location_id is not None:
+            events.append({"entity_id": item.id, "kind": "CheckedOut", "user_id": user_id,
+                           "timestamp_utc": now,
+                           "data": {"locationID": item.location_id, "position": item.position}})
+        if location_id is not None:
+            events.append({"entity_id": item.id, "kind": "CheckedIn", "user_id": user_id,
+                           "timestamp_utc": now,
+                           "data": {"locationID": location_id,
+                                    "position": json_value(item.new_position)}})
+    db.session.execute(insert(AuditEvent.__table__), audits)
+    db.session.execute(insert(EntityEvent.__table__), events)
+    entries = [log.LogEntry(log.CHECKOUT, item.eclass, item.id, item.location_id, item.position)
+               for item in items if item.location_id is not None]
+    if location_id is not None:
+        entries += [log.LogEntry(log.CHECKIN, item.eclass, item.id, location_id,
+                                 item.new_position) for item in items]
+    log.write(entries, user_id, now)
+    db.session.expire_all()
+
+
+def check_in(actor: Actor, location_id: str, raw_items: Any) -> dict[str, Any]:
+    """Store every item in the location (decisions §10) and return the location.
+
+    Raises 400 (bad body, bad position), 404 (location or item not visible), 403 (not
+    writable), 409 ``location_full``, ``slot_taken``, ``on_plate`` or ``location_inactive``.
+    """
+    items = read_request(raw_items, positions=True)
+    location = _target(actor, location_id)
+    _load_items(actor, items)
+    moving = _place(location, items)
+    if moving:
+        _write(moving, location.id, actor.user_id)
+    return locations_api([get_location(actor, location_id)])[0]
+
+
+def check_out(actor: Actor, raw_items: Any) -> dict[str, Any]:
+    """Take every item out of where it is stored. Answers the location when all came from
+    one location the actor may see, else ``{locations: [...]}`` (the visible ones)."""
+    items = read_request(raw_items, positions=False)
+    _load_items(actor, items)
+    for item in items:
+        if item.location_id is None:
+            raise Conflict(f"[{item.index}]: {item.eclass} {item.id} is not stored anywhere.",
+                           code="not_stored")
+    _write(items, None, actor.user_id)
+    sources = sorted({item.location_id for item in items})
+    visible = []
+    for source in sources:
+        try:
+            visible.append(get_location(actor, source))
+        except NotFound:
+            continue
+    answer = locations_api(visible)
+    if len(sources) == 1 and len(answer) == 1:
+        return answer[0]
+    return {"locations": answer}
