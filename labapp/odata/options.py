@@ -1,0 +1,74 @@
+"""The system query options of ``GET /odata/{view}``, checked before anything is read.
+
+``$filter`` (decisions §7, the one parser), ``$select``, ``$orderby``, ``$top``, ``$skip``,
+``$count``, ``$skiptoken`` and ``$format=json`` (or ``application/json``, parameters
+allowed). Option names are matched case-insensitively (OData 4.01); any other ``$`` option
+(``$expand``, ``$apply``, ``$search``...) is 400 ``unsupported_option``, since silently
+ignoring it would return different data than asked.
+Options without ``$`` are custom options and are ignored, as the standard says.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from labapp.errors import InvalidInput
+
+SUPPORTED = ("$filter", "$select", "$orderby", "$top", "$skip", "$count", "$skiptoken",
+             "$format")
+MAX_COUNT = 10 ** 15
+_NUMBER = re.compile(r"\d+")
+
+
+def invalid(option: str, message: str, code: str = "invalid_option") -> InvalidInput:
+    """400 naming ``option`` (the OData error's ``target``)."""
+    return InvalidInput(message, code=code, errors=[{"field": option, "message": message}])
+
+
+@dataclass(frozen=True)
+class FeedOptions:
+    """The query options of one feed request, parsed (names and values still unresolved)."""
+
+    filter: str | None = None
+    select: str | None = None
+    orderby: str | None = None
+    top: int | None = None
+    skip: int = 0
+    count: bool = False
+    skiptoken: str | None = None
+
+
+def _number(option: str, raw: str) -> int:
+    text = raw.strip()
+    if not _NUMBER.fullmatch(text) or int(text) > MAX_COUNT:
+        raise invalid(option, f"{option} must be a non-negative integer, not '{raw}'",
+                      "invalid_paging")
+    return int(text)
+
+
+def parse_options(args: Mapping[str, str]) -> FeedOptions:
+    """Parse the query string ``args``; raise InvalidInput naming the offending option."""
+    found: dict[str, str] = {}
+    for name, value in args.items():
+        if not name.startswith("$"):
+            continue
+        lowered = name.lower()
+        if lowered not in SUPPORTED:
+            raise invalid(name, f"The query option {name} is not supported here; supported: "
+                                f"{', '.join(SUPPORTED)}", "unsupported_option")
+        found[lowered] = value
+    fmt = found.get("$format")
+    if fmt is not None and fmt.split(";")[0].strip().lower() not in ("json", "application/json"):
+        raise invalid("$format", f"Only $format=json is served, not '{fmt}'",
+                      "unsupported_format")
+    count = found.get("$count", "false").strip().lower()
+    if count not in ("true", "false"):
+        raise invalid("$count", f"$count must be true or false, not '{found['$count']}'")
+    top = found.get("$top")
+    skip = found.get("$skip")
+    return FeedOptions(filter=found.get("$filter"), select=found.get("$select"),
+                       orderby=found.get("$orderby"),
+                       top=None if top is None else _number("$top", top),
+                       skip=0 if skip is None else _number("$skip", skip),
+                       count=count == "true", skiptoken=found.get("$skiptoken"))
