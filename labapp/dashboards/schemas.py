@@ -1,0 +1,116 @@
+"""Bodies of the dashboard endpoints: the dashboard, its widgets and its shares.
+
+Each widget's ``config`` is loaded through that widget's own schema
+(:mod:`labapp.dashboards.widgets`), so an error names ``widgets.<index>.config.<field>``.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from marshmallow import Schema, ValidationError, fields, post_load, validate, validates_schema
+
+from labapp.dashboards.widgets import APP, WIDGETS, load_config
+from labapp.schemafields import UtcDateTime
+
+GRID_COLUMNS = 12
+MAX_WIDGETS = 40
+_ID = validate.Length(min=1, max=64)
+
+
+class PluginSchema(Schema):
+    app = fields.String(required=True, validate=validate.Equal(APP))
+    plugin = fields.String(required=True, validate=validate.OneOf(sorted(WIDGETS)))
+
+
+class GridsterSchema(Schema):
+    """Position and size on the 12-column grid (non-negative integers)."""
+
+    x = fields.Integer(required=True, strict=True,
+                       validate=validate.Range(min=0, max=GRID_COLUMNS - 1))
+    y = fields.Integer(required=True, strict=True, validate=validate.Range(min=0, max=1000))
+    cols = fields.Integer(required=True, strict=True,
+                          validate=validate.Range(min=1, max=GRID_COLUMNS))
+    rows = fields.Integer(required=True, strict=True, validate=validate.Range(min=1, max=50))
+
+    @validates_schema
+    def _inside_the_grid(self, data: dict[str, Any], **_kwargs: Any) -> None:
+        if "x" in data and "cols" in data and data["x"] + data["cols"] > GRID_COLUMNS:
+            raise ValidationError(f"x + cols must not exceed {GRID_COLUMNS}", "cols")
+
+
+class WidgetSchema(Schema):
+    plugin = fields.Nested(PluginSchema, required=True)
+    gridster = fields.Nested(GridsterSchema, required=True)
+    config = fields.Dict(keys=fields.String(), required=True)
+    header = fields.String(load_default=None, allow_none=True,
+                           validate=validate.Length(max=255))
+
+    @post_load
+    def _config_of_its_widget(self, data: dict[str, Any], **_kwargs: Any) -> dict[str, Any]:
+        try:
+            data["config"] = load_config(data["plugin"]["plugin"], data["config"])
+        except ValidationError as error:
+            raise ValidationError({"config": error.messages}) from None
+        return data
+
+
+class SharesSchema(Schema):
+    userIDs = fields.List(fields.String(validate=_ID), load_default=list,
+                          validate=validate.Length(max=500))
+    departmentIDs = fields.List(fields.String(validate=_ID), load_default=list,
+                                validate=validate.Length(max=500))
+    projectIDs = fields.List(fields.String(validate=_ID), load_default=list,
+                             validate=validate.Length(max=500))
+    userRoles = fields.List(fields.String(validate=_ID), load_default=list,
+                            validate=validate.Length(max=100))
+
+
+class DashboardInputSchema(Schema):
+    """``POST``/``PUT /api/dashboard``: a full dashboard. ``id`` and ``userID`` may be sent
+    back as read; they are ignored (the path names the dashboard, the owner never changes)."""
+
+    id = fields.String(load_default=None, allow_none=True, validate=_ID,
+                       metadata={"description": "ignored (read-only)"})
+    userID = fields.String(load_default=None, allow_none=True, validate=_ID,
+                           metadata={"description": "ignored (read-only)"})
+    name = fields.String(required=True, validate=validate.Length(min=1, max=255))
+    description = fields.String(load_default=None, allow_none=True,
+                                validate=validate.Length(max=4000))
+    widgets = fields.List(fields.Nested(WidgetSchema), load_default=list,
+                          validate=validate.Length(max=MAX_WIDGETS))
+    shares = fields.Nested(SharesSchema, load_default=dict)
+
+    @post_load
+    def _complete(self, data: dict[str, Any], **_kwargs: Any) -> dict[str, Any]:
+        if isinstance(data["shares"], dict) and not data["shares"]:
+            data["shares"] = SharesSchema().load({})
+        return data
+
+
+class DashboardSchema(Schema):
+    """A dashboard as the API shows it."""
+
+    id = fields.String(required=True)
+    name = fields.String(required=True)
+    description = fields.String(allow_none=True)
+    userID = fields.String(required=True)
+    widgets = fields.List(fields.Nested(WidgetSchema), required=True)
+    shares = fields.Nested(SharesSchema, required=True)
+    createdUtc = UtcDateTime(required=True)
+    modifiedUtc = UtcDateTime(required=True)
+    canWrite = fields.Boolean(required=True, metadata={
+        "description": "whether the caller may update it (owner or ADMIN)"})
+
+
+class WidgetDataSchema(Schema):
+    """``GET /api/dashboard/{id}/widget/{index}``: the widget and its live data."""
+
+    index = fields.Integer(required=True)
+    plugin = fields.Nested(PluginSchema, required=True)
+    header = fields.String(allow_none=True)
+    data = fields.Dict(required=True, metadata={"description": "depends on the widget"})
+
+
+class WidgetQuerySchema(Schema):
+    page = fields.Integer(load_default=0, validate=validate.Range(min=0, max=100000),
+                          metadata={"description": "page of a saved list, from 0"})

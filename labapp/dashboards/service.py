@@ -1,0 +1,209 @@
+"""Dashboards: who sees and changes them, storing them with their shares, widget data.
+
+A user sees the dashboards they own and those shared with them, with their home
+department, with a project they can read or with one of their roles; ADMIN sees all.
+Only the owner or ADMIN updates; only the owner deletes. A dashboard the actor cannot see
+is 404 (as an unknown id); one they see but may not change is 403.
+"""
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from sqlalchemy import ColumnElement, and_, exists, or_, select, true
+
+from labapp.access.actor import Actor
+from labapp.access.visibility import readable
+from labapp.dashboards.widgets import WIDGETS
+from labapp.db import db
+from labapp.errors import Forbidden, InvalidInput, NotFound
+from labapp.model import Dashboard, DashboardShare, Department, Project, Role, User
+from labapp.model.types import utc_now
+from labapp.notifications.service import DASHBOARD_SHARED, raise_for
+
+SHARE_FIELDS = {"userIDs": ("user", User.id), "departmentIDs": ("department", Department.id),
+                "projectIDs": ("project", Project.id), "userRoles": ("role", Role.name)}
+
+
+def visible(actor: Actor) -> ColumnElement[bool]:
+    """SQL predicate: the dashboards the actor may see."""
+    if actor.is_admin:
+        return true()
+    share = DashboardShare
+    terms = [and_(share.kind == "user", share.target == actor.user_id)]
+    if actor.department_id:
+        terms.append(and_(share.kind == "department", share.target == actor.department_id))
+    if actor.read_projects:
+        terms.append(and_(share.kind == "project",
+                          share.target.in_(sorted(actor.read_projects))))
+    if actor.roles:
+        terms.append(and_(share.kind == "role", share.target.in_(sorted(actor.roles))))
+    return or_(Dashboard.user_id == actor.user_id,
+               exists().where(share.dashboard_id == Dashboard.id, or_(*terms)))
+
+
+def may_change(actor: Actor, dashboard: Dashboard) -> bool:
+    return actor.is_admin or dashboard.user_id == actor.user_id
+
+
+def shares_of(dashboard: Dashboard) -> dict[str, list[str]]:
+    """The shares as the API shows them: four sorted lists."""
+    by_kind = {kind: field for field, (kind, _) in SHARE_FIELDS.items()}
+    shares: dict[str, list[str]] = {field: [] for field in SHARE_FIELDS}
+    for share in dashboard.shares:
+        shares[by_kind[share.kind]].append(share.target)
+    return {field: sorted(values) for field, values in shares.items()}
+
+
+def to_api(actor: Actor, dashboard: Dashboard) -> dict[str, Any]:
+    """A dashboard as the API shows it, with ``canWrite`` for the actor."""
+    return {"id": dashboard.id, "name": dashboard.name, "description": dashboard.description,
+            "userID": dashboard.user_id, "widgets": dashboard.widgets,
+            "shares": shares_of(dashboard), "createdUtc": dashboard.created_utc,
+            "modifiedUtc": dashboard.modified_utc, "canWrite": may_change(actor, dashboard)}
+
+
+def list_dashboards(actor: Actor) -> list[Dashboard]:
+    """Every dashboard the actor may see: their own first, then by name."""
+    return list(db.session.scalars(
+        select(Dashboard).where(visible(actor))
+        .order_by((Dashboard.user_id != actor.user_id), Dashboard.name, Dashboard.id)))
+
+
+def get_visible(actor: Actor, dashboard_id: str) -> Dashboard:
+    """The dashboard if the actor may see it; else 404."""
+    dashboard = db.session.scalar(select(Dashboard).where(Dashboard.id == dashboard_id,
+                                                          visible(actor)))
+    if dashboard is None:
+        raise NotFound(f"No dashboard {dashboard_id!r}.")
+    return dashboard
+
+
+def _check_shares(shares: dict[str, list[str]]) -> None:
+    """400 naming the field when a share names a user, department, project or role that
+    does not exist."""
+    errors = []
+    for field, (_, column) in SHARE_FIELDS.items():
+        wanted = set(shares.get(field) or ())
+        if not wanted:
+            continue
+        found = set(db.session.scalars(select(column).where(column.in_(sorted(wanted)))))
+        for missing in sorted(wanted - found):
+            errors.append({"field": f"shares.{field}", "message": f"unknown {missing!r}"})
+    if errors:
+        raise InvalidInput("The dashboard is shared with parties that do not exist.",
+                           errors=errors)
+
+
+def _apply(dashboard: Dashboard, data: dict[str, Any]) -> set[str]:
+    """Write the fields and shares of ``data``; returns the users newly shared with."""
+    shares = data["shares"]
+    _check_shares(shares)
+    before = {share.target for share in dashboard.shares if share.kind == "user"}
+    dashboard.name = data["name"]
+    dashboard.description = data.get("description")
+    dashboard.widgets = data["widgets"]
+    dashboard.modified_utc = utc_now()
+    wanted = {(kind, target) for field, (kind, _) in SHARE_FIELDS.items()
+              for target in shares.get(field) or ()}
+    dashboard.shares = [share for share in dashboard.shares
+                        if (share.kind, share.target) in wanted]
+    kept = {(share.kind, share.target) for share in dashboard.shares}
+    for kind, target in sorted(wanted - kept):
+        dashboard.shares.append(DashboardShare(kind=kind, target=target))
+    return {target for kind, target in wanted if kind == "user"} - before
+
+
+def _notify_shared(actor: Actor, dashboard: Dashboard, users: set[str]) -> None:
+    raise_for(users, DASHBOARD_SHARED,
+              f"{actor.name or actor.user_id} shared the dashboard “{dashboard.name}” "
+              "with you.", subject_class="Dashboard", subject_id=dashboard.id,
+              actor_id=actor.user_id)
+
+
+def create(actor: Actor, data: dict[str, Any]) -> Dashboard:
+    """Store a new dashboard owned by the actor; notifies the users it is shared with."""
+    now = utc_now()
+    dashboard = Dashboard(id=uuid.uuid4().hex, user_id=actor.user_id, created_utc=now,
+                          modified_utc=now, shares=[])
+    newly_shared = _apply(dashboard, data)
+    db.session.add(dashboard)
+    db.session.flush()
+    _notify_shared(actor, dashboard, newly_shared)
+    return dashboard
+
+
+def update(actor: Actor, dashboard_id: str, data: dict[str, Any]) -> Dashboard:
+    """Replace a dashboard (owner or ADMIN); notifies users it is newly shared with."""
+    dashboard = get_visible(actor, dashboard_id)
+    if not may_change(actor, dashboard):
+        raise Forbidden(f"Only the owner or ADMIN may change dashboard {dashboard_id!r}.")
+    newly_shared = _apply(dashboard, data)
+    db.session.flush()
+    _notify_shared(actor, dashboard, newly_shared)
+    return dashboard
+
+
+def delete(actor: Actor, dashboard_id: str) -> None:
+    """Delete a dashboard; only its owner may."""
+    dashboard = get_visible(actor, dashboard_id)
+    if dashboard.user_id != actor.user_id:
+        raise Forbidden(f"Only the owner may delete dashboard {dashboard_id!r}.")
+    db.session.delete(dashboard)
+    db.session.flush()
+
+
+def widget_data(actor: Actor, dashboard_id: str, index: int, page: int = 0) -> dict[str, Any]:
+    """The live data of one widget of a visible dashboard, as the actor may see it."""
+    dashboard = get_visible(actor, dashboard_id)
+    if not 0 <= index < len(dashboard.widgets):
+        raise NotFound(f"Dashboard {dashboard_id!r} has no widget {index}.")
+    widget = dashboard.widgets[index]
+    kind = WIDGETS[widget["plugin"]["plugin"]]
+    return {"index": index, "plugin": widget["plugin"], "header": widget.get("header"),
+            "data": kind.data(actor, widget["config"], page)}
+
+
+def _starter_widgets() -> list[dict[str, Any]]:
+    def widget(plugin: str, x: int, y: int, cols: int, rows: int, config: dict[str, Any],
+               header: str | None = None) -> dict[str, Any]:
+        return {"plugin": {"app": "labapp", "plugin": plugin},
+                "gridster": {"x": x, "y": y, "cols": cols, "rows": rows},
+                "config": config, "header": header}
+    return [
+        widget("my-requests", 0, 0, 6, 4, {}, "My open requests"),
+        widget("recent-activity", 6, 0, 6, 4, {"limit": 10}, "Recent activity"),
+        widget("status-counts", 0, 4, 6, 4, {"eClass": "Sample"}, "Samples by status"),
+        widget("created-per-week", 6, 4, 6, 4, {"eClass": "Sample", "weeks": 12},
+               "Samples created per week"),
+        widget("note", 0, 8, 12, 2, {"markdown": "Welcome! **Edit** this dashboard to add "
+                                                 "charts, saved lists and notes."}),
+    ]
+
+
+def default_for(actor: Actor) -> Dashboard:
+    """The actor's default dashboard (the oldest they own); a starter one is made and stored
+    for a user who owns none."""
+    own = db.session.scalar(select(Dashboard).where(Dashboard.user_id == actor.user_id)
+                            .order_by(Dashboard.created_utc, Dashboard.id).limit(1))
+    if own is not None:
+        return own
+    empty_shares = {field: [] for field in SHARE_FIELDS}
+    return create(actor, {"name": "My dashboard", "description": "Your starter dashboard.",
+                          "widgets": _starter_widgets(), "shares": empty_shares})
+
+
+def share_choices(actor: Actor) -> dict[str, list[tuple[str, str]]]:
+    """What the editor's pickers offer: ``(id, label)`` of active users, departments, the
+    projects the actor can read, and roles."""
+    def pairs(query: Any) -> list[tuple[str, str]]:
+        return [(key, f"{name} ({key})" if name and name != key else key)
+                for key, name in db.session.execute(query)]
+    return {
+        "userIDs": pairs(select(User.id, User.name).where(User.is_active.is_(True))
+                         .order_by(User.id)),
+        "departmentIDs": pairs(select(Department.id, Department.name).order_by(Department.id)),
+        "projectIDs": pairs(select(Project.id, Project.name)
+                            .where(readable(actor, Project)).order_by(Project.id)),
+        "userRoles": pairs(select(Role.name, Role.name).order_by(Role.name)),
+    }

@@ -1,0 +1,143 @@
+"""Dashboard pages: the grid of widgets (each loading and refreshing itself with htmx), the
+picker of visible dashboards, the editor, and the home page (the user's default dashboard).
+
+Widgets render the same data as ``GET /api/dashboard/{id}/widget/{index}``
+(:func:`service.widget_data`); charts are SVG drawn by the page template from
+:mod:`labapp.dashboards.charts`, with a table of the same numbers.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Blueprint, Response, flash, redirect, request, url_for
+from marshmallow import ValidationError
+
+from labapp.access.actor import Actor
+from labapp.dashboards import charts, service
+from labapp.dashboards.editor import body_from_form, rows_of
+from labapp.dashboards.schemas import DashboardInputSchema
+from labapp.dashboards.widgets import WIDGETS
+from labapp.db import transaction
+from labapp.errors import Forbidden, InvalidInput, flatten_messages
+from labapp.model.registry import classes
+from labapp.web.blocks import render_block, render_page
+from labapp.web.loader import current_actor
+from labapp.web.pages import members_only, no_store, signed_in_only
+
+bp = members_only(Blueprint("dashboard_views", __name__, url_prefix="/dashboards"))
+
+PAGE = "dashboards/page.html"
+EDITOR = "dashboards/editor.html"
+REFRESH_SECONDS = 60
+
+
+def _page(actor: Actor, dashboard_id: str | None) -> Response:
+    """A dashboard's page; the default one (the home page) when ``dashboard_id`` is None."""
+    with transaction():
+        board = (service.get_visible(actor, dashboard_id) if dashboard_id
+                 else service.default_for(actor))
+        boards = service.list_dashboards(actor)
+        data = service.to_api(actor, board)
+    return render_page(PAGE, board=data, boards=[(b.id, b.name, b.user_id) for b in boards],
+                       widgets=WIDGETS, refresh=REFRESH_SECONDS, is_home=dashboard_id is None)
+
+
+def home() -> Response:
+    """The home page: the signed-in user's default dashboard (a starter one at first).
+    Routed by the application as ``web.home``, outside this blueprint: never cached, as
+    its pages are not."""
+    return signed_in_only() or no_store(_page(current_actor(), None))
+
+
+@bp.get("")
+def index() -> Response:
+    return redirect(url_for("web.home"))
+
+
+@bp.get("/<dashboard_id>")
+def show(dashboard_id: str) -> Response:
+    return _page(current_actor(), dashboard_id)
+
+
+def chart_of(plugin: str, data: dict[str, Any]) -> charts.Chart | None:
+    """The chart a widget draws, if it draws one."""
+    if plugin == "status-counts":
+        return charts.bars(data["bars"])
+    if plugin == "storage-usage":
+        return charts.bars(data["bars"], by_capacity=True)
+    if plugin == "created-per-week":
+        return charts.line(data["points"])
+    return None
+
+
+@bp.get("/<dashboard_id>/widget/<int:index>")
+def widget(dashboard_id: str, index: int) -> Response:
+    """One widget's content, rendered alone (htmx loads and refreshes it)."""
+    actor = current_actor()
+    page = request.args.get("page", "0")
+    page_number = int(page) if page.isdigit() else 0
+    with transaction():
+        answer = service.widget_data(actor, dashboard_id, index, page_number)
+    plugin = answer["plugin"]["plugin"]
+    # A fragment endpoint: the block alone, also for a plain request (a page link of a
+    # saved list followed without JavaScript).
+    return Response(render_block(PAGE, "widget", board={"id": dashboard_id}, index=index,
+                                 plugin=plugin, data=answer["data"],
+                                 chart=chart_of(plugin, answer["data"]),
+                                 refresh=REFRESH_SECONDS), mimetype="text/html")
+
+
+def _editor(actor: Actor, board: dict[str, Any] | None, form: dict[str, Any],
+            errors: list[dict[str, str]], status: int = 200) -> Response:
+    with transaction():
+        choices = service.share_choices(actor)
+    return render_page(EDITOR, status=status, board=board, form=form,
+                       rows=rows_of(form.get("widgets", [])), errors=errors, choices=choices,
+                       widgets=WIDGETS, eclasses=[spec.name for spec in classes()])
+
+
+def _save(actor: Actor, dashboard_id: str | None) -> Response:
+    body = body_from_form(request.form)
+    try:
+        loaded = DashboardInputSchema().load(body)
+        with transaction():
+            saved = (service.update(actor, dashboard_id, loaded) if dashboard_id
+                     else service.create(actor, loaded))
+            saved_id = saved.id
+    except ValidationError as error:
+        return _editor(actor, {"id": dashboard_id} if dashboard_id else None, body,
+                       flatten_messages(error.messages), 400)
+    except InvalidInput as error:
+        return _editor(actor, {"id": dashboard_id} if dashboard_id else None, body,
+                       error.errors or [{"field": "", "message": error.detail}], 400)
+    flash("Dashboard saved.", "success")
+    return redirect(url_for("dashboard_views.show", dashboard_id=saved_id), 303)
+
+
+@bp.route("/new", methods=["GET", "POST"])
+def create() -> Response:
+    actor = current_actor()
+    if request.method == "POST":
+        return _save(actor, None)
+    return _editor(actor, None, {"name": "", "widgets": [], "shares": {}}, [])
+
+
+@bp.route("/<dashboard_id>/edit", methods=["GET", "POST"])
+def edit(dashboard_id: str) -> Response:
+    actor = current_actor()
+    with transaction():
+        board = service.get_visible(actor, dashboard_id)
+        data = service.to_api(actor, board)
+    if not data["canWrite"]:
+        raise Forbidden(f"Only the owner or ADMIN may change dashboard {dashboard_id!r}.")
+    if request.method == "POST":
+        return _save(actor, dashboard_id)
+    return _editor(actor, data, data, [])
+
+
+@bp.post("/<dashboard_id>/delete")
+def delete(dashboard_id: str) -> Response:
+    with transaction():
+        service.delete(current_actor(), dashboard_id)
+    flash("Dashboard deleted.", "success")
+    return redirect(url_for("web.home"), 303)

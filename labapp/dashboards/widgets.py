@@ -1,0 +1,270 @@
+"""The built-in widgets (decisions §12): each a config schema and a data function.
+
+A data function reads live data as the actor, through the same services and the same
+visibility predicate as the API, and returns plain JSON-ready data: the page draws it and
+``GET /api/dashboard/{id}/widget/{index}`` answers it, so both always agree.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+import nh3
+from markdown_it import MarkdownIt
+from marshmallow import Schema, ValidationError, fields, validate, validates
+from sqlalchemy import Integer, cast, func, literal, or_, select
+
+from labapp.access.actor import Actor
+from labapp.access.visibility import NONE, access_type, readable
+from labapp.db import db
+from labapp.errors import InvalidInput
+from labapp.model import Entity, EntityEvent, Location, Request
+from labapp.model.registry import find_class
+from labapp.model.types import utc_now
+from labapp.query.fields import entity_fields
+from labapp.query.filter import compile_filter
+from labapp.query.listing import parse_select
+from labapp.storage.service import storage_usage as location_usage
+
+APP = "labapp"
+CLOSED_REQUEST_STATUSES = ("Completed", "Rejected", "Canceled")
+DEFAULT_COLUMNS = ("id", "name", "status")
+WEEK = timedelta(days=7)
+MAX_LOCATIONS = 50
+ACTIVITY_CHUNK = 200
+ACTIVITY_CHUNKS = 20
+_markdown = MarkdownIt("commonmark", {"html": False})
+
+
+def _class_name(value: str) -> str:
+    spec = find_class(value)
+    if spec is None:
+        raise ValidationError(f"unknown entity class {value!r}")
+    return spec.name
+
+
+class _EClassConfig(Schema):
+    eClass = fields.String(required=True, validate=validate.Length(min=1, max=32))
+
+    @validates("eClass")
+    def _known(self, value: str, **_kwargs: Any) -> None:
+        _class_name(value)
+
+
+class StatusCountsConfig(_EClassConfig):
+    pass
+
+
+class CreatedPerWeekConfig(_EClassConfig):
+    weeks = fields.Integer(strict=True, load_default=12, validate=validate.Range(min=1, max=104))
+
+
+class SavedListConfig(_EClassConfig):
+    filter = fields.String(load_default=None, allow_none=True,
+                           validate=validate.Length(max=2000))
+    columns = fields.List(fields.String(validate=validate.Length(min=1, max=64)),
+                          load_default=None, allow_none=True, validate=validate.Length(max=12))
+    top = fields.Integer(strict=True, load_default=10, validate=validate.Range(min=1, max=100))
+
+
+class StorageUsageConfig(Schema):
+    locationID = fields.String(load_default=None, allow_none=True,
+                               validate=validate.Length(min=1, max=64))
+
+
+class MyRequestsConfig(Schema):
+    pass
+
+
+class RecentActivityConfig(Schema):
+    limit = fields.Integer(strict=True, load_default=10, validate=validate.Range(min=1, max=50))
+
+
+class NoteConfig(Schema):
+    markdown = fields.String(required=True, validate=validate.Length(max=20000))
+
+
+def check_saved_list(config: dict[str, Any]) -> None:
+    """A saved list's filter and columns must compile against its class (400 otherwise)."""
+    spec = find_class(config["eClass"])
+    source = entity_fields(spec)
+    try:
+        compile_filter(config.get("filter"), source, user_id=None)
+    except InvalidInput as error:
+        raise ValidationError({"filter": [error.detail]}) from None
+    try:
+        parse_select(",".join(config.get("columns") or DEFAULT_COLUMNS), source)
+    except InvalidInput as error:
+        raise ValidationError({"columns": [error.detail]}) from None
+
+
+def status_counts(actor: Actor, config: dict[str, Any], _page: int) -> dict[str, Any]:
+    """How many visible entities of the class are in each of its statuses (bar chart)."""
+    spec = find_class(config["eClass"])
+    counted = dict(db.session.execute(
+        select(Entity.status, func.count()).where(Entity.eclass == spec.name, readable(actor))
+        .group_by(Entity.status)).all())
+    order = list(spec.workflow.statuses) + sorted(set(counted) - set(spec.workflow.statuses))
+    return {"eClass": spec.name,
+            "bars": [{"label": status, "value": counted.get(status, 0)} for status in order]}
+
+
+def _week_index(start: Any) -> Any:
+    """SQL: the whole weeks between ``start`` and an entity's creation."""
+    if db.engine.dialect.name == "postgresql":
+        seconds = func.extract("epoch", Entity.created_utc - literal(start.replace(tzinfo=None)))
+        return func.floor(seconds / WEEK.total_seconds())
+    days = func.julianday(Entity.created_utc) - func.julianday(
+        literal(start.replace(tzinfo=None).isoformat(sep=" ")))
+    return cast(days / 7, Integer)
+
+
+def created_per_week(actor: Actor, config: dict[str, Any], _page: int) -> dict[str, Any]:
+    """Visible entities of the class created in each of the last ``weeks`` weeks (line
+    chart); the last point is the current, unfinished week."""
+    spec = find_class(config["eClass"])
+    weeks = config.get("weeks") or 12
+    now = utc_now()
+    today = now.replace(hour=0, minute=0, second=0, microsecond=0)
+    start = today - timedelta(days=today.weekday()) - WEEK * (weeks - 1)
+    index = _week_index(start).label("week")
+    counted = {int(week): count for week, count in db.session.execute(
+        select(index, func.count()).where(Entity.eclass == spec.name, readable(actor),
+                                          Entity.created_utc >= start)
+        .group_by(index)).all() if week is not None}
+    return {"eClass": spec.name,
+            "points": [{"label": (start + WEEK * week).date().isoformat(),
+                        "value": counted.get(week, 0)} for week in range(weeks)]}
+
+
+def saved_list(actor: Actor, config: dict[str, Any], page: int) -> dict[str, Any]:
+    """One page of a saved list: the class's visible entities matching the filter, by id.
+
+    No total: counting every match of a broad filter costs more than the page itself
+    (bench/RESULTS.md, issue 12), and paging needs only whether a next page exists."""
+    spec = find_class(config["eClass"])
+    source = entity_fields(spec)
+    columns = list(config.get("columns") or DEFAULT_COLUMNS)
+    wanted = parse_select(",".join(columns), source)
+    keys = [name for name in wanted if name.startswith("attributes.")]
+    selected = [name for name in wanted if not name.startswith("attributes.")]
+    if keys and "attributes" not in selected:
+        selected.append("attributes")
+    top = config.get("top") or 10
+    rows = db.session.execute(
+        select(*(getattr(spec.model, spec.fields[name].attr) for name in selected))
+        .where(readable(actor, spec.model),
+               compile_filter(config.get("filter"), source, user_id=actor.user_id))
+        .order_by(spec.model.id).limit(top + 1).offset(page * top)).all()
+    data = []
+    for row in rows[:top]:
+        item = dict(zip(selected, row, strict=True))
+        attributes = item.get("attributes") or {}
+        item.update({key: attributes.get(key.split(".", 1)[1]) for key in keys})
+        data.append({column: item.get(column) for column in columns})
+    return {"eClass": spec.name, "columns": columns, "rows": data, "page": page,
+            "pageSize": top, "hasMore": len(rows) > top}
+
+
+def storage_usage(actor: Actor, config: dict[str, Any], _page: int) -> dict[str, Any]:
+    """Fill of the visible locations that have a limit (a capacity or a grid), under
+    ``locationID`` when given, counted as storage counts them.
+
+    The candidates come first from the location table alone, so storage's visibility
+    predicate only meets those ids: driven from ``entity``, SQLite walked every entity the
+    reader may see to find the few locations."""
+    places = Location.__table__
+    candidates = select(places.c.id).where(
+        or_(places.c.capacity.is_not(None), places.c.rows.is_not(None)))
+    if config.get("locationID"):
+        candidates = candidates.where(places.c.parent_id == config["locationID"])
+    ids = db.session.scalars(candidates.order_by(places.c.id).limit(MAX_LOCATIONS * 10)).all()
+    usage = [row for row in location_usage(actor, ids) if row["capacity"] is not None]
+    return {"bars": [{"label": row["name"], "id": row["id"], "value": row["stored"],
+                      "capacity": row["capacity"]} for row in usage[:MAX_LOCATIONS]]}
+
+
+def my_requests(actor: Actor, _config: dict[str, Any], _page: int) -> dict[str, Any]:
+    """The open requests assigned to the actor that the actor may see, by due date."""
+    rows = db.session.execute(
+        select(Request.id, Request.name, Request.status, Request.priority, Request.due_date)
+        .where(Request.assignee_id == actor.user_id, readable(actor, Request),
+               Request.status.not_in(CLOSED_REQUEST_STATUSES))
+        .order_by(Request.due_date.is_(None), Request.due_date, Request.id).limit(50))
+    return {"rows": [{"id": row.id, "name": row.name, "status": row.status,
+                      "priority": row.priority,
+                      "dueDate": row.due_date.isoformat() if row.due_date else None}
+                     for row in rows]}
+
+
+def recent_activity(actor: Actor, config: dict[str, Any], _page: int) -> dict[str, Any]:
+    """The latest events of entities the actor may see.
+
+    Events are read newest first in chunks and kept when their entity is visible, so the
+    time index drives the query (joined to ``entity`` under the visibility predicate,
+    SQLite sorted every visible entity's events). Only the latest
+    ``ACTIVITY_CHUNK * ACTIVITY_CHUNKS`` events are looked at."""
+    limit = config.get("limit") or 10
+    events = EntityEvent.__table__
+    found: list[dict[str, Any]] = []
+    for chunk in range(ACTIVITY_CHUNKS):
+        batch = db.session.execute(
+            select(events.c.kind, events.c.user_id, events.c.timestamp_utc,
+                   events.c.entity_id)
+            .order_by(events.c.timestamp_utc.desc(), events.c.id.desc())
+            .limit(ACTIVITY_CHUNK).offset(chunk * ACTIVITY_CHUNK)).all()
+        wanted = sorted({row.entity_id for row in batch})
+        # The rule's per-entity answer on the few entities named: with the SQL predicate
+        # SQLite preferred scanning every visible entity to the primary key.
+        visible = {row.id: row for row in db.session.execute(
+            select(Entity.id, Entity.eclass, Entity.name, Entity.department_id,
+                   Entity.project_id).where(Entity.id.in_(wanted)))
+            if access_type(actor, row.eclass, row.department_id, row.project_id) != NONE}
+        found += [{"kind": row.kind, "userID": row.user_id, "timestampUtc": row.timestamp_utc,
+                   "entityID": row.entity_id, "eClass": visible[row.entity_id].eclass,
+                   "name": visible[row.entity_id].name}
+                  for row in batch if row.entity_id in visible]
+        if len(found) >= limit or len(batch) < ACTIVITY_CHUNK:
+            break
+    return {"rows": found[:limit]}
+
+
+def note(_actor: Actor, config: dict[str, Any], _page: int) -> dict[str, Any]:
+    """The note's Markdown as sanitised HTML (raw HTML is escaped, then nh3 cleans)."""
+    return {"html": nh3.clean(_markdown.render(config["markdown"]))}
+
+
+@dataclass(frozen=True)
+class WidgetType:
+    """A built-in widget: its name, title, config schema, data function and the extra
+    check of its config (beyond the schema)."""
+
+    name: str
+    title: str
+    config: type[Schema]
+    data: Callable[[Actor, dict[str, Any], int], dict[str, Any]]
+    check: Callable[[dict[str, Any]], None] | None = None
+
+
+WIDGETS: dict[str, WidgetType] = {widget.name: widget for widget in (
+    WidgetType("status-counts", "Entities by status", StatusCountsConfig, status_counts),
+    WidgetType("created-per-week", "Created per week", CreatedPerWeekConfig, created_per_week),
+    WidgetType("saved-list", "Saved list", SavedListConfig, saved_list, check_saved_list),
+    WidgetType("storage-usage", "Storage usage", StorageUsageConfig, storage_usage),
+    WidgetType("my-requests", "My open requests", MyRequestsConfig, my_requests),
+    WidgetType("recent-activity", "Recent activity", RecentActivityConfig, recent_activity),
+    WidgetType("note", "Note", NoteConfig, note),
+)}
+
+
+def load_config(name: str, config: Any) -> dict[str, Any]:
+    """The config of widget ``name`` loaded through its schema (ValidationError if bad)."""
+    widget = WIDGETS[name]
+    loaded = widget.config().load(config)
+    if "eClass" in loaded:
+        loaded["eClass"] = _class_name(loaded["eClass"])
+    if widget.check is not None:
+        widget.check(loaded)
+    return loaded

@@ -1,0 +1,73 @@
+"""Per-user things that are not entities: dashboards (with their shares) and notifications."""
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import CheckConstraint, ForeignKey, Index, String, Text
+from sqlalchemy.orm import Mapped, mapped_column, relationship
+
+from labapp.db import db
+from labapp.model.types import JsonObject, UtcDateTime
+
+SHARE_KINDS = ("user", "department", "project", "role")
+NOTIFICATION_STATUSES = ("Unread", "Seen", "Read")
+
+
+class DashboardShare(db.Model):
+    """One party a dashboard is shared with: a user, a department, a project or a role.
+
+    ``target`` names no foreign key: the party may be any of four tables (the service checks
+    it exists when the share is saved)."""
+
+    __tablename__ = "dashboard_share"
+    __table_args__ = (
+        CheckConstraint("kind IN ('user', 'department', 'project', 'role')", name="kind"),
+        Index("ix_dashboard_share_kind_target", "kind", "target"),
+    )
+
+    dashboard_id: Mapped[str] = mapped_column(
+        String(32), ForeignKey("dashboard.id", ondelete="CASCADE"), primary_key=True)
+    kind: Mapped[str] = mapped_column(String(16), primary_key=True)
+    target: Mapped[str] = mapped_column(String(64), primary_key=True)
+
+
+class Dashboard(db.Model):
+    """A named grid of widgets owned by one user; ``widgets`` is the validated list."""
+
+    __tablename__ = "dashboard"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    name: Mapped[str] = mapped_column(String(255))
+    description: Mapped[str | None] = mapped_column(Text)
+    user_id: Mapped[str] = mapped_column(
+        String(64), ForeignKey("app_user.id", ondelete="CASCADE"), index=True)
+    widgets: Mapped[list[Any]] = mapped_column(JsonObject, default=list)
+    created_utc: Mapped[datetime] = mapped_column(UtcDateTime)
+    modified_utc: Mapped[datetime] = mapped_column(UtcDateTime)
+
+    shares: Mapped[list[DashboardShare]] = relationship(
+        DashboardShare, cascade="all, delete-orphan", lazy="selectin",
+        order_by=(DashboardShare.kind, DashboardShare.target))
+
+
+class Notification(db.Model):
+    """Something a user should know about ``subject_id``: raised in the transaction of its
+    cause, seen only by ``user_id``."""
+
+    __tablename__ = "notification"
+    __table_args__ = (
+        CheckConstraint("status IN ('Unread', 'Seen', 'Read')", name="status"),
+        Index("ix_notification_user_status", "user_id", "status", "created_utc"),
+    )
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    user_id: Mapped[str] = mapped_column(
+        String(64), ForeignKey("app_user.id", ondelete="CASCADE"))
+    kind: Mapped[str] = mapped_column(String(32))
+    subject_class: Mapped[str | None] = mapped_column(String(32))
+    subject_id: Mapped[str | None] = mapped_column(String(64))
+    message: Mapped[str] = mapped_column(String(500))
+    status: Mapped[str] = mapped_column(String(8), default="Unread")
+    created_utc: Mapped[datetime] = mapped_column(UtcDateTime)
+    created_by: Mapped[str | None] = mapped_column(String(64))

@@ -1,0 +1,33 @@
+"""Bodies of the notification endpoints."""
+from __future__ import annotations
+
+from marshmallow import Schema, fields, validate
+
+from labapp.model.boards import NOTIFICATION_STATUSES
+from labapp.schemafields import UtcDateTime
+
+
+class NotificationSchema(Schema):
+    """A notification as the API shows it (decisions §12)."""
+
+    id = fields.String(required=True)
+    userID = fields.String(required=True)
+    kind = fields.String(required=True, metadata={
+        "description": "AccessGiven, DashboardShared, RequestAssigned or StatusChanged"})
+    subjectClass = fields.String(allow_none=True)
+    subjectID = fields.String(allow_none=True)
+    message = fields.String(required=True)
+    status = fields.String(required=True, validate=validate.OneOf(NOTIFICATION_STATUSES))
+    createdUtc = UtcDateTime(required=True)
+    createdBy = fields.String(allow_none=True)
+
+
+class NotificationStatusSchema(Schema):
+    """``POST /api/notification``: the new status of one of the caller's notifications."""
+
+    id = fields.String(required=True, validate=validate.Length(min=1, max=64))
+    status = fields.String(required=True, validate=validate.OneOf(NOTIFICATION_STATUSES))
+
+
+class MarkedSchema(Schema):
+    updated = fields.Integer(required=True, metadata={"description": "how many turned Seen"})

@@ -1,0 +1,91 @@
+"""Dashboards and the bell in real headless Chromium (issue 12): carol builds a dashboard
+with a chart and a saved list and shares it with a department; its member sees it, an
+outsider does not; a Request assigned to the member reaches them through the bell."""
+from __future__ import annotations
+
+from flask import Flask
+from playwright.sync_api import Browser, Page, expect
+
+from labapp.db import transaction
+from labapp.users.service import create_user
+from tests.browser.conftest import BROWSER_MARKS, create_entities, log_in, watched_page
+from tests.browser.test_access import log_in_as, seed
+from tests.conftest import PASSWORD
+
+pytestmark = BROWSER_MARKS
+
+
+def _people(live_app: Flask, live_server: str) -> tuple[str, str]:
+    """Physics (with its member dan) and Chemistry (with olga, the outsider)."""
+    physics, chemistry = seed(live_server, {"eClass": "Department", "name": "Physics"},
+                              {"eClass": "Department", "name": "Chemistry"})
+    with live_app.app_context(), transaction():
+        create_user(username="dan", name="Dan Physicist", department_id=physics["id"],
+                    password=PASSWORD, created_by="admin")
+        create_user(username="olga", name="Olga Outsider", department_id=chemistry["id"],
+                    password=PASSWORD, created_by="admin")
+    return physics["id"], chemistry["id"]
+
+
+def test_build_share_and_see_a_dashboard(page: Page, live_app: Flask, live_server: str,
+                                         browser: Browser) -> None:
+    physics, _ = _people(live_app, live_server)
+    create_entities(live_server, {"eClass": "Sample", "name": "Shared broth",
+                                  "departmentID": "DEP00001", "projectID": None},
+                    {"eClass": "Sample", "name": "Second broth"})
+    log_in(page, live_server)
+    expect(page.locator("#dashboard-title")).to_have_text("My dashboard")
+    expect(page.locator("#widget-0 .widget-body")).not_to_contain_text("Loading")
+
+    page.click("#new-dashboard")
+    page.fill("#field-name", "Broth watch")
+    page.select_option("#w0-plugin", "status-counts")
+    page.select_option("#w0-eclass", "Sample")
+    page.click("#save-dashboard")
+    expect(page.locator("#dashboard-title")).to_have_text("Broth watch")
+    expect(page.locator("#widget-0 svg")).to_be_visible()
+
+    page.click("#edit-dashboard")
+    page.select_option("#w1-plugin", "saved-list")
+    page.select_option("#w1-eclass", "Sample")
+    page.fill("#w1-x", "6")
+    page.fill("#w1-y", "0")
+    page.fill("#w1-columns", "id, name")
+    page.select_option("#share-departmentIDs", [physics])
+    page.click("#save-dashboard")
+    expect(page.locator(".flash-success")).to_have_text("Dashboard saved.")
+    board_url = page.url
+    expect(page.locator("#widget-0 svg title").first).to_contain_text("Initial 2")
+    expect(page.locator("#widget-0 table th[scope=row]").first).to_have_text("Initial")
+    expect(page.locator("#widget-1 table.saved-list")).to_contain_text("Shared broth")
+
+    with watched_page(browser, base_url=live_server) as dan:
+        log_in_as(dan, live_server, "dan", PASSWORD)
+        dan.goto(board_url)
+        expect(dan.locator("#dashboard-title")).to_have_text("Broth watch")
+        expect(dan.locator("#edit-dashboard")).to_have_count(0)
+        # dan may not read DEP00001's samples: the same widgets show him none of them.
+        expect(dan.locator("#widget-1 table.saved-list")).to_contain_text("No Sample matches")
+        expect(dan.locator("#widget-0 table th[scope=row]").first).to_have_text("Initial")
+
+    with watched_page(browser, base_url=live_server) as olga:
+        log_in_as(olga, live_server, "olga", PASSWORD)
+        response = olga.goto(board_url)
+        assert response is not None and response.status == 404
+        olga.goto("/")
+        olga.locator("#dashboard-picker summary").click()
+        expect(olga.locator("#dashboard-list")).not_to_contain_text("Broth watch")
+
+
+def test_request_assignment_reaches_the_bell(page: Page, live_app: Flask,
+                                             live_server: str) -> None:
+    _people(live_app, live_server)
+    (request,) = create_entities(live_server, {
+        "eClass": "Request", "name": "Calibrate the pH meter", "assigneeID": "dan"})
+    log_in_as(page, live_server, "dan", PASSWORD)
+    expect(page.locator("#bell-count")).to_have_text("1")
+    page.click("#bell")
+    page.wait_for_url(f"{live_server}/notifications")
+    page.get_by_role("link", name="Calibrate the pH meter").click()
+    page.wait_for_url(f"{live_server}/entities/Request/{request['id']}")
+    expect(page.locator("#bell-count")).to_have_text("0")

@@ -1,0 +1,115 @@
+"""Dashboard pages through the Flask client: home = default dashboard, widgets, editor."""
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from flask import Flask
+from flask.testing import FlaskClient
+
+from tests.conftest import ApiClient
+from tests.dashboards.conftest import board, created, listed, widget
+from tests.entities.conftest import save
+from tests.web.test_pages import page_login, post_form
+
+
+def signed_in(app: Flask, username: str) -> FlaskClient:
+    client = app.test_client()
+    assert page_login(client, username).status_code == 303
+    return client
+
+
+def html(client: FlaskClient, url: str, status: int = 200) -> str:
+    response = client.get(url)
+    assert response.status_code == status, response.get_data(as_text=True)[:2000]
+    return response.get_data(as_text=True)
+
+
+def test_home_is_a_starter_dashboard_made_once(app: Flask,
+                                               member: Callable[..., ApiClient]) -> None:
+    alice = member("alice")
+    browser = signed_in(app, "alice")
+    page = html(browser, "/")
+    assert browser.get("/").headers["Cache-Control"] == "no-store"
+    assert 'id="dashboard-title">My dashboard<' in page
+    assert 'id="entities-card-link"' in page  # the area cards stay on the home page
+    widget_urls = re.findall(r'hx-get="(/dashboards/[0-9a-f]+/widget/\d+)"', page)
+    assert len(widget_urls) == 5
+    html(browser, "/")
+    assert listed(alice) == ["My dashboard"]
+    for url in widget_urls:
+        assert html(browser, url)  # every starter widget renders
+
+
+def test_chart_widget_is_svg_with_patterns_labels_and_a_table(
+        app: Flask, member: Callable[..., ApiClient]) -> None:
+    alice = member("alice")
+    save(alice, {"eClass": "Sample", "name": "one"}, {"eClass": "Sample", "name": "two"})
+    stored = created(alice, board("Charts", [
+        widget("status-counts", {"eClass": "Sample"}),
+        widget("created-per-week", {"eClass": "Sample", "weeks": 3}, x=6)]))
+    browser = signed_in(app, "alice")
+    page = html(browser, f"/dashboards/{stored['id']}")
+    assert "gx-6 gw-6 gy-0 gh-4" in page and 'style="' not in page
+    bars = html(browser, f"/dashboards/{stored['id']}/widget/0")
+    assert "<svg" in bars and 'fill="url(#p0-solid)"' in bars and 'fill="url(#p0-hatch)"' in bars
+    assert "<title>Initial: 2</title>" in bars
+    assert '<th scope="row">Initial</th><td>2</td>' in bars
+    lines = html(browser, f"/dashboards/{stored['id']}/widget/1")
+    assert "<polyline" in lines and lines.count('<th scope="row">') == 3
+
+
+def test_saved_list_pages_and_note_is_sanitised(app: Flask,
+                                                member: Callable[..., ApiClient]) -> None:
+    alice = member("alice")
+    save(alice, *({"eClass": "Sample", "id": f"S-{i}", "name": f"n{i}"} for i in range(3)))
+    stored = created(alice, board("List", [
+        widget("saved-list", {"eClass": "Sample", "columns": ["id", "name"], "top": 2}),
+        widget("note", {"markdown": "**bold** <script>alert(1)</script>"})]))
+    browser = signed_in(app, "alice")
+    first = html(browser, f"/dashboards/{stored['id']}/widget/0")
+    assert 'href="/entities/Sample/S-0"' in first and "S-2" not in first
+    assert "Page 1" in first and "?page=1" in first
+    second = html(browser, f"/dashboards/{stored['id']}/widget/0?page=1")
+    assert "S-2" in second and "S-0" not in second and "?page=2" not in second
+    note = html(browser, f"/dashboards/{stored['id']}/widget/1")
+    assert "<strong>bold</strong>" in note and "<script>" not in note
+
+
+def test_editor_creates_shares_and_reports_errors(app: Flask,
+                                                  member: Callable[..., ApiClient]) -> None:
+    member("alice")
+    bob = member("bob")
+    browser = signed_in(app, "alice")
+    form = html(browser, "/dashboards/new")
+    assert 'name="share_users"' in form and '<option value="bob">' in form
+    bad = post_form(browser, "/dashboards/new", {
+        "name": "Mine", "plugin": "status-counts", "x": "0", "y": "0", "cols": "20",
+        "rows": "4", "eclass": "Sample"})
+    assert bad.status_code == 400
+    assert "widgets.0.gridster.cols" in bad.get_data(as_text=True)
+    assert listed(bob) == []
+    good = post_form(browser, "/dashboards/new", {
+        "name": "Mine", "plugin": "status-counts", "x": "0", "y": "0", "cols": "6",
+        "rows": "4", "eclass": "Sample", "share_users": "bob"})
+    assert good.status_code == 303
+    assert listed(bob) == ["Mine"]
+    board_id = good.headers["Location"].rsplit("/", 1)[1]
+    edit = html(browser, f"/dashboards/{board_id}/edit")
+    assert '<option value="bob" selected>' in edit
+    # bob sees it but may not edit it
+    assert signed_in(app, "bob").get(f"/dashboards/{board_id}/edit").status_code == 403
+    removed = post_form(browser, f"/dashboards/{board_id}/edit", {"name": "Mine", "plugin": ""})
+    assert removed.status_code == 303
+    assert listed(bob) == []
+
+
+def test_others_cannot_open_a_private_dashboard(app: Flask,
+                                                member: Callable[..., ApiClient]) -> None:
+    alice = member("alice")
+    member("bob")
+    stored = created(alice, board("Private", [widget("note", {"markdown": "x"})]))
+    bob = signed_in(app, "bob")
+    assert bob.get(f"/dashboards/{stored['id']}").status_code == 404
+    assert bob.get(f"/dashboards/{stored['id']}/widget/0").status_code == 404
+    assert post_form(bob, f"/dashboards/{stored['id']}/delete").status_code == 404
