@@ -1,0 +1,220 @@
+"""Answering queries: one searcher per process and index folder, filters as sets of
+document numbers, unscored reads of common terms."""
+from __future__ import annotations
+
+import heapq
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from itertools import islice
+from pathlib import Path
+
+from whoosh import query as wq
+
+from labapp.search.index.documents import (
+    PREFIX,
+    PREFIX_MAX,
+    PREFIX_MIN,
+    Clause,
+    Hits,
+    IndexUnavailable,
+    analyse,
+    open_index,
+    word_pairs,
+)
+
+MAX_PREFIX_TERMS = 64  # expansions of a prefix outside the edge n-gram field
+COMMON = 5000  # a query matching more documents than this is not scored
+_CACHED_SETS = 64
+
+class _Cached:
+    """The process's searcher of one index folder, with the sets computed on it."""
+
+    def __init__(self, searcher) -> None:
+        self.searcher = searcher
+        self.sets: dict[object, set[int]] = {}
+
+
+_cache: dict[Path, _Cached] = {}
+_lock = threading.Lock()
+
+
+def _current(path: Path) -> _Cached:
+    with _lock:
+        cached = _cache.get(path)
+        if cached is not None:
+            try:
+                if cached.searcher.up_to_date():
+                    return cached
+            except Exception:  # the folder was replaced or damaged: open it again
+                pass
+        # A new searcher, not ``searcher.refresh()``: the refreshed one reuses the readers of
+        # unchanged segments with their old deletions, so a replaced document's old version
+        # kept matching its old words. The old searcher is left to the garbage collector
+        # (a request of another thread may still be reading it).
+        fresh = _Cached(open_index(path).searcher())
+        _cache[path] = fresh
+        return fresh
+
+
+def _searcher(path: Path):
+    try:
+        return _current(path).searcher
+    except IndexUnavailable:
+        raise
+    except Exception as error:
+        raise IndexUnavailable(f"The search index cannot be read: {error}") from error
+
+
+def forget(path: Path) -> None:
+    """Drop this process's searcher of ``path`` (after the folder was replaced)."""
+    with _lock:
+        cached = _cache.pop(path, None)
+    if cached is not None:
+        cached.searcher.close()
+
+
+def _docnums(cached: _Cached, key: object, make: Callable[[], Iterable[int]]) -> set[int]:
+    found = cached.sets.get(key)
+    if found is None:
+        if len(cached.sets) >= _CACHED_SETS:
+            cached.sets.clear()
+        found = cached.sets[key] = set(make())
+    return found
+
+
+def _term_docs(searcher, field: str, values: Iterable[str]) -> Iterator[int]:
+    for value in values:
+        if (field, value) in searcher.reader():
+            yield from searcher.postings(field, value).all_ids()
+
+
+def _allowed(cached: _Cached, labels: frozenset[str] | None,
+             eclasses: frozenset[str] | None) -> set[int] | None:
+    """The documents a caller with ``labels`` (None: all) may see, of ``eclasses`` (None:
+    all), as document numbers; None when nothing is excluded."""
+    searcher = cached.searcher
+    allowed = None
+    if labels is not None:
+        allowed = _docnums(cached, ("labels", labels),
+                           lambda: _term_docs(searcher, "labels", labels))
+    if eclasses is not None:
+        of_class = _docnums(cached, ("eclass", eclasses),
+                            lambda: _term_docs(searcher, "eclass", eclasses))
+        allowed = of_class if allowed is None else allowed & of_class
+    return allowed
+
+
+def _prefix_query(reader, text: str) -> wq.Query:
+    folded = analyse(text)
+    if not folded:
+        return wq.NullQuery
+    stem = folded[0] if len(folded) == 1 else " ".join(folded)
+    expansions = [wq.Term("text", term) for term in
+                  islice(reader.expand_prefix("text", stem), MAX_PREFIX_TERMS)]
+    if PREFIX_MIN <= len(stem) <= PREFIX_MAX:
+        expansions.append(wq.Term("prefix", stem))
+    return wq.Or(expansions) if expansions else wq.NullQuery
+
+
+def _clause_query(reader, kind: str, text: str) -> wq.Query:
+    if kind == PREFIX:
+        return _prefix_query(reader, text)
+    words = analyse(text)
+    if not words:
+        return wq.NullQuery
+    if len(words) == 1:
+        return wq.Term("text", words[0])
+    # A phrase is each of its adjacent word pairs (exact for two words; longer phrases whose
+    # pairs all occur elsewhere in the text also match): no positions to read, which costs
+    # ~70 µs a candidate document when the phrase holds common words. The pairs score it.
+    return wq.And([wq.Term("pairs", pair) for pair in word_pairs(words)])
+
+
+def build_query(reader, clauses: Iterable[Clause]) -> wq.Query:
+    """The Whoosh query of AND-ed clauses (an empty one matches nothing)."""
+    parts = [_clause_query(reader, kind, text) for kind, text in clauses]
+    if not parts or any(part is wq.NullQuery for part in parts):
+        return wq.NullQuery
+    return parts[0] if len(parts) == 1 else wq.And(parts)
+
+
+def search(path: Path, clauses: list[Clause], *, labels: frozenset[str] | None,
+           eclasses: frozenset[str] | None, limit: int) -> Hits:
+    """The best ``limit`` documents matching every clause among those a caller holding
+    ``labels`` may see (None: all), of ``eclasses`` (None: all), best first."""
+    try:
+        cached = _current(path)
+    except IndexUnavailable:
+        raise
+    except Exception as error:
+        raise IndexUnavailable(f"The search index cannot be read: {error}") from error
+    searcher = cached.searcher
+    query = build_query(searcher.reader(), clauses)
+    if query is wq.NullQuery:
+        return Hits([], 0)
+    allowed = _allowed(cached, labels, eclasses)
+    if query.estimate_min_size(searcher.reader()) > COMMON:
+        return _unscored(cached, query, allowed, limit)
+    # Without block-quality skipping the collector counts every match as it scores it;
+    # with it, the total would take a second run of the query (half of a prefix's time).
+    results = searcher.search(query, limit=limit, filter=allowed, optimize=False)
+    items = [(hit["id"], float(hit.score)) for hit in results]
+    return Hits(items, len(results))
+
+
+def document_ids(path: Path, labels: frozenset[str] | None) -> set[str]:
+    """The entity ids of every document a caller holding ``labels`` (None: all) may see
+    (to check the index against the database)."""
+    cached = _current(path)
+    allowed = _allowed(cached, labels, None)
+    searcher = cached.searcher
+    docnums = allowed if allowed is not None else searcher.reader().all_doc_ids()
+    return {searcher.stored_fields(docnum)["id"] for docnum in docnums}
+
+
+def _matching(cached: _Cached, query: wq.Query) -> set[int]:
+    """The documents matching ``query`` as a new set: the posting lists of its terms, united
+    for an Or and intersected for an And, without Whoosh's matcher machinery (a prefix's
+    dozens of expansions cost ~100 ms through it at 100,000 documents); common terms'
+    lists are kept for the index generation, so ``pr*`` and ``pre*`` share ``prepared``."""
+    if isinstance(query, wq.Term):
+        return set(_term_set(cached, query.fieldname, query.text))
+    if isinstance(query, (wq.Or, wq.And)) and query.subqueries:
+        parts = [_matching(cached, part) for part in query.subqueries]
+        return set.union(*parts) if isinstance(query, wq.Or) else set.intersection(*parts)
+    return set(cached.searcher.docs_for_query(query))
+
+
+def _term_set(cached: _Cached, field: str, text: str) -> set[int]:
+    searcher = cached.searcher
+    reader = searcher.reader()
+    if (field, text) not in reader:
+        return set()
+    if reader.doc_frequency(field, text) < COMMON:
+        return set(searcher.postings(field, text).all_ids())
+    return _docnums(cached, ("term", field, text),
+                    lambda: searcher.postings(field, text).all_ids())
+
+
+def _unscored(cached: _Cached, query: wq.Query, allowed: set[int] | None,
+              limit: int) -> Hits:
+    """A very common query: its matches are read once per index generation (not scored,
+    which costs far more), and the first ``limit`` visible ones in index order returned."""
+    searcher = cached.searcher
+    matching = _docnums(cached, ("query", repr(query)), lambda: _matching(cached, query))
+    visible = matching if allowed is None else matching & allowed
+    first = heapq.nsmallest(limit, visible)
+    items = [(searcher.stored_fields(docnum)["id"], 0.0) for docnum in first]
+    return Hits(items, len(visible))
+
+
+def check(path: Path) -> None:
+    """Raise :class:`IndexUnavailable` unless the index opens and its searcher works."""
+    _searcher(path)
+
+
+def stats(path: Path) -> dict[str, int]:
+    """``documents`` in the index and its ``bytes`` on disk."""
+    searcher = _searcher(path)
+    size = sum(item.stat().st_size for item in path.iterdir() if item.is_file())
+    return {"documents": searcher.doc_count(), "bytes": size}

@@ -1,0 +1,277 @@
+"""Search over every entity the caller may see (decisions §9): exact, like, full-text and the
+merged search.
+
+Exact and like run in SQL on the common ``entity`` table (id, name, barcode) through the
+visibility predicate; full-text asks the index (:mod:`labapp.search.index`) with the
+caller's access labels, then loads the entities it names through the same predicate (a
+document can lag a change by the time the queue takes to drain; the row read is current).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from types import SimpleNamespace
+from typing import Any
+
+from sqlalchemy import (
+    ColumnElement,
+    Integer,
+    String,
+    column,
+    func,
+    literal,
+    literal_column,
+    or_,
+    select,
+    table,
+)
+
+from labapp.access.actor import Actor
+from labapp.access.labels import actor_labels
+from labapp.access.visibility import readable
+from labapp.db import db
+from labapp.errors import AppError, InvalidInput
+from labapp.model import Entity
+from labapp.model.registry import find_class
+from labapp.query.entity_suggest import TRIGRAM
+from labapp.query.filter import compile_filter
+from labapp.query.listing import parse_paging
+from labapp.query.textmatch import fold
+from labapp.reading.entities import to_api
+from labapp.search import index
+from labapp.search.fields import common_fields
+from labapp.search.indexer import index_path
+
+MAX_TERM = 256
+DEFAULT_TOP, MAX_TOP = 50, 500
+CANDIDATES = 2000  # full-text matches checked against a $filter
+EXACT, LIKE, FULLTEXT = "exact", "like", "fulltext"
+_CLAUSE = re.compile(r'"([^"]*)"|(\S+)')
+_PREFIX_MIN = 2
+# The folded search text "id␟name␟barcode" of the suggestion-indexes migration: PostgreSQL's
+# generated column (pg_trgm GIN index), SQLite's trigger-kept table and its FTS5 trigram table.
+_entity_search_text = literal_column("entity.search_text", String)
+_search_text = table("entity_search_text", column("key", Integer), column("entity_id", String),
+                     column("folded", String))
+_trigram_hits = table("entity_search", column("rowid", Integer), column("entity_search", String))
+# The visibility columns as ``col || ''``, which no index serves (_visibility_columns).
+_UNINDEXED = SimpleNamespace(eclass=Entity.eclass + "", department_id=Entity.department_id + "",
+                             project_id=Entity.project_id + "")
+
+
+class SearchUnavailable(AppError):
+    """503: the full-text index is missing or damaged."""
+
+    status, code, title = 503, "search_index_unavailable", "Search index unavailable"
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """``data``: entity objects, each with ``score`` and ``matchedBy``; ``total``: how many
+    matched."""
+
+    data: list[dict[str, Any]]
+    total: int
+
+
+@dataclass(frozen=True)
+class _Matches:
+    ids: list[tuple[str, float]]
+    total: int
+
+
+def check_term(term: str) -> str:
+    """The term, stripped; 400 when it is empty or longer than :data:`MAX_TERM`."""
+    if len(term) > MAX_TERM:
+        raise InvalidInput(f"The search term is longer than {MAX_TERM} characters.",
+                           code="invalid_term")
+    if not term.strip():
+        raise InvalidInput("The search term is empty.", code="invalid_term")
+    if "\x00" in term:
+        raise InvalidInput("NUL characters are not allowed in the search term.",
+                           code="invalid_term")
+    return term.strip()
+
+
+def parse_top(top: str | None) -> int:
+    """``$top``: 50 when absent, at most 500; 400 when not a non-negative integer."""
+    return DEFAULT_TOP if top is None else parse_paging(top, None, MAX_TOP)[0]
+
+
+def clauses(term: str) -> list[index.Clause]:
+    """The full-text clauses of a term: ``"a phrase"``, ``word*`` (a prefix when at least
+    two characters precede the ``*``) and words, all AND-ed. Nothing is a syntax error: an
+    unbalanced quote is a plain word."""
+    found: list[index.Clause] = []
+    for phrase, word in _CLAUSE.findall(term):
+        if phrase:
+            found.append((index.PHRASE, phrase))
+        elif word.endswith("*") and len(word.rstrip("*")) >= _PREFIX_MIN:
+            found.append((index.PREFIX, word.rstrip("*")))
+        else:
+            found.append((index.WORD, word.strip('*"')))
+    return [(kind, text) for kind, text in found if index.analyse(text)]
+
+
+def _condition(actor: Actor, filter_text: str | None) -> ColumnElement[bool]:
+    return compile_filter(filter_text, common_fields(), user_id=actor.user_id)
+
+
+def _exact(actor: Actor, term: str, filter_text: str | None, top: int) -> _Matches:
+    where = (or_(Entity.id == term, Entity.name == term, Entity.barcode == term),
+             readable(actor), _condition(actor, filter_text))
+    ids = db.session.execute(select(Entity.id).where(*where)
+                             .order_by(Entity.id).limit(MAX_TOP)).scalars().all()
+    return _Matches([(entity_id, 1.0) for entity_id in ids[:top]], len(ids))
+
+
+def _like_pattern(term: str) -> ColumnElement[str]:
+    """``%term%`` with the term's own ``%`` and ``_`` as wildcards, ASCII case folded."""
+    pattern = literal(f"%{term}%", String())
+    if db.engine.dialect.name == "postgresql":
+        return func.lower(pattern.collate("C"))
+    return pattern
+
+
+def _like_column(column: Any) -> ColumnElement[Any]:
+    if db.engine.dialect.name == "postgresql":
+        return func.lower(column.collate("C"))
+    return column
+
+
+def _longest_literal(term: str) -> str:
+    """The longest run of the folded term without a wildcard (what a trigram index can
+    look up)."""
+    return max(re.split(r"[%_]", fold(term)), key=len)
+
+
+def _visibility_columns() -> Any:
+    """The columns the visibility predicate reads: unindexed on SQLite, which keeps no
+    statistics and would otherwise read every entity of the caller's departments through
+    their indexes instead of looking a few ids up by key."""
+    return _UNINDEXED if db.engine.dialect.name == "sqlite" else Entity
+
+
+def _like_candidates(term: str) -> ColumnElement[bool]:
+    """The entities whose folded search text (id, name and barcode joined, see
+    :mod:`labapp.query.entity_suggest`) matches the pattern: a superset of the matches that
+    a trigram index finds for a term with three literal characters in a row."""
+    if db.engine.dialect.name == "postgresql":
+        # The pattern folded here, a plain value: as ``lower(:pattern COLLATE "C")`` the
+        # planner cannot estimate it and scans the table instead of the trigram index.
+        return _entity_search_text.like(literal(fold(f"%{term}%"), String()), escape="")
+    found = select(_search_text.c.entity_id).where(
+        _search_text.c.folded.like(literal(f"%{term}%", String())))
+    literal_run = _longest_literal(term)
+    if len(literal_run) >= TRIGRAM:
+        found = found.join(_trigram_hits, _trigram_hits.c.rowid == _search_text.c.key).where(
+            _trigram_hits.c.entity_search.op("MATCH")('"' + literal_run.replace('"', '""') + '"'))
+    return Entity.id.in_(found)
+
+
+def _like(actor: Actor, term: str, filter_text: str | None, top: int) -> _Matches:
+    pattern = _like_pattern(term)
+    # PostgreSQL reads a backslash in a LIKE pattern as an escape (a trailing one is an
+    # error); ESCAPE '' turns that off. SQLite has no escape character unless given one.
+    escape = "" if db.engine.dialect.name == "postgresql" else None
+    matched = or_(*(_like_column(column).like(pattern, escape=escape)
+                    for column in (Entity.id, Entity.name, Entity.barcode)))
+    # The candidates come from the trigram-indexed search text; each is then checked column
+    # by column (a match across two values is no match).
+    where = (_like_candidates(term), matched, readable(actor, _visibility_columns()),
+             _condition(actor, filter_text))
+    # Sorted by ``name || ''``, which no index serves: ordered by the name index, PostgreSQL
+    # walks it from the start filtering each row until it has ``top`` (all of it for a rare
+    # term) instead of sorting the few candidates the trigram index finds.
+    ids = db.session.execute(select(Entity.id).where(*where)
+                             .order_by(Entity.name + "", Entity.id).limit(top)).scalars().all()
+    total = len(ids)
+    if total == top:  # a full page: there may be more, count them
+        total = db.session.scalar(select(func.count()).select_from(Entity).where(*where))
+    return _Matches([(entity_id, 1.0) for entity_id in ids], total or 0)
+
+
+def _fulltext(actor: Actor, term: str, filter_text: str | None, top: int) -> _Matches:
+    parsed = clauses(term)
+    condition = _condition(actor, filter_text)  # a bad $filter is 400 before any search
+    if not parsed:
+        return _Matches([], 0)
+    limit = CANDIDATES if filter_text else top
+    try:
+        hits = index.search(index_path(), parsed, labels=actor_labels(actor), eclasses=None,
+                            limit=limit)
+    except index.IndexUnavailable as error:
+        raise SearchUnavailable(
+            f"{error} Ask the operator to run `flask --app labapp search rebuild`.") from None
+    if not filter_text:
+        return _Matches(hits.items, hits.total)
+    passing = set(db.session.scalars(select(Entity.id).where(
+        Entity.id.in_([entity_id for entity_id, _ in hits.items]), condition)))
+    kept = [(entity_id, score) for entity_id, score in hits.items if entity_id in passing]
+    return _Matches(kept[:top], len(kept))
+
+
+_MODES = {EXACT: _exact, LIKE: _like, FULLTEXT: _fulltext}
+
+
+def _load(actor: Actor, found: list[tuple[str, float, str]]) -> list[dict[str, Any]]:
+    """The visible entities of ``found`` (id, score, mode) in that order, as API objects.
+
+    One query finds the visible ids and their classes, then one per class present loads
+    them (an outer join over every class table cost more than the search itself).
+    """
+    if not found:
+        return []
+    by_class: dict[str, list[str]] = {}
+    for entity_id, eclass in db.session.execute(select(Entity.id, Entity.eclass).where(
+            Entity.id.in_([entity_id for entity_id, _, _ in found]),
+            readable(actor, _visibility_columns()))):
+        by_class.setdefault(eclass, []).append(entity_id)
+    loaded: dict[str, dict[str, Any]] = {}
+    for eclass, ids in by_class.items():
+        spec = find_class(eclass)
+        for entity in db.session.scalars(select(spec.model).where(spec.model.id.in_(ids))):
+            loaded[entity.id] = to_api(entity, spec)
+    return [{**loaded[entity_id], "score": score, "matchedBy": mode}
+            for entity_id, score, mode in found if entity_id in loaded]
+
+
+def search(actor: Actor, mode: str, term: str, *, filter_text: str | None = None,
+           top: str | None = None) -> SearchResult:
+    """One search mode (``exact``, ``like`` or ``fulltext``) over the entities the actor may
+    see. 400 for a bad term, ``$filter`` or ``$top``; 503 when the index is unavailable."""
+    term, limit = check_term(term), parse_top(top)
+    matches = _MODES[mode](actor, term, filter_text, limit)
+    data = _load(actor, [(entity_id, score, mode) for entity_id, score in matches.ids])
+    return SearchResult(data, matches.total)
+
+
+def search_all(actor: Actor, term: str, *, filter_text: str | None = None,
+               top: str | None = None) -> SearchResult:
+    """The merged search: exact matches first, then like, then full-text by score, each
+    entity once. ``total`` counts the distinct entities among each mode's best ``$top``,
+    and is never less than the like or full-text total."""
+    term, limit = check_term(term), parse_top(top)
+    merged: dict[str, tuple[str, float, str]] = {}
+    totals = []
+    for mode in (EXACT, LIKE, FULLTEXT):
+        matches = _MODES[mode](actor, term, filter_text, limit)
+        totals.append(matches.total)
+        for entity_id, score in matches.ids:
+            merged.setdefault(entity_id, (entity_id, score, mode))
+    found = list(merged.values())
+    data = _load(actor, found[:limit])
+    return SearchResult(data, max(len(found), *totals[1:]))
+
+
+
+def highlight_words(term: str) -> list[str]:
+    """The folded words of a term that a page marks in its results (prefixes without
+    their ``*``)."""
+    return [word for _kind, text in clauses(term) for word in index.analyse(text)]
+
+
+def fold_word(word: str) -> list[str]:
+    """How the index folds one word of shown text (to compare it with
+    :func:`highlight_words`)."""
+    return index.analyse(word)

@@ -1,0 +1,84 @@
+"""The indexer process: ``flask --app labapp search worker`` drains the search queue as it fills.
+
+Requests then only write their queue rows (the triggers do, in the request's transaction)
+and return; the Whoosh work runs on this process's CPU. The loop polls the queue with one
+cheap query every :data:`POLL` seconds, drains what it finds (:func:`indexer.drain`: 1,000
+rows per index commit, rows deleted only after their commit, so a worker killed mid-batch
+loses nothing), while a thread refreshes the heartbeat file every
+:data:`indexer.HEARTBEAT_EVERY` seconds. While the heartbeat is fresh, requests skip their
+inline drain; a worker that stops cleanly removes it, one that dies lets it go stale, and
+requests drain inline again.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from pathlib import Path
+
+from sqlalchemy import select
+
+from labapp.db import db
+from labapp.model import SearchQueue
+from labapp.search import index, indexer
+
+POLL = 0.15  # seconds between two looks at the queue when it was empty
+logger = logging.getLogger(__name__)
+
+
+def _waiting() -> bool:
+    try:
+        return db.session.scalar(select(SearchQueue.id).limit(1)) is not None
+    finally:
+        db.session.rollback()
+
+
+def _drain_once() -> None:
+    try:
+        indexer.drain()
+    except index.IndexBusy:
+        logger.warning("search index busy; trying again")
+    except index.IndexUnavailable as error:
+        logger.error("search index unavailable (%s); run `flask --app labapp search rebuild`",
+                     error)
+    finally:
+        db.session.rollback()
+
+
+def _beat_until(stop: threading.Event, heartbeat: Path) -> None:
+    """Refresh the heartbeat every :data:`indexer.HEARTBEAT_EVERY` s (a thread of its own:
+    a long drain must not let it go stale, or requests would start draining too)."""
+    while not stop.is_set():
+        indexer.beat(heartbeat)
+        stop.wait(indexer.HEARTBEAT_EVERY)
+
+
+def run(stop: threading.Event) -> None:
+    """Drain the queue until ``stop`` is set (in an application context). The heartbeat
+    is written before the first drain and removed on the way out."""
+    heartbeat = indexer.heartbeat_path()
+    indexer.beat(heartbeat)
+    beating = threading.Thread(target=_beat_until, args=(stop, heartbeat), daemon=True,
+                               name="search-heartbeat")
+    beating.start()
+    try:
+        while not stop.is_set():
+            if _waiting():
+                _drain_once()
+            else:
+                stop.wait(POLL)
+    finally:
+        stop.set()
+        beating.join()
+        db.session.remove()
+        _remove_own(heartbeat)
+
+
+def _remove_own(heartbeat: Path) -> None:
+    """Remove the heartbeat when it is this process's (another worker may have taken over)."""
+    try:
+        with open(heartbeat) as file:
+            if file.read().strip() == str(os.getpid()):
+                os.remove(heartbeat)
+    except OSError:
+        pass

@@ -1,0 +1,56 @@
+"""Fixtures of the search tests: a fresh index per test, and the entity factories.
+
+The suite's application is shared and every test's data is rolled back, but the index lives
+in files: each search test starts by rebuilding it from the (rolled-back) database, so it
+holds exactly what the test's database holds.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from flask import Flask
+
+from labapp.search.rebuild import rebuild_index
+from tests.conftest import ApiClient, run_init
+from tests.entities.conftest import (  # noqa: F401  (fixtures)
+    admin,
+    body_of,
+    department,
+    grant,
+    member,
+    project,
+)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_index(request: pytest.FixtureRequest) -> None:
+    """Tests on the suite's application start from an index of exactly their database
+    (tests that bring their own application and server skip this)."""
+    if "app" not in request.fixturenames:
+        return
+    app: Flask = request.getfixturevalue("app")
+    with app.app_context():
+        rebuild_index()
+
+
+@pytest.fixture
+def served_app(fresh_app: Callable[..., Flask]) -> Flask:
+    """An application of its own (a fresh, initialised database and instance), for tests
+    that start gunicorn or the indexer worker on it."""
+    application = fresh_app()
+    run_init(application)
+    return application
+
+
+def search(api: ApiClient, path: str, status: int = 200, **options: Any) -> Any:
+    """``GET /api/search/{path}`` (or another full path) with OData options without ``$``."""
+    url = path if path.startswith("/api/") else f"/api/search/{path}"
+    query = {f"${name}": value for name, value in options.items()}
+    return body_of(api.get(url, query_string=query), status)
+
+
+def found(api: ApiClient, path: str, **options: Any) -> list[str]:
+    """The ids a search answers, in order."""
+    return [item["id"] for item in search(api, path, **options)["data"]]
