@@ -1,0 +1,1 @@
+"""The data model a lab owns: expected, actual, diff, sync, and its administration pages."""

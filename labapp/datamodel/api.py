@@ -1,0 +1,79 @@
+"""``/api/datamodel`` (expected, actual, diff) and ``POST /api/sync``; the per-request check
+that keeps every worker on the model the database was last synchronised to."""
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Blueprint, Response, current_app, jsonify
+
+from labapp.access.actor import ADMIN
+from labapp.datamodel import service
+from labapp.datamodel.running import (
+    apply_migrations,
+    follow_synced_model,
+    mark_synced,
+    reload_model,
+)
+from labapp.db import transaction
+from labapp.search.rebuild import rebuild_index
+from labapp.web.endpoints import endpoint
+from labapp.web.loader import require_scope
+
+bp = Blueprint("datamodel_api", __name__)
+
+
+@bp.before_app_request
+def _current_model() -> None:
+    follow_synced_model(current_app)
+
+
+@bp.get("/api/datamodel")
+@endpoint("The expected data model: every class (built-in and lab-defined) with its fields, "
+          "statuses and transitions, id prefix and parent links, and the database views.",
+          responses={200: "The data model"})
+def expected() -> Response:
+    return jsonify(service.describe())
+
+
+@bp.get("/api/datamodel/actual")
+@require_scope(ADMIN)
+@endpoint("What the connected database really has: tables with their columns and types, "
+          "indexes and views.", responses={200: "The reflected schema"})
+def actual() -> Response:
+    with transaction():
+        return jsonify(service.actual())
+
+
+@bp.get("/api/datamodel/diff")
+@require_scope(ADMIN)
+@endpoint("The expected data model against the database: missing or extra tables, columns, "
+          "indexes and views, type mismatches, missing default sequences and roles.",
+          responses={200: "The differences"})
+def diff() -> Response:
+    reload_model(current_app)
+    with transaction():
+        return jsonify(service.diff())
+
+
+@bp.post("/api/sync")
+@require_scope(ADMIN)
+@endpoint("Bring the database in line with the expected data model: pending migrations, "
+          "tables, columns and indexes of extensions, views, default sequences and roles; "
+          "answers what was done (nothing, when run again).",
+          responses={200: "The sync report"})
+def sync() -> Response:
+    return jsonify(run_sync())
+
+
+def run_sync(progress: Any = None) -> dict[str, Any]:
+    """Re-read the extension files, migrate, then sync in one transaction."""
+    extensions = reload_model(current_app)
+    applied = apply_migrations(current_app)
+    with transaction():
+        report = service.sync(str(current_app.extensions["migrate"].directory),
+                              extensions.digest, progress=progress, migrations=applied)
+    mark_synced(current_app)
+    # Search documents hold only common fields, but a new model may bring classes whose
+    # entities the index has never seen (restored or written before the sync).
+    report["searchIndex"] = rebuild_index() if report["modelChanged"] else None
+    return report

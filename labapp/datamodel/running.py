@@ -1,0 +1,128 @@
+"""The model a running application uses: loaded from the extension files at start-up,
+re-read by the admin pages and by sync, and followed after a sync made by another worker.
+
+The registry is one per process while a process may hold several applications (tests do),
+each with its own instance folder: every request first puts its application's model back
+when another one is installed. A sync records a new generation in ``model_state`` and then
+writes it to the stamp file :data:`SYNC_STAMP` in the instance folder the workers share.
+Every request reads that small file and, when it names a generation this worker has not
+loaded, checks the database and re-reads the extension files, so the first request after a
+sync returned is served with the new model by every worker, without a restart. The
+database is also asked at most once per :data:`CHECK_SECONDS` in case the stamp is lost.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from flask import Flask
+from flask_migrate import upgrade
+from sqlalchemy import select
+from sqlalchemy.exc import SQLAlchemyError
+
+from labapp.db import db
+from labapp.errors import InvalidInput
+from labapp.model import ModelState
+from labapp.model.extensions import ExtensionError, Extensions, install, installed, read
+from labapp.schema import schema_state
+
+CHECK_SECONDS = 1.0
+_UNSEEN = object()
+EXTENSION_FOLDER = "datamodel"
+SYNC_STAMP = "datamodel.synced"
+logger = logging.getLogger(__name__)
+
+
+def extension_folder(app: Flask) -> Path:
+    return Path(app.instance_path) / EXTENSION_FOLDER
+
+
+def load_model(app: Flask) -> None:
+    """Read and install the extension files at start-up; a bad file stops the start with
+    :class:`ExtensionError` (naming the file and the field), nothing of it loaded."""
+    extensions = read(extension_folder(app))
+    install(extensions)
+    app.extensions["labapp_model"] = {"extensions": extensions, "seen": _UNSEEN, "checked": 0.0,
+                                     "stamp": None}
+
+
+def reload_model(app: Flask) -> Extensions:
+    """Re-read the files now (a file added since start-up becomes expected); a bad file is
+    a 400 naming it, and the model stays as it was."""
+    try:
+        extensions = read(extension_folder(app))
+    except ExtensionError as error:
+        raise InvalidInput(f"Data-model extension file: {error}") from None
+    install(extensions)
+    app.extensions["labapp_model"]["extensions"] = extensions
+    return extensions
+
+
+def extension_problem(app: Flask) -> str | None:
+    """The validation error of the extension files as they are now, or None."""
+    try:
+        read(extension_folder(app))
+    except ExtensionError as error:
+        return str(error)
+    return None
+
+
+def follow_synced_model(app: Flask) -> None:
+    """Install this application's model, and re-read the files when another worker synced."""
+    state: dict[str, Any] = app.extensions["labapp_model"]
+    if installed() is not state["extensions"]:
+        install(state["extensions"])
+    now = time.monotonic()
+    stamped = _stamped_generation(app)
+    if now - state["checked"] < CHECK_SECONDS and stamped == state["stamp"]:
+        return
+    state["checked"], state["stamp"] = now, stamped
+    generation = _synced_generation()
+    if generation == state["seen"]:
+        return
+    if state["seen"] is not _UNSEEN:
+        try:
+            state["extensions"] = read(extension_folder(app))
+            install(state["extensions"])
+        except ExtensionError as error:
+            logger.error("The synchronised data model cannot be loaded: %s", error)
+    state["seen"] = generation
+
+
+def mark_synced(app: Flask) -> None:
+    """This worker made the sync: its model is the synchronised one. Tell the other
+    workers through the stamp file (written whole, then renamed into place)."""
+    generation = _synced_generation()
+    app.extensions["labapp_model"]["seen"] = generation
+    stamp = Path(app.instance_path) / SYNC_STAMP
+    staging = stamp.with_name(f"{stamp.name}.{os.getpid()}")
+    staging.write_text(str(generation))
+    os.replace(staging, stamp)
+
+
+def _stamped_generation(app: Flask) -> str | None:
+    """What the last sync wrote to the stamp file (None without one)."""
+    try:
+        return (Path(app.instance_path) / SYNC_STAMP).read_text()
+    except OSError:
+        return None
+
+
+def _synced_generation() -> int | None:
+    try:
+        with db.engine.connect() as connection:
+            return connection.scalar(select(ModelState.generation).where(ModelState.id == 1))
+    except SQLAlchemyError:
+        return None
+
+
+def apply_migrations(app: Flask) -> list[str]:
+    """Apply the pending schema migrations; the heads reached when any were pending."""
+    state = schema_state()
+    if state.up_to_date:
+        return []
+    upgrade(directory=str(app.extensions["migrate"].directory))
+    return sorted(state.expected)
