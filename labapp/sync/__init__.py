@@ -1,0 +1,1 @@
+"""Exports of the whole database and their restore (issue 14, "Exports")."""

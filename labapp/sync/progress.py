@@ -1,0 +1,71 @@
+"""An export run in the background for the administration page, its progress in a file.
+
+The state lives in ``sync/.progress.json`` (state, done, total, filename, error), so every
+worker process answers the page's polls alike. One export runs at a time per instance folder:
+a run is "running" while its file says so and was updated within :data:`STALE_SECONDS` (a
+process that died mid-export does not block the next one for long).
+"""
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from labapp.sync.service import ExportResult, Progress, export_folder
+
+STATE_FILE = ".progress.json"
+STALE_SECONDS = 120
+_start_lock = threading.Lock()
+
+
+def _path(instance_path: str | Path) -> Path:
+    return export_folder(instance_path) / STATE_FILE
+
+
+def read_state(instance_path: str | Path) -> dict[str, Any]:
+    """The state of the latest background export (``{"state": "idle"}`` when none)."""
+    try:
+        return json.loads(_path(instance_path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {"state": "idle"}
+
+
+def _write(instance_path: str | Path, state: dict[str, Any]) -> None:
+    path = _path(instance_path)
+    partial = path.with_name(f"{STATE_FILE}.{os.getpid()}.{threading.get_ident()}")
+    partial.write_text(json.dumps({**state, "updated": time.time()}), encoding="utf-8")
+    os.replace(partial, path)
+
+
+def is_running(state: dict[str, Any]) -> bool:
+    """Whether ``state`` is an export still under way."""
+    return (state.get("state") == "running"
+            and time.time() - state.get("updated", 0) < STALE_SECONDS)
+
+
+def start(instance_path: str | Path, work: Callable[[Progress], ExportResult]) -> bool:
+    """Run ``work`` (an export given a progress callback) in a thread; False when an export
+    is already under way."""
+    with _start_lock:
+        if is_running(read_state(instance_path)):
+            return False
+        _write(instance_path, {"state": "running", "done": 0, "total": 0})
+
+    def progress(done: int, total: int) -> None:
+        _write(instance_path, {"state": "running", "done": done, "total": total})
+
+    def run() -> None:
+        try:
+            result = work(progress)
+        except Exception as error:  # reported on the page; the export left nothing behind
+            _write(instance_path, {"state": "failed", "error": str(error)})
+            return
+        _write(instance_path, {"state": "done", "filename": result.filename,
+                               "entities": result.entities, "bytes": result.bytes})
+
+    threading.Thread(target=run, name="labapp-export", daemon=True).start()
+    return True
