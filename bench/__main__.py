@@ -11,7 +11,20 @@ For each backend: a fresh app and database (``flask init``), then
    against the same joins in Core, and p50/p95 of suggest and unique as a reader;
 5. (issue 9, ``bench/auth.py``) on a database of its own, served by gunicorn: Basic password
    against PAT latency, 16 Basic clients against 8 Bearer clients, ``/healthz``
-   (``--auth-only`` runs just this part).
+   (``--auth-only`` runs just this part);
+6. (issue 10, ``bench/search.py``) on a database of its own: index build rate, freshness,
+   query latency against FTS5 and PostgreSQL full text, bulk create with indexing on and off
+   (``--search-only`` runs just this part).
+7. (issue 11, ``bench/storage.py``, only with ``--storage-only``) on a database of its own:
+   check-in of 500 items and the box page of a 10 × 10 box with 100,000 stored samples.
+8. (issue 12, ``bench/dashboards.py``, only with ``--dashboards-only``) on a database of its
+   own: a dashboard of 8 widgets, each widget's data and the whole page against the same
+   aggregates in Core.
+9. (issue 13, ``bench/odata.py``) on a database of its own, served by gunicorn: an OData export
+   of every row through ``@odata.nextLink`` against Core + JSON, page times and the worker's
+   memory (``--odata-only`` runs just this part).
+10. (issue 14, ``bench/sync.py``, only with ``--sync-only``) on databases of their own:
+   export and restore of the entities against a plain Core select + JSON write.
 The summary goes to stdout and into the generated blocks of ``bench/RESULTS.md``.
 """
 from __future__ import annotations
@@ -21,11 +34,12 @@ import os
 import shlex
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from sqlalchemy import func, select, text
 
-from bench import auth, query, read, write
+from bench import auth, dashboards, odata, query, read, search, storage, sync, write
 from bench.harness import BATCH, matching, open_bench
 from bench.report import (
     QUERY_BEGIN,
@@ -67,6 +81,21 @@ def _arguments(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--auth-only", action="store_true",
                         help="issue 9 part only: the cost of Basic on a gunicorn server")
     parser.add_argument("--no-auth", action="store_true", help="skip the issue 9 part")
+    parser.add_argument("--search-only", action="store_true",
+                        help="issue 10 part only: search index build, freshness, latency")
+    parser.add_argument("--no-search", action="store_true", help="skip the issue 10 part")
+    parser.add_argument("--storage-only", action="store_true",
+                        help="issue 11 part only: check-in of 500 and the box page with "
+                             "100,000 stored samples (--quick: 10,000)")
+    parser.add_argument("--dashboards-only", action="store_true",
+                        help="issue 12 part only: a dashboard of 8 widgets against the same "
+                             "aggregates in Core")
+    parser.add_argument("--odata-only", action="store_true",
+                        help="issue 13 part only: an OData export through next links")
+    parser.add_argument("--no-odata", action="store_true", help="skip the issue 13 part")
+    parser.add_argument("--sync-only", action="store_true",
+                        help="issue 14 part only: export and restore against a plain Core "
+                             "select + JSON write")
     parser.add_argument("--auth-seconds", type=float, default=auth.SECONDS,
                         help=f"length of each load run of the issue 9 part (default "
                              f"{auth.SECONDS:.0f})")
@@ -165,12 +194,29 @@ def main(argv: list[str] | None = None) -> int:
     backends = ("sqlite", "postgresql") if args.backend == "both" else (args.backend,)
     if args.auth_only:
         return _auth_part(backends, args, os.getloadavg())
+    if args.search_only:
+        return _search_part(backends, args, os.getloadavg())
+    if args.storage_only:
+        return _storage_part(backends, args, os.getloadavg())
+    if args.dashboards_only:
+        return dashboards.main_part(backends, args.entities,
+                                    5 if args.quick else dashboards.RUNS,
+                                    None if args.no_save else args.output, shlex.join(argv))
+    if args.odata_only:
+        return _odata_part(backends, args, os.getloadavg())
+    if args.sync_only:
+        return sync.main_part(backends, args.entities, None if args.no_save else args.output,
+                              shlex.join(argv))
     load_before = os.getloadavg()
     results = [run_backend(backend, args) for backend in backends]
     load = (load_before, os.getloadavg())
     print(stdout_summary(results))
     if not args.no_auth:
         _auth_part(backends, args, os.getloadavg())
+    if not args.no_search:
+        _search_part(backends, args, os.getloadavg())
+    if not args.no_odata:
+        _odata_part(backends, args, os.getloadavg())
     if not args.no_save:
         command = shlex.join(argv)
         if not args.queries_only:
@@ -182,16 +228,57 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def _facts(load_before: tuple[float, ...]) -> list[str]:
+    """The machine facts of a part that ran from ``load_before`` until now."""
+    return machine_facts([], shlex.join(sys.argv[1:]), (load_before, os.getloadavg()))
+
+
+def _report(issue: str, summary: list[str], block: Callable[[], str],
+            markers: tuple[str, str], args: argparse.Namespace) -> int:
+    """Print a part's summary and, unless ``--no-save``, rewrite its generated block."""
+    print("\n".join(["", f"labapp benchmark summary (issue {issue})", *summary]))
+    if not args.no_save:
+        save(args.output, block(), *markers)
+        print(f"\nwritten to {args.output}")
+    return 0
+
+
 def _auth_part(backends: tuple[str, ...], args: argparse.Namespace,
                load_before: tuple[float, ...]) -> int:
     results = [auth.run(backend, args.auth_seconds) for backend in backends]
+    facts = _facts(load_before)
+    return _report("9", auth.summary(results), lambda: auth.render(results, facts),
+                   (auth.AUTH_BEGIN, auth.AUTH_END), args)
+
+
+def _search_part(backends: tuple[str, ...], args: argparse.Namespace,
+                 load_before: tuple[float, ...]) -> int:
+    runs = 10 if args.quick else search.RUNS
+    results = [search.run(backend, args.entities, runs=runs, batches=4 if args.quick else 20)
+               for backend in backends]
+    facts = _facts(load_before)
+    return _report("10", search.summary(results), lambda: search.render(results, facts),
+                   (search.SEARCH_BEGIN, search.SEARCH_END), args)
+
+
+def _storage_part(backends: tuple[str, ...], args: argparse.Namespace,
+                  load_before: tuple[float, ...]) -> int:
+    boxes = args.entities // 100
+    results = [storage.run(backend, boxes=boxes, rounds=3 if args.quick else 5,
+                           page_runs=20 if args.quick else 50) for backend in backends]
+    facts = _facts(load_before)
+    return _report("11", storage.summary(results), lambda: storage.render(results, facts),
+                   (storage.STORAGE_BEGIN, storage.STORAGE_END), args)
+
+
+def _odata_part(backends: tuple[str, ...], args: argparse.Namespace,
+                load_before: tuple[float, ...]) -> int:
+    runs = 1 if args.quick else odata.RUNS
+    results = [odata.run(backend, args.entities, runs) for backend in backends]
     load = (load_before, os.getloadavg())
-    print("\n".join(["", "labapp benchmark summary (issue 9)", *auth.summary(results)]))
-    if not args.no_save:
-        facts = machine_facts([], shlex.join(sys.argv[1:]), load)
-        save(args.output, auth.render(results, facts), auth.AUTH_BEGIN, auth.AUTH_END)
-        print(f"\nwritten to {args.output}")
-    return 0
+    return _report("13", odata.summary(results),
+                   lambda: odata.report(results, shlex.join(sys.argv[1:]), load),
+                   (odata.ODATA_BEGIN, odata.ODATA_END), args)
 
 
 if __name__ == "__main__":

@@ -33,6 +33,7 @@ def free_port() -> int:
 class Server:
     host: str
     port: int
+    pid: int | None = None  # the gunicorn master (its workers are its children)
 
     def connection(self) -> http.client.HTTPConnection:
         return http.client.HTTPConnection(self.host, self.port, timeout=60)
@@ -48,7 +49,7 @@ def gunicorn(environment: dict[str, str], workers: int = WORKERS) -> Iterator[Se
         [sys.executable, "-m", "gunicorn", "--bind", f"127.0.0.1:{port}", "--workers",
          str(workers), "--log-level", "warning", "labapp:create_app()"],
         env=env, cwd=Path(__file__).resolve().parent.parent)
-    server = Server("127.0.0.1", port)
+    server = Server("127.0.0.1", port, process.pid)
     try:
         _wait_until_healthy(server, process)
         yield server

@@ -56,6 +56,7 @@ def _init_extensions(app: Flask) -> None:
     import labapp.model  # noqa: F401  (registers every table on the metadata)
     from labapp.errors import register_error_handlers
     from labapp.jsonprovider import LabJSONProvider
+    from labapp.odata.errors import init_odata_errors
     from labapp.web.headers import init_security_headers
     from labapp.web.loader import init_auth
 
@@ -70,45 +71,107 @@ def _init_extensions(app: Flask) -> None:
     register_error_handlers(app)
     init_auth(app)
     init_security_headers(app)
+    init_odata_errors(app)
     _install_class_rules()
+    _init_search(app)
+    _load_data_model(app)
+
+
+def _init_search(app: Flask) -> None:
+    """Drain the search queue after every commit that wrote entities, and at start-up."""
+    from labapp.search.indexer import init_app
+
+    init_app(app)
+
+
+def _load_data_model(app: Flask) -> None:
+    """The model is the code plus the instance's extension files (decisions §14); a bad
+    file stops the start-up with a message naming it and its field."""
+    from labapp.datamodel.running import load_model
+
+    load_model(app)
 
 
 def _install_class_rules() -> None:
     """Give the entity batch the rules of the classes other features own."""
-    from labapp.entities.rules import install
+    from labapp.entities.rules import install, observe_changes
+    from labapp.grants.service import observe_grants
+    from labapp.notifications.service import on_entity_change, on_grant
+    from labapp.storage.rules import LocationRules
     from labapp.users.rules import UserRules
 
     install("User", UserRules())
+    install("Location", LocationRules())
+    observe_changes(on_entity_change)
+    observe_grants(on_grant)
 
 
 def _register_blueprints(app: Flask) -> None:
     from labapp.account.api import bp as account_api
     from labapp.account.views import bp as account_views
+    from labapp.dashboards.api import bp as dashboard_api
+    from labapp.dashboards.views import bp as dashboard_views
+    from labapp.dashboards.views import home as dashboard_home
+    from labapp.datamodel.api import bp as datamodel_api
+    from labapp.datamodel.views import bp as datamodel_views
     from labapp.entities.api import bp as entity_api
     from labapp.entities.views import bp as entity_views
     from labapp.files.api import bp as file_api
     from labapp.files.views import bp as file_views
     from labapp.grants.api import bp as grant_api
     from labapp.grants.views import bp as grant_views
+    from labapp.notifications.api import bp as notification_api
+    from labapp.notifications.views import bp as notification_views
+    from labapp.odata.api import bp as odata_api
+    from labapp.odata.views import bp as odata_views
     from labapp.query.api import bp as query_api
     from labapp.query.lookup_api import bp as query_lookup_api
+    from labapp.search.api import bp as search_api
+    from labapp.search.views import bp as search_views
     from labapp.sequences.api import bp as sequence_api
+    from labapp.storage.api import bp as storage_api
+    from labapp.storage.views import bp as storage_views
     from labapp.users.api import bp as user_api
     from labapp.users.views import bp as user_views
     from labapp.web.openapi import bp as openapi_bp
     from labapp.web.views import bp as web_views
 
     api = (account_api, user_api, grant_api, entity_api, file_api, sequence_api, query_api,
-           query_lookup_api, openapi_bp)
-    pages = (account_views, web_views, entity_views, file_views, grant_views, user_views)
+           query_lookup_api, storage_api, openapi_bp, notification_api, dashboard_api,
+           search_api, odata_api, datamodel_api)
+    pages = (account_views, web_views, entity_views, file_views, grant_views, user_views,
+             storage_views, dashboard_views, notification_views, search_views, odata_views,
+             datamodel_views)
     for blueprint in api + pages:
         app.register_blueprint(blueprint)
+    _register_exports(app)
+    # The home page is the user's default dashboard (issue 12); every page links it as
+    # web.home.
+    app.add_url_rule("/", endpoint="web.home", view_func=dashboard_home)
+
+
+def _register_exports(app: Flask) -> None:
+    """Exports (issue 14): their API and administration page."""
+    from labapp.sync.api import bp as export_api
+    from labapp.sync.views import bp as export_views
+
+    app.register_blueprint(export_api)
+    app.register_blueprint(export_views)
 
 
 def _register_cli(app: Flask) -> None:
     from labapp.cli import init_command, users_cli
+    from labapp.datamodel.cli import sync_cli
     from labapp.files.cli import files_cli
+    from labapp.search.cli import search_cli
+    from labapp.sync.cli import restore_command, save_command
 
     app.cli.add_command(init_command)
     app.cli.add_command(users_cli)
     app.cli.add_command(files_cli)
+    # `flask sync` brings the database in line with the data model; the exports' `save` and
+    # `restore` are its subcommands (issue 14).
+    sync_cli.add_command(save_command)
+    sync_cli.add_command(restore_command)
+    app.cli.add_command(sync_cli)
+    app.cli.add_command(search_cli)

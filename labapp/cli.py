@@ -13,25 +13,17 @@ from flask.cli import with_appcontext
 from flask_migrate import upgrade
 from sqlalchemy import select
 
-from labapp.access.actor import ADMIN, BUILT_IN_ROLES
+from labapp.access.actor import ADMIN
 from labapp.db import db, transaction
 from labapp.entities.audit import SYSTEM_ACTOR, record_created, stamp_created
 from labapp.errors import AppError
-from labapp.model import Department, Role, User
+from labapp.model import Department, User
+from labapp.search.rebuild import ensure_search_index
 from labapp.sequences.service import ensure_default_sequences, next_id
-from labapp.users.service import create_user
+from labapp.users.service import create_user, ensure_roles
 
 ADMIN_USERNAME = "admin"
 DEFAULT_DEPARTMENT_NAME = "Administration"
-
-
-def ensure_roles() -> list[str]:
-    """Create the built-in roles that are missing; return their names."""
-    existing = set(db.session.scalars(select(Role.name)))
-    missing = [name for name in BUILT_IN_ROLES if name not in existing]
-    db.session.add_all(Role(name=name, description=BUILT_IN_ROLES[name]) for name in missing)
-    db.session.flush()
-    return missing
 
 
 def ensure_default_department() -> tuple[str, bool]:
@@ -71,6 +63,8 @@ def init_command() -> None:
                         department_id=department_id, password=password, roles=[ADMIN],
                         created_by=SYSTEM_ACTOR)
             click.echo(f"created user {ADMIN_USERNAME} with role {ADMIN}")
+    if ensure_search_index():
+        click.echo("built the search index")
     if generated is not None:
         click.echo(f"Generated password for '{ADMIN_USERNAME}' (shown only now): {generated}")
     click.echo("labapp is initialised.")

@@ -122,6 +122,16 @@ SETTINGS: tuple[Setting, ...] = (
             "Number of reverse proxies in front of the app whose `X-Forwarded-For`/`-Proto` "
             "headers are trusted (login throttling keys on the real client address).",
             _parse_non_negative_int),
+    Setting("SEARCH_INDEX_PATH", None,
+            "Folder of the full-text search index. Default: `search-index/` in the instance "
+            "folder. Rebuild it with `flask --app labapp search rebuild`."),
+    Setting("SEARCH_WRITER_TIMEOUT", 10,
+            "Seconds a worker waits for the search index's write lock (held by another "
+            "worker) before leaving its queued changes to the next drain.",
+            _parse_positive_int),
+    Setting("ODATA_PAGE_SIZE", 1000,
+            "Rows per page of an OData feed; longer feeds continue through `@odata.nextLink`.",
+            _parse_positive_int),
 )
 
 SETTINGS_BY_NAME = {setting.name: setting for setting in SETTINGS}

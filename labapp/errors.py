@@ -2,15 +2,17 @@
 
 Under ``/api``, ``/odata`` and ``/healthz`` every error — ours, Werkzeug's, marshmallow's or an
 unexpected exception — becomes an RFC 9457 problem document (``application/problem+json``).
-Everywhere else the same error renders ``templates/error.html``.
+Everywhere else the same error renders ``templates/error.html``. A face with an error format
+of its own (OData under ``/odata``) registers a renderer for its path prefix
+(:func:`register_error_renderer`).
 """
 from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Protocol
 
-from flask import Flask, Response, render_template, request
+from flask import Flask, Response, current_app, render_template, request
 from marshmallow import ValidationError
 from sqlalchemy.exc import DataError, OperationalError
 from werkzeug.exceptions import HTTPException
@@ -94,6 +96,32 @@ class TooManyRequests(AppError):
         self.headers["Retry-After"] = str(max(1, int(retry_after)))
 
 
+class ErrorRenderer(Protocol):
+    """Renders one error for a face with its own format: ``(status, code, detail, errors,
+    headers)`` → response."""
+
+    def __call__(self, status: int, code: str, detail: str,
+                 errors: list[dict[str, str]] | None,
+                 headers: Mapping[str, str]) -> Response: ...
+
+
+_RENDERERS = "labapp.error_renderers"
+
+
+def register_error_renderer(app: Flask, prefix: str, render: ErrorRenderer) -> None:
+    """Render the errors of ``prefix`` (the path itself and everything under ``prefix/``)
+    with ``render`` instead of problem JSON."""
+    app.extensions.setdefault(_RENDERERS, []).append((prefix, render))
+
+
+def _renderer() -> ErrorRenderer | None:
+    path = request.path
+    for prefix, render in current_app.extensions.get(_RENDERERS, ()):
+        if path == prefix or path.startswith(prefix + "/"):
+            return render
+    return None
+
+
 def wants_problem_json() -> bool:
     """True when the current request is for the machine faces (API, OData, health)."""
     path = request.path
@@ -127,6 +155,9 @@ def problem_body(status: int, code: str, title: str, detail: str,
 def _respond(status: int, code: str, title: str, detail: str,
              errors: list[dict[str, str]] | None = None,
              headers: Mapping[str, str] | None = None) -> Response:
+    render = _renderer()
+    if render is not None:
+        return render(status, code, detail, errors, headers or {})
     if wants_problem_json():
         from flask import json
 

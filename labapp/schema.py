@@ -55,3 +55,14 @@ def compared_in_schema(name: str | None, type_: str, parent_names: dict[str, Any
         return (parent_names.get("table_name"), name) not in UNMODELLED_COLUMNS
     return not (type_ in ("table", "index") and name is not None
                 and name.startswith(UNMODELLED_PREFIXES))
+
+
+def compared_object(item: Any, name: str | None, type_: str, reflected: bool,
+                    compare_to: Any) -> bool:
+    """Alembic ``include_object`` hook: False for the columns (and their indexes) a
+    data-model extension adds to a built-in table — sync makes those, not migrations."""
+    if type_ == "column":
+        return not item.info.get("extension")
+    if type_ == "index" and not reflected:
+        return not any(column.info.get("extension") for column in item.columns)
+    return True

@@ -6,7 +6,7 @@ from alembic import context
 from flask import current_app
 
 from labapp.model.types import UtcDateTime
-from labapp.schema import compared_in_schema
+from labapp.schema import compared_in_schema, compared_object
 
 config = context.config
 if config.config_file_name is not None:
@@ -48,6 +48,7 @@ def run_migrations_online() -> None:
     conf_args.setdefault("process_revision_directives", process_revision_directives)
     conf_args.setdefault("compare_type", True)
     conf_args.setdefault("include_name", compared_in_schema)
+    conf_args.setdefault("include_object", compared_object)
     with target_db.engine.connect() as connection:
         context.configure(connection=connection, target_metadata=target_db.metadata,
                           **conf_args)

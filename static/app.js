@@ -211,4 +211,70 @@
   document.addEventListener("DOMContentLoaded", function () { localise(document); });
   // Content htmx swaps in (a page of a table, the notes, a level of the tree).
   document.addEventListener("htmx:load", function (event) { localise(event.detail.elt); });
+
+  // "/" focuses the search box of the top bar (issue 10), unless the visitor is typing.
+  document.addEventListener("keydown", function (event) {
+    if (event.key !== "/" || event.ctrlKey || event.metaKey || event.altKey) {
+      return;
+    }
+    var target = event.target;
+    var typing = target && (target.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(target.tagName));
+    var box = document.getElementById("search-box");
+    if (!typing && box) {
+      event.preventDefault();
+      box.focus();
+    }
+  });
+})();
+
+/* Storage bench mode (templates/storage/bench.html): each scan's answer, refusals included,
+ * is added to the list; the scan field is emptied and focused for the next scan. A button
+ * marked data-print prints the page (label sheets). */
+(function () {
+  "use strict";
+
+  document.addEventListener("htmx:beforeSwap", function (event) {
+    var target = event.detail.target;
+    var status = event.detail.xhr.status;
+    if (status >= 400 && status < 500 && target && target.closest("[data-scan-results]")) {
+      event.detail.shouldSwap = true;
+      event.detail.isError = false;
+    }
+  });
+
+  document.addEventListener("htmx:afterRequest", function (event) {
+    var form = event.detail.elt;
+    if (!form || !form.matches || !form.matches("[data-scan-form]")) return;
+    var field = form.querySelector("input[name=code]");
+    if (field) {
+      field.value = "";
+      field.focus();
+    }
+  });
+
+  document.addEventListener("click", function (event) {
+    if (event.target.closest("[data-print]")) window.print();
+  });
+})();
+
+/* Copy buttons (Data feeds page): a button with data-copy="ID" copies the value of input #ID
+ * and reports it in the element with data-copy-status="ID". Without the Clipboard API (a page
+ * not served over HTTPS or localhost) the input's text is selected for Ctrl+C instead. */
+(function () {
+  "use strict";
+  document.addEventListener("click", function (event) {
+    var button = event.target.closest ? event.target.closest("[data-copy]") : null;
+    if (!button) return;
+    var id = button.getAttribute("data-copy");
+    var input = document.getElementById(id);
+    var status = document.querySelector('[data-copy-status="' + id + '"]');
+    if (!input) return;
+    function report(text) { if (status) status.textContent = text; }
+    function selectIt() { input.focus(); input.select(); report("Selected: press Ctrl+C to copy."); }
+    if (navigator.clipboard && window.isSecureContext) {
+      navigator.clipboard.writeText(input.value).then(function () { report("Copied."); }, selectIt);
+    } else {
+      selectIt();
+    }
+  });
 })();

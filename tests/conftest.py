@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import base64
 import secrets
+import threading
 from collections.abc import Callable, Iterator
-from contextlib import ExitStack
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from flask import Flask
 from flask.testing import FlaskClient, FlaskCliRunner
 from flask_sqlalchemy.session import _app_ctx_id
 from sqlalchemy.orm import scoped_session, sessionmaker
+from werkzeug.serving import make_server
 
 from labapp import create_app
 from labapp.auth import secrets as password_secrets
@@ -228,3 +230,17 @@ def api_as(app: Flask) -> Callable[..., ApiClient]:
         raise ValueError(f"unknown auth method {method!r}")
 
     return make
+
+
+@contextmanager
+def serving(app: Flask) -> Iterator[str]:
+    """The base URL of a threaded HTTP server running ``app`` (browsers and real clients)."""
+    server = make_server("127.0.0.1", 0, app, threaded=True)
+    thread = threading.Thread(target=server.serve_forever, name="live-server")
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}"
+    finally:
+        server.shutdown()
+        thread.join()
+        server.server_close()

@@ -3,11 +3,19 @@
 The batch knows no class by name: a feature that owns a class (``users`` owns ``User``)
 describes its extra checks and effects as :class:`ClassRules` and the application installs
 them once, in :func:`labapp.create_app`. A class without rules gets the no-op base.
+
+Features above the batch that must react to any change (notifications) install a *change
+observer* the same way: it is called inside the batch's transaction with the actor and an
+:class:`EntityChange`, after the change is written, so what it writes commits or rolls back
+with the change.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
+from labapp.access.actor import Actor
 from labapp.entities.batch import PreparedItem
 from labapp.model import Entity
 
@@ -24,6 +32,10 @@ class ClassRules:
     def before_update(self, entity: Entity, changes: dict[str, tuple[Any, Any]]) -> None:
         """Check (and complete) the changes about to be applied to ``entity``."""
 
+    def after_update(self, actor: Actor, entity: Entity,
+                     changes: dict[str, tuple[Any, Any]]) -> None:
+        """Do what follows from changes just applied to ``entity`` by ``actor``."""
+
 
 _NO_RULES = ClassRules()
 _INSTALLED: dict[str, ClassRules] = {}
@@ -37,3 +49,34 @@ def install(class_name: str, rules: ClassRules) -> None:
 def rules_of(class_name: str) -> ClassRules:
     """The rules of ``class_name``, or the no-op rules."""
     return _INSTALLED.get(class_name, _NO_RULES)
+
+
+@dataclass(frozen=True)
+class EntityChange:
+    """An entity the batch created or changed: ``changes`` maps API field names to
+    ``(old, new)`` (old is None for every field of a created entity); ``owner_id`` is its
+    ``userID``."""
+
+    eclass: str
+    entity_id: str
+    name: str
+    owner_id: str | None
+    changes: dict[str, tuple[Any, Any]]
+    created: bool
+
+
+ChangeObserver = Callable[[Actor, EntityChange], None]
+_OBSERVERS: list[ChangeObserver] = []
+
+
+def observe_changes(observer: ChangeObserver) -> None:
+    """Call ``observer`` after every entity the batch creates or changes (once per observer,
+    however often the application is built)."""
+    if observer not in _OBSERVERS:
+        _OBSERVERS.append(observer)
+
+
+def announce(actor: Actor, change: EntityChange) -> None:
+    """Tell every installed observer about ``change`` (inside the caller's transaction)."""
+    for observer in _OBSERVERS:
+        observer(actor, change)

@@ -28,6 +28,7 @@ from labapp.entities.batch import (
 from labapp.entities.create import NewRow, build_row, dependency_order, insert_rows
 from labapp.entities.notation import item_error
 from labapp.entities.references import Target, check_references, fill_subject_classes
+from labapp.entities.rules import EntityChange, announce
 from labapp.entities.update import apply_update, check_writable
 from labapp.errors import Conflict, InvalidInput, NotFound
 from labapp.model import Entity
@@ -118,11 +119,22 @@ def save_batch(actor: Actor, raw_items: Any, notation: bool = True,
         except IntegrityError as error:
             raise Conflict("An id or barcode of the batch is already taken.",
                            code="duplicate_id") from error
+        for row in new_rows.values():
+            values = row.api()
+            announce(actor, EntityChange(
+                row.item.spec.name, row.item.id, row.entity["name"], row.entity["user_id"],
+                {name: (None, value) for name, value in values.items() if value is not None},
+                created=True))
     # After the inserts: an update may point at an entity the batch creates.
-    for item in items:
-        if not item.is_new:
-            apply_update(actor, item)
-    db.session.flush()
+    try:
+        for item in items:
+            if not item.is_new:
+                apply_update(actor, item)
+        db.session.flush()
+    except IntegrityError as error:
+        # A unique field of a lab-defined class (decisions §14) given a taken value.
+        raise Conflict("A unique value of the batch is already taken.",
+                       code="duplicate_value") from error
     saved = [new_rows[item.id].api() if item.is_new else to_api(item.existing)
              for item in items]
     return SaveResult(saved, bool(new_rows))

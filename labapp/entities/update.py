@@ -12,7 +12,7 @@ from labapp.access.visibility import NONE, WRITE, access_type, may_write_into
 from labapp.entities.audit import record_event, record_updated
 from labapp.entities.batch import BatchInputError, PreparedItem
 from labapp.entities.notation import item_error
-from labapp.entities.rules import rules_of
+from labapp.entities.rules import EntityChange, announce, rules_of
 from labapp.errors import Conflict, Forbidden, NotFound
 from labapp.model import Entity
 from labapp.model.types import utc_now
@@ -85,15 +85,19 @@ def apply_update(actor: Actor, item: PreparedItem) -> dict[str, tuple[Any, Any]]
                             f"{department!r} or project {project!r}.")
     if not changes:
         return changes
-    rules_of(item.spec.name).before_update(entity, changes)
+    rules = rules_of(item.spec.name)
+    rules.before_update(entity, changes)
     for name, (_, new) in changes.items():
         setattr(entity, item.spec.fields[name].attr, new)
     entity.version += 1
     entity.modified_by = actor.user_id
     entity.modified_utc = utc_now()
     record_updated(entity, actor.user_id, changes)
+    rules.after_update(actor, entity, changes)
     if "status" in changes:
         old_status, new_status = changes["status"]
         record_event(entity.id, "StatusChanged", actor.user_id,
                      {"from": old_status, "to": new_status})
+    announce(actor, EntityChange(entity.eclass, entity.id, entity.name, entity.user_id,
+                                 changes, created=False))
     return changes

@@ -41,7 +41,8 @@ def department_access(department_id: str) -> Response:
 def grant_department(department_id: str, body: dict[str, Any]) -> tuple[Response, int]:
     with transaction():
         entry, created = service.grant_department(department_id, body["accessType"],
-                                                  body["userID"], body["accessDepartmentID"])
+                                                  body["userID"], body["accessDepartmentID"],
+                                                  actor=current_actor())
     return jsonify(entry), 201 if created else 200
 
 
@@ -88,7 +89,7 @@ def project_access(project_id: str) -> Response:
 def grant_project(project_id: str, body: dict[str, Any]) -> tuple[Response, int]:
     with transaction():
         entry, created = service.grant_project(project_id, body["accessType"], body["userID"],
-                                               body["departmentID"])
+                                               body["departmentID"], actor=current_actor())
     return jsonify(entry), 201 if created else 200
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,6 +43,35 @@ def _grantee(user_id: str | None, department_id: str | None, department_field: s
         raise InvalidInput(f"Unknown department {department_id!r}.",
                            errors=[{"field": department_field, "message": "unknown department"}])
     return Grantee(user_id or None, department_id or None)
+
+
+@dataclass(frozen=True)
+class GrantGiven:
+    """Access given (a new grant, or a changed access type) on ``target_class``
+    (``Department`` or ``Project``) ``target_id``, to a user or a department's members."""
+
+    target_class: str
+    target_id: str
+    target_name: str
+    grantee: Grantee
+    access_type: str
+    actor_id: str | None
+
+
+GrantObserver = Callable[[GrantGiven], None]
+_GRANT_OBSERVERS: list[GrantObserver] = []
+
+
+def observe_grants(observer: GrantObserver) -> None:
+    """Call ``observer`` inside the transaction of every grant that gives access (once per
+    observer, however often the application is built)."""
+    if observer not in _GRANT_OBSERVERS:
+        _GRANT_OBSERVERS.append(observer)
+
+
+def _announce_grant(given: GrantGiven) -> None:
+    for observer in _GRANT_OBSERVERS:
+        observer(given)
 
 
 def _check_access_type(access_type: Any) -> str:
@@ -101,7 +131,8 @@ def _department_entry(grant: DepartmentAccess) -> dict[str, Any]:
 
 
 def _upsert_grant(model: type, target: Any, target_id: str, department_column: Any,
-                  grantee: Grantee, access_type: str) -> tuple[Any, bool]:
+                  grantee: Grantee, access_type: str,
+                  actor_id: str | None) -> tuple[Any, bool]:
     """The one grant of ``grantee`` on a target, created or updated; (grant, created)."""
     grant = db.session.scalar(select(model).where(
         target == target_id,
@@ -110,24 +141,31 @@ def _upsert_grant(model: type, target: Any, target_id: str, department_column: A
         department_column.is_(None) if grantee.department_id is None
         else department_column == grantee.department_id))
     created = grant is None
+    previous = None if created else grant.access_type
     if created:
         grant = model(**{target.key: target_id, "user_id": grantee.user_id,
                          department_column.key: grantee.department_id})
         db.session.add(grant)
     grant.access_type = access_type
     db.session.flush()
+    if previous != access_type:
+        target_entity = db.session.get(Entity, target_id)
+        _announce_grant(GrantGiven(target_entity.eclass, target_id, target_entity.name,
+                                   grantee, access_type, actor_id))
     return grant, created
 
 
 def grant_department(department_id: str, access_type: Any, user_id: str | None,
-                     access_department_id: str | None) -> tuple[dict[str, Any], bool]:
-    """Add or update a grant on a department; returns the entry and whether it is new."""
+                     access_department_id: str | None, *,
+                     actor: Actor | None = None) -> tuple[dict[str, Any], bool]:
+    """Add or update a grant on a department; returns the entry and whether it is new.
+    ``actor`` (who gives the access) is what grant observers are told."""
     get_department(department_id)
     access_type = _check_access_type(access_type)
     grantee = _grantee(user_id, access_department_id, "accessDepartmentID")
     grant, created = _upsert_grant(DepartmentAccess, DepartmentAccess.department_id,
                                    department_id, DepartmentAccess.access_department_id,
-                                   grantee, access_type)
+                                   grantee, access_type, actor.user_id if actor else None)
     return _department_entry(grant), created
 
 
@@ -160,13 +198,16 @@ def _project_entry(grant: ProjectAccess) -> dict[str, Any]:
 
 
 def grant_project(project_id: str, access_type: Any, user_id: str | None,
-                  department_id: str | None) -> tuple[dict[str, Any], bool]:
-    """Add or update a grant on a project; returns the entry and whether it is new."""
+                  department_id: str | None, *,
+                  actor: Actor | None = None) -> tuple[dict[str, Any], bool]:
+    """Add or update a grant on a project; returns the entry and whether it is new.
+    ``actor`` (who gives the access) is what grant observers are told."""
     get_project(project_id)
     access_type = _check_access_type(access_type)
     grantee = _grantee(user_id, department_id, "departmentID")
     grant, created = _upsert_grant(ProjectAccess, ProjectAccess.project_id, project_id,
-                                   ProjectAccess.department_id, grantee, access_type)
+                                   ProjectAccess.department_id, grantee, access_type,
+                                   actor.user_id if actor else None)
     return _project_entry(grant), created
 
 

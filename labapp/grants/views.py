@@ -68,7 +68,7 @@ class Area:
     department_key: str  # how the service's entries name a department grantee
     load: Callable[[str], Entity]
     entries: Callable[[str], list[dict[str, Any]]]
-    grant: Callable[[str, Any, str | None, str | None], tuple[dict[str, Any], bool]]
+    grant: Callable[..., tuple[dict[str, Any], bool]]
     revoke: Callable[[str, str | None, str | None], None]
     delete: Callable[[Actor, str, bool], None]
 
@@ -205,7 +205,7 @@ def grant(area_slug: str, target_id: str) -> Response:
     if not errors:
         try:
             with transaction():
-                _, created = area.grant(target_id, kind, *_grantee(grantee_id))
+                _, created = area.grant(target_id, kind, *_grantee(grantee_id), actor=actor)
         except InvalidInput as error:
             errors = _grant_errors(error, grantee_id)
     if errors:

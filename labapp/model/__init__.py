@@ -7,6 +7,7 @@ from labapp.model.auth import (
     RefreshToken,
 )
 from labapp.model.base import Entity
+from labapp.model.boards import Dashboard, DashboardShare, Notification
 from labapp.model.content import File, Note
 from labapp.model.lab import (
     Experiment,
@@ -18,12 +19,16 @@ from labapp.model.lab import (
     StepInput,
 )
 from labapp.model.org import Department, Project, ProjectSetting, Role, User, UserRole
-from labapp.model.storage import Location
-from labapp.model.system import AuditEvent, EntityEvent, Sequence
+from labapp.model.search import SearchQueue
+from labapp.model.storage import Location, StorageLogEntry
+from labapp.model.system import AuditEvent, EntityEvent, ModelState, Sequence
 
 __all__ = [
-    "AuditEvent", "Department", "DepartmentAccess", "Entity", "EntityEvent", "Experiment",
-    "Fermentation", "File", "Location", "LoginFailure", "LoginSession", "Note",
+    "AuditEvent", "Dashboard", "DashboardShare", "Department", "DepartmentAccess", "Entity",
+    "EntityEvent", "Experiment",
+    "Fermentation", "File", "Location", "LoginFailure", "LoginSession", "ModelState", "Note",
+    "Notification",
     "PersonalAccessToken", "Plate", "Project", "ProjectAccess", "ProjectSetting", "RefreshToken",
-    "Request", "Role", "Sample", "Sequence", "Step", "StepInput", "User", "UserRole",
+    "Request", "Role", "Sample", "SearchQueue", "Sequence", "Step", "StepInput",
+    "StorageLogEntry", "User", "UserRole",
 ]

@@ -61,8 +61,12 @@ class Entity(db.Model):
         # Field suggestions walk one class's statuses and types along these:
         # labapp/query/suggest.py.
         if cls.__tablename__ == ENTITY_TABLE:
+            # Counting one class's statuses as a reader (the status-counts widget of
+            # dashboards) reads this one alone: the visibility columns are in it.
             return (Index("ix_entity_eclass_status", "eclass", "status", "id"),
-                    Index("ix_entity_eclass_type", "eclass", "type", "id"))
+                    Index("ix_entity_eclass_type", "eclass", "type", "id"),
+                    Index("ix_entity_eclass_status_access", "eclass", "status",
+                          "department_id", "project_id"))
         return ()
 
     @declared_attr.directive

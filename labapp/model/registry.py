@@ -7,8 +7,8 @@ registry and the schema cannot disagree.
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from sqlalchemy import JSON, BigInteger, Boolean, Date, Float, Integer, String, Text
@@ -162,26 +162,31 @@ def _integer_maximum(column) -> int | None:
     return None
 
 
+def field_of(key: str, column) -> FieldSpec:
+    """The API field of the mapped attribute ``key`` stored in ``column``."""
+    info = column.info
+    type_name = "ref" if info.get("ref") else _type_name(column)
+    default = column.default.arg if column.default is not None else None
+    return FieldSpec(
+        name=info.get("api") or api_name(key), attr=key, type=type_name,
+        nullable=bool(column.nullable) and not column.primary_key,
+        default=None if callable(default) else default, ref=info.get("ref"),
+        read_only=bool(info.get("readOnly")),
+        max_length=getattr(column.type, "length", None),
+        choices=info.get("choices"), common=key in Entity.__table__.c,
+        maximum=_integer_maximum(column))
+
+
 def _fields_of(model: type[Entity]) -> dict[str, FieldSpec]:
     fields: dict[str, FieldSpec] = {}
-    entity_columns = set(Entity.__table__.c.keys())
     for prop in model.__mapper__.iterate_properties:
         if not isinstance(prop, ColumnProperty):
             continue
         column = prop.columns[0]
-        info = column.info
-        if info.get("hidden"):
+        # Fields an extension adds to a built-in class come from the extension (install).
+        if column.info.get("hidden") or column.info.get("extension"):
             continue
-        type_name = "ref" if info.get("ref") else _type_name(column)
-        default = column.default.arg if column.default is not None else None
-        spec = FieldSpec(
-            name=info.get("api") or api_name(prop.key), attr=prop.key, type=type_name,
-            nullable=bool(column.nullable) and not column.primary_key,
-            default=None if callable(default) else default, ref=info.get("ref"),
-            read_only=bool(info.get("readOnly")),
-            max_length=getattr(column.type, "length", None),
-            choices=info.get("choices"), common=prop.key in entity_columns,
-            maximum=_integer_maximum(column))
+        spec = field_of(prop.key, column)
         fields[spec.name] = spec
     return fields
 
@@ -189,7 +194,7 @@ def _fields_of(model: type[Entity]) -> dict[str, FieldSpec]:
 COMMON_CREATE_ONLY = frozenset({"notes", "files"})
 
 
-def _spec(model: type[Entity], prefix: str | None, workflow: Workflow,
+def class_spec(model: type[Entity], prefix: str | None, workflow: Workflow,
           extra_fields: tuple[FieldSpec, ...] = (),
           create_only: frozenset[str] = frozenset()) -> ClassSpec:
     fields = _fields_of(model)
@@ -201,22 +206,23 @@ def _spec(model: type[Entity], prefix: str | None, workflow: Workflow,
 _ROLES_FIELD = FieldSpec("roles", None, "json", read_only=True)
 
 CLASSES: dict[str, ClassSpec] = {spec.name: spec for spec in (
-    _spec(Department, "DEP", ACTIVE_INACTIVE),
-    _spec(Project, "PRJ", PROJECT_WORKFLOW),
-    _spec(User, None, ACTIVE_INACTIVE, (_ROLES_FIELD,), frozenset({"password"})),
-    _spec(Experiment, "EXP", WORKFLOW),
-    _spec(Step, "STP", WORKFLOW, create_only=frozenset({"input"})),
-    _spec(StepInput, "SIN", INITIAL_ONLY),
-    _spec(Sample, "SAM", MATERIAL_WORKFLOW),
-    _spec(Plate, "PLT", MATERIAL_WORKFLOW),
-    _spec(Fermentation, "FER", WORKFLOW),
-    _spec(Request, "REQ", REQUEST_WORKFLOW),
-    _spec(Location, "LOC", ACTIVE_INACTIVE),
-    _spec(Note, "NTE", INITIAL_ONLY),
-    _spec(File, "FIL", INITIAL_ONLY),
+    class_spec(Department, "DEP", ACTIVE_INACTIVE),
+    class_spec(Project, "PRJ", PROJECT_WORKFLOW),
+    class_spec(User, None, ACTIVE_INACTIVE, (_ROLES_FIELD,), frozenset({"password"})),
+    class_spec(Experiment, "EXP", WORKFLOW),
+    class_spec(Step, "STP", WORKFLOW, create_only=frozenset({"input"})),
+    class_spec(StepInput, "SIN", INITIAL_ONLY),
+    class_spec(Sample, "SAM", MATERIAL_WORKFLOW),
+    class_spec(Plate, "PLT", MATERIAL_WORKFLOW),
+    class_spec(Fermentation, "FER", WORKFLOW),
+    class_spec(Request, "REQ", REQUEST_WORKFLOW),
+    class_spec(Location, "LOC", ACTIVE_INACTIVE),
+    class_spec(Note, "NTE", INITIAL_ONLY),
+    class_spec(File, "FIL", INITIAL_ONLY),
 )}
 
 _BY_LOWER = {name.lower(): spec for name, spec in CLASSES.items()}
+_BUILT_IN = dict(CLASSES)
 
 # Parent links (child field -> parent) used by hierarchy, inheritance and views.
 PARENT_LINKS: dict[str, tuple[str, ...]] = {
@@ -230,6 +236,8 @@ PARENT_LINKS: dict[str, tuple[str, ...]] = {
     "Note": ("subjectID",),
     "File": ("subjectID",),
 }
+_BUILT_IN_LINKS = dict(PARENT_LINKS)
+_generation = [0]
 
 
 def find_class(name: str) -> ClassSpec | None:
@@ -240,3 +248,46 @@ def find_class(name: str) -> ClassSpec | None:
 def classes() -> list[ClassSpec]:
     """Every entity class, in declaration order."""
     return list(CLASSES.values())
+
+
+def is_built_in(name: str) -> bool:
+    """Whether the class called ``name`` is defined by the code (not by an extension)."""
+    return name in _BUILT_IN
+
+
+def built_in(name: str) -> ClassSpec:
+    """The built-in class ``name`` as the code defines it (without extension fields)."""
+    return _BUILT_IN[name]
+
+
+def replace_fields(spec: ClassSpec, fields: Mapping[str, FieldSpec]) -> ClassSpec:
+    """``spec`` with exactly ``fields``."""
+    return replace(spec, fields=dict(fields))
+
+
+def generation() -> int:
+    """A number that changes every time :func:`install` changes the model: whatever is
+    derived from the registry (views, hierarchy links) is recomputed when it moved."""
+    return _generation[0]
+
+
+def install(added_classes: Sequence[ClassSpec], added_fields: Mapping[str, Sequence[FieldSpec]],
+            links: Mapping[str, tuple[str, ...]]) -> None:
+    """Make the model the built-in classes plus these extensions (decisions §14).
+
+    ``added_classes`` are the lab-defined classes (already mapped), ``added_fields`` the
+    fields added to any class by name, ``links`` the parent links of the added classes.
+    The dicts of this module are updated in place, so every importer sees the new model.
+    """
+    model: dict[str, ClassSpec] = dict(_BUILT_IN)
+    model.update({spec.name: spec for spec in added_classes})
+    for name, extra in added_fields.items():
+        spec = model[name]
+        model[name] = replace(spec, fields={**spec.fields, **{f.name: f for f in extra}})
+    CLASSES.clear()
+    CLASSES.update(model)
+    _BY_LOWER.clear()
+    _BY_LOWER.update({name.lower(): spec for name, spec in model.items()})
+    PARENT_LINKS.clear()
+    PARENT_LINKS.update({**_BUILT_IN_LINKS, **links})
+    _generation[0] += 1

@@ -1,10 +1,14 @@
 """Storage locations: sites, rooms, freezers, racks, boxes..."""
 from __future__ import annotations
 
-from sqlalchemy import Float, Integer, String
+from datetime import datetime
+
+from sqlalchemy import Float, ForeignKey, Index, Integer, String
 from sqlalchemy.orm import Mapped, mapped_column
 
+from labapp.db import db
 from labapp.model.base import Entity, ref_column, subclass_id
+from labapp.model.types import UtcDateTime
 
 LOCATION_TYPES = ("Site", "Room", "Freezer", "Fridge", "Shelf", "Rack", "Box", "Cage", "Other")
 
@@ -24,3 +28,27 @@ class Location(Entity):
     temperature: Mapped[float | None] = mapped_column(Float)
     position: Mapped[str | None] = mapped_column(String(32))
     hierarchy: Mapped[str | None] = mapped_column(String(1024), info={"readOnly": True})
+
+
+class StorageLogEntry(db.Model):
+    """One check-in, check-out or location move (decisions §10), written in the same
+    transaction as the change. ``from_location_id`` is set only on a ``move`` (a location
+    given a new parent): where it was before."""
+
+    __tablename__ = "storage_log"
+    __table_args__ = (Index("ix_storage_log_location_id_id", "location_id", "id"),
+                      Index("ix_storage_log_from_location_id_id", "from_location_id", "id"),
+                      Index("ix_storage_log_entity_id_id", "entity_id", "id"),
+                      Index("ix_storage_log_location_id_action", "location_id", "action"))
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    action: Mapped[str] = mapped_column(String(16))
+    eclass: Mapped[str] = mapped_column(String(32))
+    entity_id: Mapped[str] = mapped_column(String(64), ForeignKey("entity.id",
+                                                                  ondelete="CASCADE"))
+    location_id: Mapped[str | None] = mapped_column(String(64), ForeignKey("location.id"))
+    from_location_id: Mapped[str | None] = mapped_column(String(64),
+                                                         ForeignKey("location.id"))
+    position: Mapped[str | None] = mapped_column(String(32))
+    user_id: Mapped[str | None] = mapped_column(String(64))
+    timestamp_utc: Mapped[datetime] = mapped_column(UtcDateTime)

@@ -48,5 +48,19 @@ class EntityEvent(db.Model):
         String(64), ForeignKey("entity.id", ondelete="CASCADE"), index=True)
     kind: Mapped[str] = mapped_column(String(32))
     user_id: Mapped[str | None] = mapped_column(String(64))
-    timestamp_utc: Mapped[datetime] = mapped_column(UtcDateTime)
+    # Indexed for the latest events first (the recent-activity widget of dashboards).
+    timestamp_utc: Mapped[datetime] = mapped_column(UtcDateTime, index=True)
     data: Mapped[dict[str, Any]] = mapped_column(JsonObject, default=dict)
+
+
+class ModelState(db.Model):
+    """The one row saying which data model the database was last synchronised to: every
+    worker compares ``generation`` with the one it loaded and reloads the model when it
+    moved (``POST /api/sync`` in another worker)."""
+
+    __tablename__ = "model_state"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    generation: Mapped[int] = mapped_column(Integer, default=0)
+    digest: Mapped[str] = mapped_column(String(64), default="")
+    synced_utc: Mapped[datetime | None] = mapped_column(UtcDateTime)

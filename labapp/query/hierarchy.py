@@ -1,6 +1,6 @@
 """The hierarchy of an entity: its ancestors and its tree of descendants (decisions §8).
 
-The parent of an entity is the target of the first link of :data:`HIERARCHY_LINKS` that is
+The parent of an entity is the target of the first link of :func:`hierarchy_links` that is
 set on it, in the order listed: a Sample with both a parent sample and a step hangs under the
 sample. The links are the registry's parent links (``PARENT_LINKS``) followed, for Samples and
 Plates, by ``locationID``: material without a parent, step, experiment or plate hangs under
@@ -30,26 +30,49 @@ from labapp.model.registry import (
     FieldSpec,
     classes,
     find_class,
+    generation,
 )
 from labapp.query.listing import Page
 from labapp.reading.entities import load_visible, to_api
 
 MAX_DEPTH = 10
 _STORED_CLASSES = ("Sample", "Plate")
-HIERARCHY_LINKS: dict[str, tuple[str, ...]] = {
-    name: links + (("locationID",) if name in _STORED_CLASSES else ())
-    for name, links in PARENT_LINKS.items()}
 # Ids per IN (...) list: far below the bound-parameter limits of SQLite and PostgreSQL.
 _CHUNK = 500
-_CLASS_ORDER = {spec.name: index for index, spec in enumerate(classes())}
-_LINKS: dict[str, tuple[FieldSpec, ...]] = {
-    name: tuple(find_class(name).fields[link] for link in links)
-    for name, links in HIERARCHY_LINKS.items()}
+_derived: dict[str, Any] = {"generation": None}
+
+
+def hierarchy_links() -> dict[str, tuple[str, ...]]:
+    """Per class, the API names of its links in the order they are tried."""
+    return _current()["links"]
+
+
+def _current() -> dict[str, Any]:
+    """The links and the class order of the registry's current model (extension classes
+    come and go with a sync), recomputed when the model changed."""
+    if _derived["generation"] != generation():
+        links = {name: links + (("locationID",) if name in _STORED_CLASSES else ())
+                 for name, links in PARENT_LINKS.items()}
+        _derived.update(
+            links=links,
+            order={spec.name: index for index, spec in enumerate(classes())},
+            fields={name: tuple(find_class(name).fields[link] for link in names)
+                    for name, names in links.items()},
+            generation=generation())
+    return _derived
+
+
+def _links() -> dict[str, tuple[FieldSpec, ...]]:
+    return _current()["fields"]
+
+
+def _class_order() -> dict[str, int]:
+    return _current()["order"]
 
 
 def parent_id(entity: Entity) -> str | None:
     """The id the entity hangs under: the first set link of its class, or None."""
-    for link in _LINKS.get(entity.eclass, ()):
+    for link in _links().get(entity.eclass, ()):
         value = getattr(entity, link.attr)
         if value is not None:
             return value
@@ -68,7 +91,7 @@ def _conditions(parents: Mapping[str, str]) -> Iterator[tuple[ClassSpec, ColumnE
     empty") so that each link's index can serve it."""
     wanted = set(parents.values())
     ids = sorted(parents)
-    for name, links in _LINKS.items():
+    for name, links in _links().items():
         spec = find_class(name)
         usable = [index for index, link in enumerate(links)
                   if link.ref == "*" or link.ref in wanted]
@@ -88,7 +111,7 @@ def _children_of(actor: Actor, parents: Mapping[str, str]) -> dict[str, list[Ent
                 condition, readable(actor, spec.model))):
             grouped[parent_id(child)].append(child)
     for children in grouped.values():
-        children.sort(key=lambda child: (_CLASS_ORDER[child.eclass], child.name or "", child.id))
+        children.sort(key=lambda child: (_class_order()[child.eclass], child.name or "", child.id))
     return grouped
 
 
@@ -97,7 +120,7 @@ def _with_children(actor: Actor, parents: Mapping[str, str]) -> set[str]:
     than themselves."""
     found: set[str] = set()
     for spec, condition in _conditions(parents):
-        columns = [spec.column(link) for link in _LINKS[spec.name]]
+        columns = [spec.column(link) for link in _links()[spec.name]]
         parent = columns[0] if len(columns) == 1 else func.coalesce(*columns)
         found.update(db.session.scalars(
             select(parent).select_from(spec.model)
@@ -183,7 +206,7 @@ def child_page(actor: Actor, entity_id: str, *, limit: int | None = None,
     parts = sorted(((spec, and_(condition, spec.model.id != entity.id,
                                 readable(actor, spec.model)))
                     for spec, condition in _conditions({entity.id: entity.eclass})),
-                   key=lambda part: _CLASS_ORDER[part[0].name])
+                   key=lambda part: _class_order()[part[0].name])
     counts = {name: count for name, count in db.session.execute(union_all(*(
         select(literal(spec.name), func.count()).select_from(spec.model).where(condition)
         for spec, condition in parts)))} if parts else {}

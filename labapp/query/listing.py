@@ -52,14 +52,12 @@ def _resolve(source: FieldSource, name: str, position: int, option: str,
         raise _invalid(option, code, f"{error} at position {position}") from None
 
 
-def parse_orderby(text: str | None, source: FieldSource,
-                  tiebreaker: ColumnElement[Any]) -> list[ColumnElement[Any]]:
-    """ORDER BY clauses for ``$orderby`` (``name desc, createdUtc``), then ``tiebreaker``.
+def parse_sort_keys(text: str | None, source: FieldSource) -> list[tuple[FilterField, bool]]:
+    """The fields of ``$orderby`` (``name desc, createdUtc``), each with ``descending``.
 
-    Attributes sort as text. Missing values sort as the largest (last ascending, first
-    descending) on both databases. Raises InvalidInput ``invalid_orderby``.
+    Raises InvalidInput ``invalid_orderby`` (unknown field, JSON field, bad direction).
     """
-    clauses: list[ColumnElement[Any]] = []
+    keys: list[tuple[FilterField, bool]] = []
     for position, item in _items(text) if text and text.strip() else ():
         parts = item.split()
         if len(parts) > 2 or (len(parts) == 2 and parts[1].lower() not in ("asc", "desc")):
@@ -70,8 +68,26 @@ def parse_orderby(text: str | None, source: FieldSource,
         if field.type == "json":
             raise _invalid("$orderby", "invalid_orderby",
                            f"Cannot order by JSON field '{field.name}' at position {position}")
-        clauses.append(sort_clause(field, len(parts) == 2 and parts[1].lower() == "desc"))
+        keys.append((field, len(parts) == 2 and parts[1].lower() == "desc"))
+    return keys
+
+
+def parse_orderby(text: str | None, source: FieldSource,
+                  tiebreaker: ColumnElement[Any]) -> list[ColumnElement[Any]]:
+    """ORDER BY clauses for ``$orderby`` (``name desc, createdUtc``), then ``tiebreaker``.
+
+    Attributes sort as text. Missing values sort as the largest (last ascending, first
+    descending) on both databases. Raises InvalidInput ``invalid_orderby``.
+    """
+    clauses = [sort_clause(field, descending)
+               for field, descending in parse_sort_keys(text, source)]
     return [*clauses, tiebreaker]
+
+
+def sort_expression(field: FilterField) -> ColumnElement[Any]:
+    """What a resolved (non-JSON) field sorts by: its expression, attributes as text."""
+    return (attribute_text(field.expression) if field.type == ATTRIBUTE
+            else field.expression)
 
 
 def sort_clause(field: FilterField, descending: bool) -> ColumnElement[Any]:
@@ -80,8 +96,7 @@ def sort_clause(field: FilterField, descending: bool) -> ColumnElement[Any]:
     Attributes sort as text. Missing values sort as the largest (last ascending, first
     descending) on both databases.
     """
-    expression = (attribute_text(field.expression) if field.type == ATTRIBUTE
-                  else field.expression)
+    expression = sort_expression(field)
     return expression.desc().nulls_first() if descending else expression.asc().nulls_last()
 
 

@@ -56,7 +56,7 @@ from labapp.access.actor import Actor
 from labapp.access.visibility import readable
 from labapp.db import db
 from labapp.model import Entity
-from labapp.model.registry import api_name, classes
+from labapp.model.registry import api_name, classes, generation
 from labapp.model.types import UtcDateTime
 from labapp.query.fields import FilterField
 
@@ -245,12 +245,29 @@ EXPERIMENT_PROGRESS = ViewSpec(
        ("initial", "in_progress", "completed", "canceled")),
      _column("created_utc", "datetime"), _column("modified_utc", "datetime")))
 
-VIEWS: dict[str, ViewSpec] = {spec.name: spec for spec in (
-    *_flat_views(), SAMPLE_OVERVIEW, STORAGE_OVERVIEW, STEP_SAMPLE_INPUT, EXPERIMENT_PROGRESS)}
+OVERVIEWS = (SAMPLE_OVERVIEW, STORAGE_OVERVIEW, STEP_SAMPLE_INPUT, EXPERIMENT_PROGRESS)
+VIEWS: dict[str, ViewSpec] = {}
+_BY_LOWER: dict[str, ViewSpec] = {}
+_generation: list[int | None] = [None]
 
-_BY_LOWER = {name.lower(): spec for name, spec in VIEWS.items()}
+
+def views() -> dict[str, ViewSpec]:
+    """Every view by name: a flat view per class of the registry's current model (extension
+    classes included, decisions §14), then the overviews. Recomputed, in place, when the
+    model changed."""
+    if _generation[0] != generation():
+        VIEWS.clear()
+        VIEWS.update({spec.name: spec for spec in (*_flat_views(), *OVERVIEWS)})
+        _BY_LOWER.clear()
+        _BY_LOWER.update({name.lower(): spec for name, spec in VIEWS.items()})
+        _generation[0] = generation()
+    return VIEWS
 
 
 def find_view(name: str) -> ViewSpec | None:
     """The view called ``name`` (case-insensitive), or None."""
+    views()
     return _BY_LOWER.get(name.lower())
+
+
+views()

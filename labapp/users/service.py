@@ -7,7 +7,7 @@ from typing import Any
 
 from sqlalchemy import Select, select
 
-from labapp.access.actor import ADMIN, Actor
+from labapp.access.actor import ADMIN, BUILT_IN_ROLES, Actor
 from labapp.auth import pats, sessions
 from labapp.auth.passwords import set_password
 from labapp.db import db
@@ -202,3 +202,12 @@ def revoke_role(role_name: str, user_id: str, actor: Actor) -> User:
     db.session.flush()
     _record_roles(actor, user, old_roles)
     return user
+
+
+def ensure_roles() -> list[str]:
+    """Create the built-in roles that are missing; return their names."""
+    existing = set(db.session.scalars(select(Role.name)))
+    missing = [name for name in BUILT_IN_ROLES if name not in existing]
+    db.session.add_all(Role(name=name, description=BUILT_IN_ROLES[name]) for name in missing)
+    db.session.flush()
+    return missing

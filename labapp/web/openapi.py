@@ -49,6 +49,7 @@ _PROBLEMS = {
     415: "Body is not application/json",
     429: "Too many failed login attempts",
     500: "Unexpected server error",
+    503: "Temporarily unavailable (for search: the index is missing or damaged)",
 }
 
 

@@ -1,25 +1,21 @@
-"""Home page and ``/healthz``."""
+"""``/healthz``. (The home page is the user's default dashboard: ``labapp.dashboards.views``,
+routed as ``web.home`` by :func:`labapp.create_app`.)"""
 from __future__ import annotations
 
-from flask import Blueprint, Response, jsonify, render_template
+from flask import Blueprint, Response, current_app, jsonify
 from sqlalchemy import text
 from sqlalchemy.exc import SQLAlchemyError
 
 from labapp.db import db
 from labapp.schema import schema_state
-from labapp.web.pages import signed_in_only
 
 bp = Blueprint("web", __name__)
 
 
-@bp.get("/")
-def home() -> Response | str:
-    return signed_in_only() or render_template("web/home.html")
-
-
 @bp.get("/healthz")
 def healthz() -> tuple[Response, int]:
-    """No authentication: 200 when the database answers and its schema is current, else 503."""
+    """No authentication: 200 when the database answers, its schema is current and every
+    feature check (the search index) passes, else 503."""
     try:
         db.session.execute(text("SELECT 1"))
         state = schema_state()
@@ -28,7 +24,12 @@ def healthz() -> tuple[Response, int]:
                         "detail": exc.__class__.__name__}), 503
     finally:
         db.session.rollback()
-    body = {"status": "ok" if state.up_to_date else "unavailable", "database": "ok",
+    # Features add checks of their own (name → None when fine, else what to do).
+    problems = {name: check() for name, check
+                in current_app.extensions.get("labapp.health", {}).items()}
+    healthy = state.up_to_date and not any(problems.values())
+    body = {"status": "ok" if healthy else "unavailable", "database": "ok",
             "schema": "up to date" if state.up_to_date else "needs upgrade",
-            "revision": sorted(state.current), "expected": sorted(state.expected)}
-    return jsonify(body), 200 if state.up_to_date else 503
+            "revision": sorted(state.current), "expected": sorted(state.expected),
+            **{name: problem or "ok" for name, problem in problems.items()}}
+    return jsonify(body), 200 if healthy else 503

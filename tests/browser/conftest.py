@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -19,11 +18,17 @@ from urllib.request import Request, urlopen
 import pytest
 from flask import Flask
 from playwright.sync_api import Browser, BrowserContext, ConsoleMessage, Page, sync_playwright
-from werkzeug.serving import make_server
 
 from labapp.db import transaction
 from labapp.users.service import create_user
-from tests.conftest import BACKEND, DEFAULT_DEPARTMENT, PASSWORD, basic_header, run_init
+from tests.conftest import (
+    BACKEND,
+    DEFAULT_DEPARTMENT,
+    PASSWORD,
+    basic_header,
+    run_init,
+    serving,
+)
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -54,15 +59,8 @@ def live_app(fresh_app: Callable[..., Flask]) -> Flask:
 @pytest.fixture
 def live_server(live_app: Flask) -> Iterator[str]:
     """The base URL of a server running :func:`live_app`."""
-    server = make_server("127.0.0.1", 0, live_app, threaded=True)
-    thread = threading.Thread(target=server.serve_forever, name="live-server")
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_port}"
-    finally:
-        server.shutdown()
-        thread.join()
-        server.server_close()
+    with serving(live_app) as base_url:
+        yield base_url
 
 
 @pytest.fixture

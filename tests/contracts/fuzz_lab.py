@@ -132,6 +132,7 @@ def _make_lab(app: Flask) -> FuzzLab:
         "query": ["Alpha", "FZ", "a"],
         "text": ["Alpha", "F"],
         "value": ["Alpha", "FZ-0001", sample_a],
+        "location_id": [location],  # storage (issue 11)
     })
     return lab
 

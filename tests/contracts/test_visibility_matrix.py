@@ -15,13 +15,25 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from sqlalchemy import select
 
+from labapp.access.actor import ANONYMOUS as ANONYMOUS_ACTOR
+from labapp.access.grant_sets import actor_for
+from labapp.access.labels import actor_labels
+from labapp.access.visibility import readable
+from labapp.db import db
+from labapp.model import Entity, User
+from labapp.search import index
+from labapp.search.indexer import index_path
 from tests.contracts.visibility import oracle
 from tests.contracts.visibility.build import LiveWorld, built_world
 from tests.contracts.visibility.paths import MatrixPath
 from tests.contracts.visibility.reads import READ_PATHS
-from tests.contracts.visibility.world import CALLERS, ENTITIES
-from tests.contracts.visibility.writes import WRITE_PATHS
+from tests.contracts.visibility.storage import WRITE_PATHS as STORAGE_WRITE_PATHS
+from tests.contracts.visibility.world import ANONYMOUS, CALLERS, ENTITIES
+from tests.contracts.visibility.writes import WRITE_PATHS as ENTITY_WRITE_PATHS
+
+WRITE_PATHS = ENTITY_WRITE_PATHS + STORAGE_WRITE_PATHS  # /api/storage (issue 11)
 
 # (path, caller, subject) → why the API disagrees with the rule: the file and function to fix.
 # Each entry becomes a single case marked xfail(strict=True), so it fails once the bug is
@@ -124,3 +136,17 @@ def test_read_path(read_world: LiveWorld, path: MatrixPath, caller: str,
 def test_write_path(write_world: LiveWorld, path: MatrixPath, caller: str,
                     subjects: tuple[str, ...]) -> None:
     check(write_world, path, caller, subjects)
+
+
+def test_search_and_sql_visibility_agree_for_every_caller(read_world: LiveWorld) -> None:
+    """The index's access labels (labapp/access/labels.py) let each caller see exactly the
+    rows the SQL predicate lets them read — checked on the index itself, not through the
+    API (which also re-reads every hit through the SQL predicate)."""
+    with read_world.app.app_context():
+        for caller in CALLERS:
+            user = db.session.get(User, caller)
+            actor = ANONYMOUS_ACTOR if user is None else actor_for(user, method="bearer")
+            rows = set(db.session.scalars(select(Entity.id).where(readable(actor))))
+            documents = index.document_ids(index_path(), actor_labels(actor))
+            assert documents == rows, (caller, sorted(documents ^ rows))
+            assert rows or caller == ANONYMOUS

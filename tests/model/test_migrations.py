@@ -17,7 +17,7 @@ from labapp.db import db
 from labapp.model import Entity, Sample
 from labapp.model.registry import find_class
 from labapp.query.entity_suggest import suggest_entities
-from labapp.schema import compared_in_schema, schema_state
+from labapp.schema import compared_in_schema, compared_object, schema_state
 from tests.conftest import run_init
 
 
@@ -28,7 +28,8 @@ def drift() -> list:
         warnings.filterwarnings("ignore", "Skipped unsupported reflection of expression-based "
                                 "index ix_entity_search_")
         context = MigrationContext.configure(connection, opts={
-            "compare_type": True, "include_name": compared_in_schema})
+            "compare_type": True, "include_name": compared_in_schema,
+            "include_object": compared_object})
         return compare_metadata(context, db.metadata)
 
 

@@ -94,7 +94,7 @@ def test_posts_require_login(client):
 
 
 @pytest.mark.parametrize(("roles", "areas"), [
-    ((ADMIN,), ["departments", "projects", "users"]),
+    ((ADMIN,), ["departments", "projects", "users", "exports"]),
     ((DM,), ["departments", "projects"]),
     ((DMPW,), ["projects"]),
 ])

@@ -154,7 +154,7 @@ def test_tables_show_names_units_and_moments_with_one_lookup(app, signed_in, api
 def test_home_and_navigation_link_only_what_exists(signed_in: FlaskClient):
     html = html_of(signed_in.get("/"))
     assert "coming soon" not in html and 'aria-disabled' not in html
-    for area in ("Search", "Storage", "Dashboards"):
+    for area in ("Search", "Dashboards"):
         assert f">{area}<" not in html
     hrefs = re.findall(r'<a href="([^"]+)"', html)
     assert "#" not in hrefs

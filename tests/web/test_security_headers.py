@@ -11,9 +11,13 @@ from typing import Any
 import pytest
 from flask import Flask, url_for
 from flask.testing import FlaskClient
+from sqlalchemy import select
 from werkzeug.routing import Rule
 from werkzeug.test import TestResponse
 
+from labapp.db import db, transaction
+from labapp.model import Notification
+from labapp.notifications.service import raise_for
 from labapp.web.headers import CONTENT_SECURITY_POLICY
 from tests.conftest import ADMIN_PASSWORD, DEFAULT_DEPARTMENT, ApiClient
 from tests.web.conftest import save
@@ -60,22 +64,32 @@ def admin(app: Flask) -> FlaskClient:
 
 
 @pytest.fixture
-def world(api_as, admin: FlaskClient) -> dict[str, str]:
+def world(app: Flask, api_as, admin: FlaskClient) -> dict[str, str]:
     """Values for every URL argument: a sample with a file, a project, the admin's PAT."""
     api: ApiClient = api_as("admin", password=ADMIN_PASSWORD)
     sample = save(api, {"eClass": "Sample", "name": "Broth"})[0]["id"]
     project = save(api, {"eClass": "Project", "name": "Soil"})[0]["id"]
+    location = save(api, {"eClass": "Location", "name": "Shelf"})[0]["id"]  # storage
     uploaded = api.post("/api/file", data={
         "subjectID": sample, "file": (io.BytesIO(b"<script>alert(1)</script>"), "x.html")},
         content_type="multipart/form-data")
     assert uploaded.status_code == 201, uploaded.get_json()
     pat = api.post("/api/user/pat", json={"name": "headers"}).get_json()["id"]
+    board = api.post("/api/dashboard", json={"name": "Headers", "widgets": [{
+        "plugin": {"app": "labapp", "plugin": "note"}, "config": {"markdown": "x"},
+        "gridster": {"x": 0, "y": 0, "cols": 6, "rows": 2}}]}).get_json()["id"]
+    with app.app_context(), transaction():
+        raise_for(["admin"], "DashboardShared", "headers", subject_class="Dashboard",
+                  subject_id=board, actor_id="system")
+        notification = db.session.scalar(select(Notification.id))
     return {"eclass": "Sample", "entity_id": sample, "file_id": uploaded.get_json()["id"],
             "area_slug": "departments", "target_id": DEFAULT_DEPARTMENT, "user_id": "admin",
             "department_id": DEFAULT_DEPARTMENT, "access_department_id": DEFAULT_DEPARTMENT,
             "project_id": project, "grantee_id": "admin", "settings_name": "layout",
             "query": "Bro", "field": "name", "text": "Bro", "value": "Broth",
-            "name": "SampleOverview", "pat_id": pat, "filename": "app.css"}
+            "name": "SampleOverview", "pat_id": pat, "filename": "app.css",
+            "location_id": location, "term": "Bro",
+            "dashboard_id": board, "index": 0, "notification_id": notification}
 
 
 def requests(app: Flask, values: dict[str, str]) -> list[tuple[str, str, Rule]]:
@@ -111,8 +125,9 @@ def test_every_route_answers_with_the_headers(app, client, admin, world):
             failed_gets.add(rule.endpoint)
     assert {302, 401, 403} <= anonymous_statuses
     # Successes, redirects and errors were all checked; ``field`` is ``name``, which the
-    # suggestion fragment refuses (404) as it is no reference.
-    assert failed_gets == {"entity_views.suggest"}
+    # suggestion fragment refuses (404) as it is no reference; ``filename`` is ``app.css``,
+    # which is no export (404).
+    assert failed_gets == {"entity_views.suggest", "export_api.download"}
 
 
 @pytest.mark.parametrize("path", ["/static/app.js", "/no/such/page", "/api/no/such/thing",

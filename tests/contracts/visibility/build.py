@@ -32,8 +32,10 @@ from tests.conftest import (
 from tests.contracts.visibility.world import (
     ANONYMOUS,
     ENTITIES,
+    ENTITY,
     GRANTS,
     PASSWORD,
+    STORED_IN,
     USERS,
     EntityDef,
 )
@@ -164,6 +166,9 @@ def populate(app: Flask, frozen: bool) -> LiveWorld:
             _ok(admin.post("/api/entity", json={"entities": [{
                 "eClass": entity.eclass, "id": live.id(entity.key),
                 "departmentID": entity.department, "projectID": entity.project}]}), 200)
+    for item, location in STORED_IN.items():
+        _ok(admin.post(f"/api/storage/location/{location}/checkin",
+                       json=[{"eClass": ENTITY[item].eclass, "id": item}]), 200)
     live.keys = {value: key for key, value in live.ids.items()}
     live.callers = {user.id: admin if user.id == "admin" else
                     _logged_in(app, user.id, PASSWORD) for user in USERS}

@@ -6,7 +6,11 @@ from typing import Any
 
 from labapp.model.registry import CLASSES
 from tests.contracts.visibility import oracle
+from tests.contracts.visibility.boards import BOARD_READ_PATHS
 from tests.contracts.visibility.build import LiveWorld, closed, file_content
+from tests.contracts.visibility.datamodel import DATAMODEL_READ_PATHS
+from tests.contracts.visibility.exports import EXPORT_READ_PATHS
+from tests.contracts.visibility.odata import ODATA_READ_PATHS
 from tests.contracts.visibility.paths import (
     MatrixPath,
     Outcome,
@@ -15,6 +19,8 @@ from tests.contracts.visibility.paths import (
     paged_keys,
 )
 from tests.contracts.visibility.queries import QUERY_READ_PATHS
+from tests.contracts.visibility.search import SEARCH_READ_PATHS
+from tests.contracts.visibility.storage import READ_PATHS as STORAGE_READ_PATHS
 from tests.contracts.visibility.world import ENTITY, FILES, KEYS
 
 
@@ -102,4 +108,10 @@ READ_PATHS: tuple[MatrixPath, ...] = (
     MatrixPath("file.download", FILES, expect_visible, download),
     MatrixPath("file.metadata", FILES, expect_visible, metadata),
     *QUERY_READ_PATHS,  # /api/query (issue 5)
+    *STORAGE_READ_PATHS,  # /api/storage (issue 11)
+    *BOARD_READ_PATHS,  # /api/dashboard, /api/notification (issue 12)
+    *DATAMODEL_READ_PATHS,  # /api/datamodel, /api/sync (issue 14)
+    *SEARCH_READ_PATHS,  # /api/search, /api/query/freetext (issue 10)
+    *ODATA_READ_PATHS,  # /odata (issue 13)
+    *EXPORT_READ_PATHS,  # /api/sync/files (issue 14)
 )

@@ -153,6 +153,12 @@ _LAB: tuple[EntityDef, ...] = (
     _placed("E-B-P1", "Experiment", "DEP-B", "PRJ-1"),
     _placed("E-C-P2", "Experiment", "DEP-C", "PRJ-2"),
     _placed("E-X-P1", "Experiment", None, "PRJ-1"),
+    # Storage (issue 11): a tree of locations over several departments, items stored in it.
+    _placed("L-0", "Location", HOME_OF_ADMIN, None),
+    _placed("L-A", "Location", "DEP-A", None, parentID="L-0"),
+    _placed("L-B-P1", "Location", "DEP-B", "PRJ-1", parentID="L-A"),
+    _placed("L-C", "Location", "DEP-C", None, parentID="L-B-P1"),
+    _placed("L-X-P2", "Location", None, "PRJ-2"),
     _note("N-S-A", "S-A", "DEP-A", None),
     _note("N-S-B-P2", "S-B-P2", "DEP-B", "PRJ-2"),
     _note("N-E-X-P1", "E-X-P1", None, "PRJ-1"),
@@ -167,6 +173,9 @@ _LAB: tuple[EntityDef, ...] = (
 )
 
 ENTITIES: tuple[EntityDef, ...] = _DIRECTORY + _LAB
+# Storage: the admin checks these items into these locations once the world is made.
+STORED_IN: dict[str, str] = {"S-A": "L-A", "S-B": "L-A", "S-C-P1": "L-A", "S-X": "L-B-P1",
+                             "S-D": "L-C"}
 ENTITY = {entity.key: entity for entity in ENTITIES}
 KEYS: tuple[str, ...] = tuple(entity.key for entity in ENTITIES)
 FILES: tuple[str, ...] = tuple(entity.key for entity in ENTITIES if entity.eclass == "File")

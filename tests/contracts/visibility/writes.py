@@ -7,7 +7,10 @@ from io import BytesIO
 from typing import Any
 
 from tests.contracts.visibility import oracle
+from tests.contracts.visibility.boards import BOARD_WRITE_PATHS
 from tests.contracts.visibility.build import LiveWorld, closed
+from tests.contracts.visibility.datamodel import DATAMODEL_WRITE_PATHS
+from tests.contracts.visibility.exports import EXPORT_WRITE_PATHS
 from tests.contracts.visibility.paths import (
     SELF,
     MatrixPath,
@@ -180,4 +183,7 @@ WRITE_PATHS: tuple[MatrixPath, ...] = (
     MatrixPath("clone", ATTACH_SUBJECTS, expect_clone, clone),
     MatrixPath("file.upload", ATTACH_SUBJECTS, expect_attach, upload),
     MatrixPath("note", ATTACH_SUBJECTS, expect_attach, add_note),
+    *BOARD_WRITE_PATHS,  # /api/dashboard, /api/notification (issue 12)
+    *EXPORT_WRITE_PATHS,  # /api/sync/save (issue 14)
+    *DATAMODEL_WRITE_PATHS,  # /api/datamodel, /api/sync (issue 14)
 )
