@@ -43,10 +43,11 @@ def extension_folder(app: Flask) -> Path:
 def load_model(app: Flask) -> None:
     """Read and install the extension files at start-up; a bad file stops the start with
     :class:`ExtensionError` (naming the file and the field), nothing of it loaded."""
+    stamp = _stamped_generation(app)  # before the files: a sync in between is followed
     extensions = read(extension_folder(app))
     install(extensions)
     app.extensions["labapp_model"] = {"extensions": extensions, "seen": _UNSEEN, "checked": 0.0,
-                                     "stamp": None}
+                                     "stamp": stamp}
 
 
 def reload_model(app: Flask) -> Extensions:
@@ -79,11 +80,14 @@ def follow_synced_model(app: Flask) -> None:
     stamped = _stamped_generation(app)
     if now - state["checked"] < CHECK_SECONDS and stamped == state["stamp"]:
         return
+    # A worker's first check cannot tell from the generation alone whether its files were
+    # read before or after the last sync; the stamp moving since start-up tells.
+    stamp_moved = stamped != state["stamp"]
     state["checked"], state["stamp"] = now, stamped
     generation = _synced_generation()
     if generation == state["seen"]:
         return
-    if state["seen"] is not _UNSEEN:
+    if state["seen"] is not _UNSEEN or stamp_moved:
         try:
             state["extensions"] = read(extension_folder(app))
             install(state["extensions"])

@@ -1,5 +1,7 @@
-"""Two real gunicorn workers: after a sync made by one of them, every worker serves the new
-model (extension classes listed, created, read) without a restart."""
+"""After a sync made by one worker, every worker serves the new model (extension classes
+listed, created, read) from its next request, without a restart: workers that served
+requests before the sync and workers whose first request comes after it, in one process
+(several applications on one instance) and as two real gunicorn workers."""
 from __future__ import annotations
 
 import json
@@ -14,8 +16,8 @@ from typing import Any
 from flask import Flask
 
 from bench.server import Server, basic, free_port, request
-from tests.conftest import ADMIN_PASSWORD, SECRET_KEY, run_init
-from tests.datamodel.conftest import LAB_EXTENSION
+from tests.conftest import ADMIN_PASSWORD, SECRET_KEY, build_app, dispose, run_init
+from tests.datamodel.conftest import LAB_EXTENSION, admin_client
 from tests.search.test_workers import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -37,6 +39,31 @@ def classes(server: Server) -> set[str]:
     status, body = call(server, "GET", "/api/datamodel")
     assert status == 200, body
     return {item["name"] for item in body["classes"]}
+
+
+def test_workers_started_before_a_sync_serve_its_model_next(
+        fresh_app: Callable[..., Flask]) -> None:
+    syncing = fresh_app()
+    run_init(syncing)
+    settings = syncing.config["LABAPP"]
+    # Two more workers on the same instance and database, started before the files exist.
+    served_before, first_request_after = (
+        build_app(Path(settings["INSTANCE_PATH"]), settings["DATABASE_URL"]) for _ in range(2))
+    try:
+        early = admin_client(served_before)
+        assert early.get("/api/datamodel").status_code == 200
+        folder = Path(settings["INSTANCE_PATH"]) / "datamodel"
+        folder.mkdir()
+        (folder / "lab.json").write_text(json.dumps(LAB_EXTENSION))
+        assert admin_client(syncing).post("/api/sync").status_code == 200
+
+        for client in (early, admin_client(first_request_after)):
+            response = client.post("/api/entity", json={"entities": [
+                {"eClass": "Genome", "name": "followed", "sizeMb": 1.5}]})
+            assert response.status_code == 201, response.get_json()
+    finally:
+        dispose(served_before)
+        dispose(first_request_after)
 
 
 def test_every_worker_follows_a_sync(fresh_app: Callable[..., Flask], tmp_path: Path) -> None:
