@@ -102,6 +102,7 @@ def mark_synced(app: Flask) -> None:
     generation = _synced_generation()
     app.extensions["labapp_model"]["seen"] = generation
     stamp = Path(app.instance_path) / SYNC_STAMP
+    stamp.parent.mkdir(parents=True, exist_ok=True)
     staging = stamp.with_name(f"{stamp.name}.{os.getpid()}")
     staging.write_text(str(generation))
     os.replace(staging, stamp)
