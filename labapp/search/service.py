@@ -183,12 +183,11 @@ def _like(actor: Actor, term: str, filter_text: str | None, top: int) -> _Matche
     # Sorted by ``name || ''``, which no index serves: ordered by the name index, PostgreSQL
     # walks it from the start filtering each row until it has ``top`` (all of it for a rare
     # term) instead of sorting the few candidates the trigram index finds.
-    ids = db.session.execute(select(Entity.id).where(*where)
-                             .order_by(Entity.name + "", Entity.id).limit(top)).scalars().all()
-    total = len(ids)
-    if total == top:  # a full page: there may be more, count them
-        total = db.session.scalar(select(func.count()).select_from(Entity).where(*where))
-    return _Matches([(entity_id, 1.0) for entity_id in ids], total or 0)
+    # The sort reads every match anyway: ``count(*) OVER ()`` counts them in the same pass
+    # (a second query for ``total`` rechecked every trigram candidate again).
+    rows = db.session.execute(select(Entity.id, func.count().over()).where(*where)
+                              .order_by(Entity.name + "", Entity.id).limit(top)).all()
+    return _Matches([(entity_id, 1.0) for entity_id, _total in rows], rows[0][1] if rows else 0)
 
 
 def _fulltext(actor: Actor, term: str, filter_text: str | None, top: int) -> _Matches:

@@ -35,7 +35,7 @@ def test_like_contains_with_the_terms_own_wildcards(admin: ApiClient,
     assert set(found(admin, "like/lys%prep")) == {samples["experiment"]}
     body = search(admin, "like/ysat", top=1)
     assert len(body["data"]) == 1 and body["total"] == 3
-    assert search(admin, "like/ysat", top=5)["total"] == 3  # a page not full: no count
+    assert search(admin, "like/ysat", top=5)["total"] == 3
 
 
 def test_like_folds_ascii_case_and_finds_short_terms_and_every_column(
