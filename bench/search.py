@@ -18,21 +18,17 @@ Per backend: a fresh app and database; ``N`` Samples seeded through Core with la
 from __future__ import annotations
 
 import json
-import os
 import signal
 import sqlite3
-import subprocess
-import sys
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from sqlalchemy import event, text
 from sqlalchemy.orm import Session
 
 from bench.harness import Bench, open_bench
+from bench.serving import indexer_worker, wait_until, worker_alive
 from bench.write import core_insert, core_rows
 from labapp.db import db
 from labapp.search import indexer
@@ -235,45 +231,12 @@ def _indexing(on: bool) -> None:
             event.remove(Session, name, listener)
 
 
-def _wait(condition: Callable[[], bool], what: str, timeout: float = 120) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"timed out waiting for {what}")
-        time.sleep(0.02)  # polling what another process brings about
-
-
-def _worker_alive(bench: Bench) -> bool:
-    with bench.app.app_context():
-        return indexer.worker_alive()
-
-
 def _queue_empty(bench: Bench) -> bool:
     with bench.app.app_context():
         try:
             return indexer.queue_length() == 0
         finally:
             db.session.remove()
-
-
-@contextmanager
-def indexer_worker(bench: Bench) -> Iterator[subprocess.Popen]:
-    """``flask --app labapp search worker`` on the bench's database, as ``make run`` starts
-    it beside gunicorn."""
-    settings = bench.app.config["LABAPP"]
-    env = {**os.environ, "LABAPP_INSTANCE_PATH": settings["INSTANCE_PATH"],
-           "LABAPP_DATABASE_URL": settings["DATABASE_URL"],
-           "LABAPP_SECRET_KEY": settings["SECRET_KEY"]}
-    process = subprocess.Popen([sys.executable, "-m", "flask", "--app", "labapp", "search",
-                                "worker"], env=env, cwd=Path(__file__).resolve().parents[1],
-                               stdout=subprocess.DEVNULL)
-    try:
-        _wait(lambda: process.poll() is None and _worker_alive(bench), "the indexer worker")
-        yield process
-    finally:
-        process.send_signal(signal.SIGCONT)
-        process.send_signal(signal.SIGTERM)
-        process.wait(timeout=120)
 
 
 def bulk_rates(bench: Bench, batches: int) -> tuple[float, float]:
@@ -288,14 +251,14 @@ def bulk_rates(bench: Bench, batches: int) -> tuple[float, float]:
                     _indexing(state)
                     worker.send_signal(signal.SIGCONT if state else signal.SIGSTOP)
                     if state:
-                        _wait(lambda: _worker_alive(bench), "the worker's heartbeat")
+                        wait_until(lambda: worker_alive(bench), "the worker's heartbeat")
                     label = f"bulk{batch}{'on' if state else 'off'}"
                     times.append(_post(bench, _body(bench, label, 500)))
         finally:
             _indexing(True)
             worker.send_signal(signal.SIGCONT)
         # The worker indexes what is left, outside the measurement.
-        _wait(lambda: _queue_empty(bench), "the queue to drain", timeout=600)
+        wait_until(lambda: _queue_empty(bench), "the queue to drain", timeout=600)
     return 500 * len(on) / sum(on), 500 * len(off) / sum(off)
 
 

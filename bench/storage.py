@@ -26,11 +26,11 @@ from datetime import UTC, datetime
 from types import SimpleNamespace
 
 from flask import render_template
-from sqlalchemy import bindparam, delete, func, insert, select, update
+from sqlalchemy import bindparam, func, insert, select, update
 from sqlalchemy.engine import Connection
 
 from bench.harness import BATCH, Bench, open_bench, timed
-from bench.search import indexer_worker
+from bench.serving import forget_search_backlog, indexer_worker
 from bench.write import core_insert, core_rows
 from labapp.model import (
     AuditEvent,
@@ -38,7 +38,6 @@ from labapp.model import (
     EntityEvent,
     Location,
     Sample,
-    SearchQueue,
     StorageLogEntry,
 )
 
@@ -273,15 +272,6 @@ def core_page_rendered(bench: Bench, box: str) -> None:
             log_entries=log, log_total=len(log), log_skip=0, log_rows=50, can_write=True,
             error=None)
     assert html.count("slot-taken") == 100
-
-
-def forget_search_backlog(bench: Bench) -> None:
-    """This bench measures storage, not search: the search-queue rows of the seeded entities
-    are dropped, so the indexer worker indexes only what the check-ins change (seeded through
-    Core, the backlog would otherwise be indexed by the first request or the worker while
-    the API is timed)."""
-    with bench.engine.begin() as connection:
-        connection.execute(delete(SearchQueue.__table__))
 
 
 def run(backend: str, *, boxes: int = BOXES, rounds: int = 5, page_runs: int = 50,

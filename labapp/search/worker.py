@@ -8,16 +8,23 @@ loses nothing), while a thread refreshes the heartbeat file every
 :data:`indexer.HEARTBEAT_EVERY` seconds. While the heartbeat is fresh, requests skip their
 inline drain; a worker that stops cleanly removes it, one that dies lets it go stale, and
 requests drain inline again.
+
+Being the one long-running process beside gunicorn, the worker also refreshes SQLite's
+planner statistics when the data has grown (:func:`labapp.planner.refresh`, looked at every
+:data:`labapp.planner.CHECK_SECONDS`).
 """
 from __future__ import annotations
 
 import logging
 import os
 import threading
+import time
 from pathlib import Path
 
 from sqlalchemy import select
+from sqlalchemy.exc import SQLAlchemyError
 
+from labapp import planner
 from labapp.db import db
 from labapp.model import SearchQueue
 from labapp.search import index, indexer
@@ -45,6 +52,15 @@ def _drain_once() -> None:
         db.session.rollback()
 
 
+def _refresh_statistics() -> None:
+    try:
+        if planner.refresh():
+            logger.info("gathered the planner statistics (SQLite ANALYZE)")
+    except SQLAlchemyError as error:  # busy or locked: the next look tries again
+        logger.warning("planner statistics not gathered: %s", error)
+        db.session.rollback()
+
+
 def _beat_until(stop: threading.Event, heartbeat: Path) -> None:
     """Refresh the heartbeat every :data:`indexer.HEARTBEAT_EVERY` s (a thread of its own:
     a long drain must not let it go stale, or requests would start draining too)."""
@@ -61,12 +77,16 @@ def run(stop: threading.Event) -> None:
     beating = threading.Thread(target=_beat_until, args=(stop, heartbeat), daemon=True,
                                name="search-heartbeat")
     beating.start()
+    statistics_due = time.monotonic()
     try:
         while not stop.is_set():
             if _waiting():
                 _drain_once()
             else:
                 stop.wait(POLL)
+            if time.monotonic() >= statistics_due:
+                _refresh_statistics()
+                statistics_due = time.monotonic() + planner.CHECK_SECONDS
     finally:
         stop.set()
         beating.join()

@@ -1,0 +1,52 @@
+"""Planner statistics: SQLite plans without them unless ``ANALYZE`` runs.
+
+Without statistics SQLite guesses: a reader's list is driven from the visibility predicate's
+``OR`` over two indexes and every visible row is sorted, where walking the name or primary
+key index and stopping after a page would do (bench/RESULTS.md §3 and §9 measured 2-3×).
+``PRAGMA optimize`` samples too little on SQLite 3.40 to change those plans; a full
+``ANALYZE`` takes ~0.15 s per 100,000 entities. PostgreSQL's autovacuum keeps its own
+statistics, so this is SQLite's only.
+
+:func:`refresh` gathers them when the database holds real data and they are missing or
+the entity count moved by more than :data:`DRIFT` since they were taken. ``flask init``
+(every start), ``flask sync restore`` and the search worker (every
+:data:`CHECK_SECONDS`) call it.
+"""
+from __future__ import annotations
+
+from sqlalchemy import func, select, text
+
+from labapp.db import db, transaction
+from labapp.model import Entity
+
+ANALYZE_FROM = 1000  # entities: statistics of a nearly empty database mislead later
+DRIFT = 0.2  # re-gather when the entity count moved by more than this share
+CHECK_SECONDS = 60.0  # how often the search worker looks
+
+
+def _recorded_entities() -> int | None:
+    """The entity count the last ``ANALYZE`` saw, or None without statistics."""
+    has_table = db.session.scalar(text(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'sqlite_stat1'"))
+    if not has_table:
+        return None
+    # Each row's stat starts with the rows its index holds (a partial index fewer).
+    return db.session.scalar(text(
+        "SELECT max(CAST(stat AS INTEGER)) FROM sqlite_stat1 WHERE tbl = 'entity'"))
+
+
+def refresh() -> bool:
+    """Run ``ANALYZE`` on SQLite when it is due (see the module); True when it ran."""
+    if db.engine.dialect.name != "sqlite":
+        return False
+    try:
+        entities = db.session.scalar(select(func.count()).select_from(Entity)) or 0
+        recorded = _recorded_entities()
+    finally:
+        db.session.rollback()  # a read: no write lock held while counting
+    if entities < ANALYZE_FROM or (
+            recorded is not None and abs(entities - recorded) <= DRIFT * recorded):
+        return False
+    with transaction() as session:
+        session.execute(text("ANALYZE"))
+    return True

@@ -1,0 +1,110 @@
+"""SQLite planner statistics: gathered once the database holds real data, again when it grew
+by more than the drift, never on a nearly empty database; PostgreSQL keeps its own."""
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+import pytest
+from flask import Flask
+from sqlalchemy import delete, func, insert, select
+
+from labapp import planner
+from labapp.db import db, transaction
+from labapp.model import Entity, SearchQueue
+from tests.conftest import BACKEND, run_init
+from tests.search.test_worker_process import indexer_process
+from tests.search.test_workers import wait_for
+
+FROM = 10  # the threshold for these tests, instead of 1,000 entities
+
+
+@pytest.fixture
+def small_threshold(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(planner, "ANALYZE_FROM", FROM)
+
+
+def add_entities(app: Flask, start: int, count: int) -> None:
+    """``count`` entities through Core (their search-queue rows dropped: not searched here)."""
+    now = datetime.now(UTC)
+    with app.app_context(), transaction() as session:
+        session.execute(insert(Entity.__table__), [
+            {"id": f"PLAN-{number}", "eclass": "Sample", "name": f"planned {number}",
+             "status": "Initial", "type": "Other", "attributes": {}, "created_by": "admin",
+             "created_utc": now, "modified_by": "admin", "modified_utc": now, "version": 1}
+            for number in range(start, start + count)])
+        session.execute(delete(SearchQueue))
+
+
+def entities(app: Flask) -> int:
+    with app.app_context():
+        try:
+            return db.session.scalar(select(func.count()).select_from(Entity))
+        finally:
+            db.session.remove()
+
+
+def recorded(app: Flask) -> int | None:
+    with app.app_context():
+        try:
+            return planner._recorded_entities()
+        finally:
+            db.session.remove()
+
+
+def refreshed(app: Flask) -> bool:
+    with app.app_context():
+        try:
+            return planner.refresh()
+        finally:
+            db.session.remove()
+
+
+@pytest.mark.skipif(BACKEND != "sqlite", reason="SQLite's statistics")
+def test_statistics_follow_the_data_on_sqlite(fresh_app: Callable[..., Flask],
+                                              small_threshold: None) -> None:
+    application = fresh_app()
+    run_init(application)
+    assert not refreshed(application)  # nearly empty: no statistics that would mislead
+    assert recorded(application) is None
+
+    add_entities(application, 0, FROM)
+    assert refreshed(application)
+    analysed = recorded(application)
+    assert analysed == entities(application) >= FROM
+    assert not refreshed(application)  # up to date
+
+    add_entities(application, FROM, int(analysed * planner.DRIFT))  # within the drift
+    assert not refreshed(application)
+    add_entities(application, 2 * FROM, 1)
+    assert refreshed(application)
+    assert recorded(application) == entities(application) > analysed
+
+
+@pytest.mark.skipif(BACKEND != "sqlite", reason="SQLite's statistics")
+def test_init_gathers_them_after_an_import(fresh_app: Callable[..., Flask],
+                                           small_threshold: None) -> None:
+    application = fresh_app()
+    assert "planner statistics" not in run_init(application)
+    add_entities(application, 0, FROM)
+    assert "gathered the planner statistics" in run_init(application)
+    assert "planner statistics" not in run_init(application)
+
+
+@pytest.mark.skipif(BACKEND != "sqlite", reason="SQLite's statistics")
+def test_the_search_worker_gathers_them_at_its_start(fresh_app: Callable[..., Flask]) -> None:
+    application = fresh_app()
+    run_init(application)
+    add_entities(application, 0, planner.ANALYZE_FROM)  # the real threshold: another process
+    with indexer_process(application):
+        wait_for(lambda: recorded(application), "the worker to gather the statistics")
+    assert recorded(application) == entities(application)
+
+
+@pytest.mark.skipif(BACKEND != "postgresql", reason="PostgreSQL's autovacuum analyses")
+def test_postgresql_is_left_to_autovacuum(fresh_app: Callable[..., Flask],
+                                          small_threshold: None) -> None:
+    application = fresh_app()
+    run_init(application)
+    add_entities(application, 0, FROM)
+    assert not refreshed(application)
