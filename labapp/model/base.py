@@ -19,9 +19,11 @@ from labapp.model.types import JsonObject, UtcDateTime
 ENTITY_TABLE = "entity"
 
 
-def ref_column(target: str, table: str = ENTITY_TABLE, **info: Any) -> Mapped[Any]:
-    """A nullable, indexed reference to an entity of class ``target`` (``*`` = any class)."""
-    return mapped_column(String(64), ForeignKey(f"{table}.id"), index=True, nullable=True,
+def ref_column(target: str, table: str = ENTITY_TABLE, *, index: bool = True,
+               **info: Any) -> Mapped[Any]:
+    """A nullable reference to an entity of class ``target`` (``*`` = any class), indexed
+    unless ``index`` is False (a table index that starts with the column serves instead)."""
+    return mapped_column(String(64), ForeignKey(f"{table}.id"), index=index, nullable=True,
                          info={"ref": target, **info})
 
 

@@ -58,8 +58,11 @@ class Plate(Entity):
 
 class Sample(Entity):
     __tablename__ = "sample"
+    # Storage counts the samples of a location that are not on a plate: with plate_id in
+    # the location index the count never reads a sample row.
     __table_args__ = (Index("ix_sample_unit", "unit", "id"),
-                      Index("ix_sample_concentration_unit", "concentration_unit", "id"))
+                      Index("ix_sample_concentration_unit", "concentration_unit", "id"),
+                      Index("ix_sample_location_id_plate_id", "location_id", "plate_id"))
 
     id: Mapped[str] = subclass_id()
     parent_id: Mapped[str | None] = ref_column("Sample", "sample")
@@ -68,7 +71,7 @@ class Sample(Entity):
     origin_id: Mapped[str | None] = ref_column("*")
     plate_id: Mapped[str | None] = ref_column("Plate", "plate")
     well: Mapped[str | None] = mapped_column(String(8))
-    location_id: Mapped[str | None] = ref_column("Location", "location")
+    location_id: Mapped[str | None] = ref_column("Location", "location", index=False)
     position: Mapped[str | None] = mapped_column(String(32))
     amount: Mapped[float | None] = mapped_column(Float)
     unit: Mapped[str | None] = mapped_column(String(32))
