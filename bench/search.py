@@ -243,7 +243,7 @@ def bulk_rates(bench: Bench, batches: int) -> tuple[float, float]:
     """Entities/s of 500-entity POSTs with indexing on (worker running) and off (worker
     paused, inline drain detached), alternating."""
     on, off = [], []
-    with indexer_worker(bench) as worker:
+    with indexer_worker(bench, statistics=False) as worker:
         try:
             for batch in range(batches):
                 for state, times in ((True, on), (False, off)) if batch % 2 else (
@@ -324,7 +324,7 @@ def run(backend: str, entities: int, runs: int = RUNS, batches: int = 20,
         rate_on, rate_off = bulk_rates(bench, batches)
         log(f"  bulk create: {rate_on:,.0f}/s indexing on, {rate_off:,.0f}/s off "
             f"({rate_on / rate_off:.0%})")
-        with indexer_worker(bench):
+        with indexer_worker(bench, statistics=False):
             fresh = freshness(bench)
         log(f"  freshness: {', '.join(f'{f * 1000:.0f} ms' for f in fresh)}")
     return SearchResult(backend, entities, count / seconds, seconds, rates, api, references,

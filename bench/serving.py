@@ -33,13 +33,16 @@ def worker_alive(bench: Bench) -> bool:
 
 
 @contextmanager
-def indexer_worker(bench: Bench) -> Iterator[subprocess.Popen]:
+def indexer_worker(bench: Bench, *, statistics: bool = True) -> Iterator[subprocess.Popen]:
     """``flask --app labapp search worker`` on the bench's database, as ``make run`` starts
-    it beside gunicorn."""
+    it beside gunicorn; ``statistics=False`` keeps it from gathering SQLite's planner
+    statistics (a benchmark that pauses the worker must not catch it inside ``ANALYZE``,
+    holding the write lock)."""
     settings = bench.app.config["LABAPP"]
     env = {**os.environ, "LABAPP_INSTANCE_PATH": settings["INSTANCE_PATH"],
            "LABAPP_DATABASE_URL": settings["DATABASE_URL"],
-           "LABAPP_SECRET_KEY": settings["SECRET_KEY"]}
+           "LABAPP_SECRET_KEY": settings["SECRET_KEY"],
+           "LABAPP_SQLITE_STATISTICS_SECONDS": "60" if statistics else "0"}
     process = subprocess.Popen([sys.executable, "-m", "flask", "--app", "labapp", "search",
                                 "worker"], env=env, cwd=Path(__file__).resolve().parents[1],
                                stdout=subprocess.DEVNULL)

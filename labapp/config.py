@@ -129,6 +129,11 @@ SETTINGS: tuple[Setting, ...] = (
             "Seconds a worker waits for the search index's write lock (held by another "
             "worker) before leaving its queued changes to the next drain.",
             _parse_positive_int),
+    Setting("SQLITE_STATISTICS_SECONDS", 60,
+            "How often the search worker looks whether SQLite's planner statistics are due "
+            "(`ANALYZE` once the data grew or shrank by a fifth); 0: it never does, and "
+            "`flask --app labapp init` gathers them.",
+            _parse_non_negative_int),
     Setting("ODATA_PAGE_SIZE", 1000,
             "Rows per page of an OData feed; longer feeds continue through `@odata.nextLink`.",
             _parse_positive_int),

@@ -10,7 +10,7 @@ statistics, so this is SQLite's only.
 :func:`refresh` gathers them when the database holds real data and they are missing or
 the entity count moved by more than :data:`DRIFT` since they were taken. ``flask init``
 (every start), ``flask sync restore`` and the search worker (every
-:data:`CHECK_SECONDS`) call it.
+``SQLITE_STATISTICS_SECONDS``, a setting) call it.
 """
 from __future__ import annotations
 
@@ -21,7 +21,6 @@ from labapp.model import Entity
 
 ANALYZE_FROM = 1000  # entities: statistics of a nearly empty database mislead later
 DRIFT = 0.2  # re-gather when the entity count moved by more than this share
-CHECK_SECONDS = 60.0  # how often the search worker looks
 
 
 def _recorded_entities() -> int | None:

@@ -11,7 +11,7 @@ requests drain inline again.
 
 Being the one long-running process beside gunicorn, the worker also refreshes SQLite's
 planner statistics when the data has grown (:func:`labapp.planner.refresh`, looked at every
-:data:`labapp.planner.CHECK_SECONDS`).
+``SQLITE_STATISTICS_SECONDS``; 0 turns that off).
 """
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ import threading
 import time
 from pathlib import Path
 
+from flask import current_app
 from sqlalchemy import select
 from sqlalchemy.exc import SQLAlchemyError
 
@@ -77,7 +78,8 @@ def run(stop: threading.Event) -> None:
     beating = threading.Thread(target=_beat_until, args=(stop, heartbeat), daemon=True,
                                name="search-heartbeat")
     beating.start()
-    statistics_due = time.monotonic()
+    every = float(current_app.config["LABAPP"]["SQLITE_STATISTICS_SECONDS"])
+    statistics_due = time.monotonic() if every else float("inf")
     try:
         while not stop.is_set():
             if _waiting():
@@ -86,7 +88,7 @@ def run(stop: threading.Event) -> None:
                 stop.wait(POLL)
             if time.monotonic() >= statistics_due:
                 _refresh_statistics()
-                statistics_due = time.monotonic() + planner.CHECK_SECONDS
+                statistics_due = time.monotonic() + every
     finally:
         stop.set()
         beating.join()
