@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 from flask import Flask
@@ -36,28 +37,25 @@ def add_entities(app: Flask, start: int, count: int) -> None:
         session.execute(delete(SearchQueue))
 
 
-def entities(app: Flask) -> int:
+def in_app(app: Flask, read: Callable[[], Any]) -> Any:
+    """``read()`` in an application context of ``app``, its session closed afterwards."""
     with app.app_context():
         try:
-            return db.session.scalar(select(func.count()).select_from(Entity))
+            return read()
         finally:
             db.session.remove()
+
+
+def entities(app: Flask) -> int:
+    return in_app(app, lambda: db.session.scalar(select(func.count()).select_from(Entity)))
 
 
 def recorded(app: Flask) -> int | None:
-    with app.app_context():
-        try:
-            return planner._recorded_entities()
-        finally:
-            db.session.remove()
+    return in_app(app, planner._recorded_entities)
 
 
 def refreshed(app: Flask) -> bool:
-    with app.app_context():
-        try:
-            return planner.refresh()
-        finally:
-            db.session.remove()
+    return in_app(app, planner.refresh)
 
 
 @pytest.mark.skipif(BACKEND != "sqlite", reason="SQLite's statistics")

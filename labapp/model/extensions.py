@@ -150,12 +150,19 @@ def _expect(condition: bool, source: str, message: str) -> None:
         raise ExtensionError(f"{source}: {message}")
 
 
-def _class_def(source: str, where: str, item: Any) -> ClassDef:
+def _named_object(source: str, where: str, item: Any, keys: set[str]
+                  ) -> tuple[Any, str]:
+    """Check that ``item`` is an object with only ``keys``; its ``name`` and the place to
+    name in messages (``where`` with the name, when it has one)."""
     _expect(isinstance(item, dict), source, f"{where} must be an object")
     name = item.get("name")
     where = f"{where} ({name})" if isinstance(name, str) else where
-    _expect(set(item) <= _CLASS_KEYS, source,
-            f"{where}: unknown key(s) {sorted(set(item) - _CLASS_KEYS)}")
+    _expect(set(item) <= keys, source, f"{where}: unknown key(s) {sorted(set(item) - keys)}")
+    return name, where
+
+
+def _class_def(source: str, where: str, item: Any) -> ClassDef:
+    name, where = _named_object(source, where, item, _CLASS_KEYS)
     _expect(isinstance(name, str) and bool(_CLASS_NAME.match(name)), source,
             f"{where}: 'name' must be a class name like TaxonomyItem")
     prefix = item.get("prefix")
@@ -194,11 +201,7 @@ def _workflow(source: str, where: str, value: Any) -> registry.Workflow:
 
 
 def _field_def(source: str, where: str, item: Any) -> FieldDef:
-    _expect(isinstance(item, dict), source, f"{where} must be an object")
-    name = item.get("name")
-    where = f"{where} ({name})" if isinstance(name, str) else where
-    _expect(set(item) <= _FIELD_KEYS, source,
-            f"{where}: unknown key(s) {sorted(set(item) - _FIELD_KEYS)}")
+    name, where = _named_object(source, where, item, _FIELD_KEYS)
     _expect(isinstance(name, str) and bool(_FIELD_NAME.match(name)), source,
             f"{where}: 'name' must be a camelCase field name")
     type_name = item.get("type")
