@@ -30,7 +30,12 @@ from sqlalchemy import Integer, and_, cast, func, insert, literal, or_, select, 
 
 from bench.harness import Bench, open_bench
 from bench.report import machine_facts, save
-from bench.serving import forget_search_backlog, indexer_worker, planner_statistics_gathered
+from bench.serving import (
+    forget_search_backlog,
+    indexer_worker,
+    planner_statistics_gathered,
+    tallies_folded,
+)
 from bench.write import core_seed
 from labapp.model import Entity, EntityEvent, Location, Request, Sample
 
@@ -289,9 +294,10 @@ def run(backend: str, entities: int, runs: int = RUNS, log: Callable[[str], None
     with open_bench(backend) as bench:
         seed(bench, entities, log)
         forget_search_backlog(bench)
-        # As `make run` serves: indexing off the request, and on SQLite the worker gathers
-        # the planner statistics of the seeded data at its start.
+        # As `make run` serves: indexing off the request, the worker folds the entity
+        # tallies of the seeded data and, on SQLite, gathers the planner statistics.
         with indexer_worker(bench):
+            tallies_folded(bench)
             planner_statistics_gathered(bench)
             result = measure(bench, entities, runs, log)
     result.seconds = time.perf_counter() - started

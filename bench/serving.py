@@ -12,10 +12,10 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from sqlalchemy import delete, text
+from sqlalchemy import delete, select, text
 
 from bench.harness import Bench
-from labapp.model import SearchQueue
+from labapp.model import EntityCountChange, SearchQueue
 from labapp.search import indexer
 
 
@@ -75,3 +75,12 @@ def planner_statistics_gathered(bench: Bench) -> None:
                 "SELECT count(*) FROM sqlite_master WHERE name = 'sqlite_stat1'"))) and bool(
                 connection.scalar(text("SELECT count(*) FROM sqlite_stat1 WHERE tbl = 'entity'")))
     wait_until(gathered, "the planner statistics")
+
+
+def tallies_folded(bench: Bench) -> None:
+    """Wait until the worker has folded the entity tallies' changes of the seeding, as it
+    keeps them folded while the application serves."""
+    def folded() -> bool:
+        with bench.engine.connect() as connection:
+            return connection.scalar(select(EntityCountChange.id).limit(1)) is None
+    wait_until(folded, "the entity tallies folded", timeout=600)

@@ -13,7 +13,7 @@ from flask.cli import with_appcontext
 from flask_migrate import upgrade
 from sqlalchemy import select
 
-from labapp import planner
+from labapp import planner, tallies
 from labapp.access.actor import ADMIN
 from labapp.db import db, transaction
 from labapp.entities.audit import SYSTEM_ACTOR, record_created, stamp_created
@@ -66,6 +66,7 @@ def init_command() -> None:
             click.echo(f"created user {ADMIN_USERNAME} with role {ADMIN}")
     if ensure_search_index():
         click.echo("built the search index")
+    tallies.fold()
     if planner.refresh():
         click.echo("gathered the planner statistics (SQLite ANALYZE)")
     if generated is not None:

@@ -14,8 +14,9 @@ from typing import Any
 import nh3
 from markdown_it import MarkdownIt
 from marshmallow import Schema, ValidationError, fields, validate, validates
-from sqlalchemy import Integer, cast, func, literal, or_, select
+from sqlalchemy import func, or_, select
 
+from labapp import tallies
 from labapp.access.actor import Actor
 from labapp.access.visibility import NONE, access_type, readable
 from labapp.db import db
@@ -100,43 +101,43 @@ def check_saved_list(config: dict[str, Any]) -> None:
         raise ValidationError({"columns": [error.detail]}) from None
 
 
+def _visible_tally(actor: Actor, eclass: str) -> Any:
+    """The tally rows of ``eclass`` the actor may count (labapp/tallies.py)."""
+    tally = tallies.counts(eclass)
+    return tally, readable(actor, tally.c)
+
+
 def status_counts(actor: Actor, config: dict[str, Any], _page: int) -> dict[str, Any]:
-    """How many visible entities of the class are in each of its statuses (bar chart)."""
+    """How many visible entities of the class are in each of its statuses (bar chart), from
+    the tallies (a few rows per class and day, not every entity)."""
     spec = find_class(config["eClass"])
-    counted = dict(db.session.execute(
-        select(Entity.status, func.count()).where(Entity.eclass == spec.name, readable(actor))
-        .group_by(Entity.status)).all())
+    tally, visible = _visible_tally(actor, spec.name)
+    counted = {status: int(count) for status, count in db.session.execute(
+        select(tally.c.status, func.sum(tally.c.n)).where(visible)
+        .group_by(tally.c.status)).all() if count}
     order = list(spec.workflow.statuses) + sorted(set(counted) - set(spec.workflow.statuses))
     return {"eClass": spec.name,
             "bars": [{"label": status, "value": counted.get(status, 0)} for status in order]}
 
 
-def _week_index(start: Any) -> Any:
-    """SQL: the whole weeks between ``start`` and an entity's creation."""
-    if db.engine.dialect.name == "postgresql":
-        seconds = func.extract("epoch", Entity.created_utc - literal(start.replace(tzinfo=None)))
-        return func.floor(seconds / WEEK.total_seconds())
-    days = func.julianday(Entity.created_utc) - func.julianday(
-        literal(start.replace(tzinfo=None).isoformat(sep=" ")))
-    return cast(days / 7, Integer)
-
-
 def created_per_week(actor: Actor, config: dict[str, Any], _page: int) -> dict[str, Any]:
     """Visible entities of the class created in each of the last ``weeks`` weeks (line
-    chart); the last point is the current, unfinished week."""
+    chart), from the tallies' days; the last point is the current, unfinished week."""
     spec = find_class(config["eClass"])
     weeks = config.get("weeks") or 12
-    now = utc_now()
-    today = now.replace(hour=0, minute=0, second=0, microsecond=0)
+    today = utc_now().date()
     start = today - timedelta(days=today.weekday()) - WEEK * (weeks - 1)
-    index = _week_index(start).label("week")
-    counted = {int(week): count for week, count in db.session.execute(
-        select(index, func.count()).where(Entity.eclass == spec.name, readable(actor),
-                                          Entity.created_utc >= start)
-        .group_by(index)).all() if week is not None}
+    tally, visible = _visible_tally(actor, spec.name)
+    counted = [0] * weeks
+    for day, count in db.session.execute(
+            select(tally.c.day, func.sum(tally.c.n)).where(visible, tally.c.day >= start)
+            .group_by(tally.c.day)).all():
+        week = (day - start).days // 7
+        if 0 <= week < weeks:
+            counted[week] += int(count)
     return {"eClass": spec.name,
-            "points": [{"label": (start + WEEK * week).date().isoformat(),
-                        "value": counted.get(week, 0)} for week in range(weeks)]}
+            "points": [{"label": (start + WEEK * week).isoformat(), "value": counted[week]}
+                       for week in range(weeks)]}
 
 
 def saved_list(actor: Actor, config: dict[str, Any], page: int) -> dict[str, Any]:

@@ -22,10 +22,11 @@ from labapp.model.org import Department, Project, ProjectSetting, Role, User, Us
 from labapp.model.search import SearchQueue
 from labapp.model.storage import Location, StorageLogEntry
 from labapp.model.system import AuditEvent, EntityEvent, ModelState, Sequence
+from labapp.model.tallies import EntityCount, EntityCountChange
 
 __all__ = [
     "AuditEvent", "Dashboard", "DashboardShare", "Department", "DepartmentAccess", "Entity",
-    "EntityEvent", "Experiment",
+    "EntityCount", "EntityCountChange", "EntityEvent", "Experiment",
     "Fermentation", "File", "Location", "LoginFailure", "LoginSession", "ModelState", "Note",
     "Notification",
     "PersonalAccessToken", "Plate", "Project", "ProjectAccess", "ProjectSetting", "RefreshToken",

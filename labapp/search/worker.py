@@ -9,7 +9,8 @@ loses nothing), while a thread refreshes the heartbeat file every
 inline drain; a worker that stops cleanly removes it, one that dies lets it go stale, and
 requests drain inline again.
 
-Being the one long-running process beside gunicorn, the worker also refreshes SQLite's
+Being the one long-running process beside gunicorn, the worker also folds the entity
+tallies' changes when the queue is empty (:func:`labapp.tallies.fold`) and refreshes SQLite's
 planner statistics when the data has grown (:func:`labapp.planner.refresh`, looked at every
 ``SQLITE_STATISTICS_SECONDS``; 0 turns that off).
 """
@@ -25,7 +26,7 @@ from flask import current_app
 from sqlalchemy import select
 from sqlalchemy.exc import SQLAlchemyError
 
-from labapp import planner
+from labapp import planner, tallies
 from labapp.db import db
 from labapp.model import SearchQueue
 from labapp.search import index, indexer
@@ -62,6 +63,17 @@ def _refresh_statistics() -> None:
         db.session.rollback()
 
 
+def _fold_tallies() -> bool:
+    """Fold the entity tallies' changes; False when that failed (and will be tried again)."""
+    try:
+        tallies.fold()
+        return True
+    except SQLAlchemyError as error:  # busy or locked: the next look tries again
+        logger.warning("entity tallies not folded: %s", error)
+        db.session.rollback()
+        return False
+
+
 def _beat_until(stop: threading.Event, heartbeat: Path) -> None:
     """Refresh the heartbeat every :data:`indexer.HEARTBEAT_EVERY` s (a thread of its own:
     a long drain must not let it go stale, or requests would start draining too)."""
@@ -84,8 +96,8 @@ def run(stop: threading.Event) -> None:
         while not stop.is_set():
             if _waiting():
                 _drain_once()
-            else:
-                stop.wait(POLL)
+            elif not (tallies.pending() and _fold_tallies()):
+                stop.wait(POLL)  # nothing to do, or a fold that failed: look again soon
             if time.monotonic() >= statistics_due:
                 _refresh_statistics()
                 statistics_due = time.monotonic() + every

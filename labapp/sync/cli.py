@@ -13,7 +13,7 @@ from flask import current_app
 from flask.cli import with_appcontext
 from flask_migrate import upgrade
 
-from labapp import planner
+from labapp import planner, tallies
 from labapp.blobs import stored_blob
 from labapp.db import db
 from labapp.sync import service
@@ -56,6 +56,7 @@ def restore_command(file: Path, force: bool) -> None:
     except (ArchiveError, RestoreRefused) as error:
         raise click.ClickException(str(error)) from None
     click.echo(f"restored {checked.manifest.get('entities', 0)} entities from {file.name}")
+    tallies.fold()
     if planner.refresh():
         click.echo("gathered the planner statistics (SQLite ANALYZE)")
 

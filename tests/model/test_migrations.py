@@ -10,11 +10,11 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from flask import Flask
 from flask_migrate import downgrade, upgrade
-from sqlalchemy import insert, inspect
+from sqlalchemy import insert, inspect, select
 
 from labapp.access.actor import ADMIN, Actor
 from labapp.db import db
-from labapp.model import Entity, Sample
+from labapp.model import Entity, EntityCount, EntityCountChange, Sample
 from labapp.model.registry import find_class
 from labapp.query.entity_suggest import suggest_entities
 from labapp.schema import compared_in_schema, compared_object, schema_state
@@ -104,3 +104,27 @@ def test_the_suggestion_indexes_cover_entities_created_before_them(
             {"entity_search_text", "entity_search"} if db.engine.dialect.name == "sqlite"
             else {"ix_entity_search_text"})
         assert expected <= search_structures()
+
+
+BEFORE_ENTITY_COUNTS = "e5a7c3f1b208"
+
+
+def test_the_entity_counts_start_from_the_entities_already_there(
+        fresh_app: Callable[[], Flask]) -> None:
+    application = fresh_app()
+    with application.app_context():
+        directory = application.extensions["migrate"].directory
+        upgrade(directory=directory, revision=BEFORE_ENTITY_COUNTS)
+        with db.engine.begin() as connection:
+            connection.execute(insert(Entity.__table__), [_entity("OLD-1", "one"),
+                                                          _entity("OLD-2", "two")])
+        upgrade(directory=directory)
+        with db.engine.begin() as connection:
+            connection.execute(insert(Entity.__table__), [_entity("NEW-1", "three")])
+        today = datetime.now(UTC).date()
+        key = ("Sample", today, "Initial", "", "")
+        with db.engine.connect() as connection:
+            folded = connection.execute(select(EntityCount.__table__)).all()
+            pending = connection.execute(select(EntityCountChange.n)).scalars().all()
+        assert [tuple(row) for row in folded] == [(*key, 2)]
+        assert pending == [1]

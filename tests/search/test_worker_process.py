@@ -16,7 +16,7 @@ from flask import Flask
 from sqlalchemy import select
 
 from labapp.db import db
-from labapp.model import SearchQueue
+from labapp.model import EntityCountChange, SearchQueue
 from labapp.search.indexer import beat, heartbeat_path, worker_alive
 from tests.conftest import SECRET_KEY
 from tests.search.test_workers import ADMIN, ROOT, post, searched, served, wait_for
@@ -68,6 +68,15 @@ def queued(app: Flask) -> list[str]:
             db.session.remove()
 
 
+def tally_changes(app: Flask) -> int:
+    """Entity tally changes not folded yet."""
+    with app.app_context():
+        try:
+            return len(db.session.scalars(select(EntityCountChange.id)).all())
+        finally:
+            db.session.remove()
+
+
 def client_post(app: Flask, name: str) -> None:
     response = app.test_client().post("/api/entity", headers=ADMIN, json={
         "entities": [{"eClass": "Sample", "name": name}]})
@@ -110,6 +119,8 @@ def test_while_a_worker_beats_requests_only_queue_and_it_indexes_them(
     with indexer_process(served_app) as process:
         within(FRESH, lambda: client_found(served_app, "handed") == {"handed over"},
                "the worker to index the queued change")
+        within(FRESH, lambda: tally_changes(served_app) == 0,
+               "the worker to fold the entity tallies")
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=60) == 0
     assert not alive(served_app), "a worker that stops removes its heartbeat"

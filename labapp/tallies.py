@@ -1,0 +1,62 @@
+"""Reading and folding the entity tallies (labapp/model/tallies.py).
+
+:func:`counts` is what the tallies say for one class: the folded counts and the changes not
+folded yet, as one subquery whose rows the caller filters (by the visibility rule on its
+``eclass``, ``department_id`` and ``project_id``) and sums. :func:`fold` moves the changes
+into the folded counts; the search worker calls it as changes come, ``flask init`` and
+``flask sync restore`` once. Folding only makes reading cheaper: the sum is the same before
+and after.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from sqlalchemy import Subquery, delete, select, union_all
+from sqlalchemy.dialects import postgresql, sqlite
+
+from labapp.db import db, transaction
+from labapp.model import EntityCount, EntityCountChange
+
+KEY = ("eclass", "day", "status", "department_id", "project_id")
+
+
+def counts(eclass: str) -> Subquery:
+    """Rows ``(eclass, day, status, department_id, project_id, n)`` of class ``eclass``
+    whose ``n`` add up to its true counts (no department or project is ``''``)."""
+    parts = [select(*(getattr(table, column) for column in (*KEY, "n")))
+             .where(table.eclass == eclass) for table in (EntityCount, EntityCountChange)]
+    return union_all(*parts).subquery("tally")
+
+
+def pending() -> bool:
+    """Whether there are changes to fold."""
+    try:
+        return db.session.scalar(select(EntityCountChange.id).limit(1)) is not None
+    finally:
+        db.session.rollback()
+
+
+def _upsert(values: list[dict[str, Any]]) -> Any:
+    dialect = postgresql if db.engine.dialect.name == "postgresql" else sqlite
+    table = EntityCount.__table__
+    statement = dialect.insert(table)
+    return statement.on_conflict_do_update(
+        index_elements=list(KEY), set_={"n": table.c.n + statement.excluded.n})
+
+
+def fold() -> int:
+    """Add every committed change into the folded counts, in one transaction; return how
+    many change rows were folded. The changes are deleted as they are read (``DELETE ...
+    RETURNING``), so two folds at once never count one change twice."""
+    with transaction() as session:
+        taken = session.execute(delete(EntityCountChange).returning(
+            *(getattr(EntityCountChange, column) for column in (*KEY, "n")))).all()
+        sums: Counter[tuple[Any, ...]] = Counter()
+        for row in taken:
+            sums[tuple(row[:-1])] += row.n
+        values = [dict(zip(KEY, key, strict=True), n=n) for key, n in sums.items() if n]
+        if values:
+            session.execute(_upsert(values), values)
+            session.execute(delete(EntityCount).where(EntityCount.n == 0))
+    return len(taken)
