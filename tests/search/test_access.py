@@ -56,3 +56,16 @@ def test_project_grants_and_the_directory(admin: ApiClient, department: Callable
     # Users and departments are the directory: every authenticated user finds them.
     assert found(carol, "fulltext/Chemistry") == [chemistry]
     assert "carol" in found(admin, "fulltext/Quillfeather")
+
+
+def test_a_class_filter_leaving_nothing_visible_finds_nothing(
+        admin: ApiClient, department: Callable[..., str],
+        member: Callable[..., ApiClient]) -> None:
+    # Whoosh reads an empty filter as none: the caller's visible documents of the class
+    # (here none) must not be handed to it as one.
+    chemistry, biology = department("Chemistry"), department("Biology")
+    save(admin, {"eClass": "Sample", "name": "Quokka lysate", "departmentID": chemistry})
+    dave = member("dave", department_id=biology)
+    assert found(dave, "fulltext/Quokka", filter="eClass eq 'Sample'") == []
+    assert found(dave, "Quokka", filter="eClass eq 'Sample'") == []
+    assert found(admin, "fulltext/Quokka", filter="eClass eq 'Sample'") != []

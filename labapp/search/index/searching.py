@@ -2,14 +2,19 @@
 document numbers, unscored reads of common terms."""
 from __future__ import annotations
 
-import heapq
+import functools
+import operator
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections import OrderedDict
+from collections.abc import Callable, Iterable
 from itertools import islice
 from pathlib import Path
 
 from whoosh import query as wq
+from whoosh.codec.whoosh3 import W3LeafMatcher
+from whoosh.matching.wrappers import FilterMatcher
 
+from labapp.search.index.docsets import DocSet
 from labapp.search.index.documents import (
     PREFIX,
     PREFIX_MAX,
@@ -27,11 +32,13 @@ COMMON = 5000  # a query matching more documents than this is not scored
 _CACHED_SETS = 64
 
 class _Cached:
-    """The process's searcher of one index folder, with the sets computed on it."""
+    """The process's searcher of one index folder, with the sets computed on it (the
+    :data:`_CACHED_SETS` most recently used)."""
 
     def __init__(self, searcher) -> None:
         self.searcher = searcher
-        self.sets: dict[object, set[int]] = {}
+        self.sets: OrderedDict[object, DocSet] = OrderedDict()
+        self.size = searcher.reader().doc_count_all()
 
 
 _cache: dict[Path, _Cached] = {}
@@ -73,33 +80,63 @@ def forget(path: Path) -> None:
         cached.searcher.close()
 
 
-def _docnums(cached: _Cached, key: object, make: Callable[[], Iterable[int]]) -> set[int]:
+def _docnums(cached: _Cached, key: object, make: Callable[[], DocSet]) -> DocSet:
     found = cached.sets.get(key)
     if found is None:
-        if len(cached.sets) >= _CACHED_SETS:
-            cached.sets.clear()
-        found = cached.sets[key] = set(make())
+        found = cached.sets[key] = make()
+        if len(cached.sets) > _CACHED_SETS:
+            cached.sets.popitem(last=False)  # the least recently used
+    else:
+        cached.sets.move_to_end(key)
     return found
 
 
-def _term_docs(searcher, field: str, values: Iterable[str]) -> Iterator[int]:
-    for value in values:
-        if (field, value) in searcher.reader():
-            yield from searcher.postings(field, value).all_ids()
+def _block_ids(matcher) -> list[int]:
+    """Every id of one segment's posting list, a block at a time. ``all_ids()`` steps
+    through a list one posting at a time, three Python calls each (two thirds of a cold
+    prefix query's time at 100,000 documents); a block's ids are decoded at once anyway."""
+    ids: list[int] = []
+    while matcher.is_active():
+        matcher.block_min_id()  # decodes the block's ids into ``_ids``
+        ids.extend(matcher._ids[matcher._i:])
+        matcher._next_block()
+    return ids
+
+
+def term_ids(reader, field: str, text: str) -> list[int]:
+    """The document numbers of the live documents holding ``text`` in ``field``."""
+    found: list[int] = []
+    for leaf, base in reader.leaf_readers():
+        if (field, text) not in leaf:
+            continue
+        matcher = leaf.postings(field, text)
+        deleted = None
+        if isinstance(matcher, FilterMatcher) and isinstance(matcher.child, W3LeafMatcher):
+            matcher, deleted = matcher.child, leaf.deleted_docs_set
+        ids = _block_ids(matcher) if isinstance(matcher, W3LeafMatcher) else matcher.all_ids()
+        if deleted:
+            ids = [docnum for docnum in ids if docnum not in deleted]
+        found.extend([docnum + base for docnum in ids] if base else ids)
+    return found
+
+
+def _term_docs(cached: _Cached, field: str, values: Iterable[str]) -> DocSet:
+    reader = cached.searcher.reader()
+    return DocSet.of((docnum for value in values for docnum in term_ids(reader, field, value)),
+                     cached.size)
 
 
 def _allowed(cached: _Cached, labels: frozenset[str] | None,
-             eclasses: frozenset[str] | None) -> set[int] | None:
+             eclasses: frozenset[str] | None) -> DocSet | None:
     """The documents a caller with ``labels`` (None: all) may see, of ``eclasses`` (None:
-    all), as document numbers; None when nothing is excluded."""
-    searcher = cached.searcher
+    all); None when nothing is excluded."""
     allowed = None
     if labels is not None:
         allowed = _docnums(cached, ("labels", labels),
-                           lambda: _term_docs(searcher, "labels", labels))
+                           lambda: _term_docs(cached, "labels", labels))
     if eclasses is not None:
         of_class = _docnums(cached, ("eclass", eclasses),
-                            lambda: _term_docs(searcher, "eclass", eclasses))
+                            lambda: _term_docs(cached, "eclass", eclasses))
         allowed = of_class if allowed is None else allowed & of_class
     return allowed
 
@@ -153,6 +190,9 @@ def search(path: Path, clauses: list[Clause], *, labels: frozenset[str] | None,
     if query is wq.NullQuery:
         return Hits([], 0)
     allowed = _allowed(cached, labels, eclasses)
+    if allowed is not None and not allowed:
+        # Whoosh reads an empty filter as no filter at all: it would let every match through.
+        return Hits([], 0)
     if query.estimate_min_size(searcher.reader()) > COMMON:
         return _unscored(cached, query, allowed, limit)
     # Without block-quality skipping the collector counts every match as it scores it;
@@ -172,38 +212,38 @@ def document_ids(path: Path, labels: frozenset[str] | None) -> set[str]:
     return {searcher.stored_fields(docnum)["id"] for docnum in docnums}
 
 
-def _matching(cached: _Cached, query: wq.Query) -> set[int]:
-    """The documents matching ``query`` as a new set: the posting lists of its terms, united
-    for an Or and intersected for an And, without Whoosh's matcher machinery (a prefix's
-    dozens of expansions cost ~100 ms through it at 100,000 documents); common terms'
-    lists are kept for the index generation, so ``pr*`` and ``pre*`` share ``prepared``."""
+def _matching(cached: _Cached, query: wq.Query) -> DocSet:
+    """The documents matching ``query``: the posting lists of its terms, united for an Or and
+    intersected for an And, without Whoosh's matcher machinery (a prefix's dozens of
+    expansions cost ~100 ms through it at 100,000 documents); common terms' lists are kept
+    for the index generation, so ``pr*`` and ``pre*`` share ``prepared``."""
     if isinstance(query, wq.Term):
-        return set(_term_set(cached, query.fieldname, query.text))
+        return _term_set(cached, query.fieldname, query.text)
     if isinstance(query, (wq.Or, wq.And)) and query.subqueries:
         parts = [_matching(cached, part) for part in query.subqueries]
-        return set.union(*parts) if isinstance(query, wq.Or) else set.intersection(*parts)
-    return set(cached.searcher.docs_for_query(query))
+        combine = operator.or_ if isinstance(query, wq.Or) else operator.and_
+        return functools.reduce(combine, parts)
+    return DocSet.of(cached.searcher.docs_for_query(query), cached.size)
 
 
-def _term_set(cached: _Cached, field: str, text: str) -> set[int]:
-    searcher = cached.searcher
-    reader = searcher.reader()
+def _term_set(cached: _Cached, field: str, text: str) -> DocSet:
+    reader = cached.searcher.reader()
     if (field, text) not in reader:
-        return set()
+        return DocSet()
     if reader.doc_frequency(field, text) < COMMON:
-        return set(searcher.postings(field, text).all_ids())
+        return DocSet.of(term_ids(reader, field, text), cached.size)
     return _docnums(cached, ("term", field, text),
-                    lambda: searcher.postings(field, text).all_ids())
+                    lambda: DocSet.of(term_ids(reader, field, text), cached.size))
 
 
-def _unscored(cached: _Cached, query: wq.Query, allowed: set[int] | None,
+def _unscored(cached: _Cached, query: wq.Query, allowed: DocSet | None,
               limit: int) -> Hits:
     """A very common query: its matches are read once per index generation (not scored,
     which costs far more), and the first ``limit`` visible ones in index order returned."""
     searcher = cached.searcher
     matching = _docnums(cached, ("query", repr(query)), lambda: _matching(cached, query))
     visible = matching if allowed is None else matching & allowed
-    first = heapq.nsmallest(limit, visible)
+    first = visible.smallest(limit)
     items = [(searcher.stored_fields(docnum)["id"], 0.0) for docnum in first]
     return Hits(items, len(visible))
 

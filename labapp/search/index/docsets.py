@@ -1,0 +1,81 @@
+"""Sets of document numbers as bitmaps: one Python ``int`` whose bit ``n`` is document ``n``.
+
+The searcher keeps sets per index generation (a caller's visible documents, a common term's,
+a prefix's matches). As Python sets of up to 100,000 numbers they took ~7 MB each, and every
+full garbage collection walked each of their elements: a process holding a few dozen spent
+100-160 ms in one collection, in the middle of some request. A bitmap of 100,000 documents is
+12.5 KB, its unions, intersections and counts run in C over machine words, and the garbage
+collector never looks into an ``int``.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+from whoosh.idsets import DocIdSet
+
+
+def _bits_of(docnums: Iterable[int], size: int) -> int:
+    buffer = bytearray((size + 7) // 8)
+    for docnum in docnums:
+        buffer[docnum >> 3] |= 1 << (docnum & 7)
+    return int.from_bytes(buffer, "little")
+
+
+class DocSet(DocIdSet):
+    """An immutable set of document numbers over one ``int``; Whoosh takes it as a search
+    filter (a :class:`~whoosh.idsets.DocIdSet`)."""
+
+    __slots__ = ("bits", "_bytes")
+
+    def __init__(self, bits: int = 0) -> None:
+        self.bits = bits
+        self._bytes: bytes | None = None
+
+    @classmethod
+    def of(cls, docnums: Iterable[int], size: int) -> DocSet:
+        """The set of ``docnums``, each below ``size`` (the index's document count)."""
+        return cls(_bits_of(docnums, size))
+
+    def __len__(self) -> int:
+        return self.bits.bit_count()
+
+    def __bool__(self) -> bool:
+        return self.bits != 0
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, DocSet) and other.bits == self.bits
+
+    def __hash__(self) -> int:
+        return hash(self.bits)
+
+    def __and__(self, other: DocSet) -> DocSet:
+        return DocSet(self.bits & other.bits)
+
+    def __or__(self, other: DocSet) -> DocSet:
+        return DocSet(self.bits | other.bits)
+
+    def __contains__(self, docnum: object) -> bool:
+        if not isinstance(docnum, int) or docnum < 0:
+            return False
+        if self._bytes is None:  # byte lookups: a shift of the whole int costs O(size)
+            self._bytes = self.bits.to_bytes((self.bits.bit_length() + 7) // 8, "little")
+        byte = docnum >> 3
+        return byte < len(self._bytes) and bool(self._bytes[byte] >> (docnum & 7) & 1)
+
+    def smallest(self, count: int) -> list[int]:
+        """The ``count`` smallest document numbers, ascending."""
+        found: list[int] = []
+        rest = self.bits
+        while rest and len(found) < count:
+            lowest = rest & -rest
+            found.append(lowest.bit_length() - 1)
+            rest ^= lowest
+        return found
+
+    def __iter__(self) -> Iterator[int]:
+        data = self.bits.to_bytes((self.bits.bit_length() + 7) // 8, "little")
+        for byte, value in enumerate(data):
+            while value:
+                lowest = value & -value
+                yield byte * 8 + lowest.bit_length() - 1
+                value ^= lowest

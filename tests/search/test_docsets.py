@@ -1,0 +1,52 @@
+"""Document-number bitmaps (labapp/search/index/docsets.py) against Python sets, and posting
+lists read a block at a time against Whoosh's own reading, across segments and deletions."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from labapp.search.index import Document, rebuild, write
+from labapp.search.index.docsets import DocSet
+from labapp.search.index.documents import open_index
+from labapp.search.index.searching import term_ids
+
+SIZE = 3000
+numbers = st.sets(st.integers(min_value=0, max_value=SIZE - 1), max_size=300)
+
+
+@given(numbers, numbers, st.integers(min_value=0, max_value=60))
+def test_a_docset_behaves_as_the_set_of_its_numbers(a: set[int], b: set[int],
+                                                    count: int) -> None:
+    left, right = DocSet.of(a, SIZE), DocSet.of(b, SIZE)
+    assert list(left) == sorted(a) and len(left) == len(a) and bool(left) == bool(a)
+    assert set(left & right) == a & b and set(left | right) == a | b
+    assert left.smallest(count) == sorted(a)[:count]
+    assert all(number in left for number in a)
+    assert not any(number in left for number in b - a)
+    assert -1 not in left and SIZE * 8 not in left and "1" not in left
+
+
+def _document(number: int, words: str) -> Document:
+    return Document(id=f"D{number}", eclass="Sample", labels=frozenset({"d:1"}),
+                    key_text=f"D{number}", text=f"D{number} {words}")
+
+
+def test_block_reads_match_whoosh_across_segments_and_deletions(tmp_path: Path) -> None:
+    path = tmp_path / "index"
+    # 700 documents: the common word's posting list spans several blocks.
+    rebuild(path, [_document(n, "common" + (" rare" if n % 97 == 0 else ""))
+                   for n in range(700)], timeout=5)
+    # A second segment: documents replaced (deleted in the first) and new ones.
+    write(path, lambda: ([_document(n, "changed") for n in range(0, 700, 3)]
+                         + [_document(n, "common") for n in range(700, 900)], ["D5"]),
+          timeout=5)
+    with open_index(path).searcher() as searcher:
+        reader = searcher.reader()
+        assert len(list(reader.leaf_readers())) == 2
+        for word in ("common", "rare", "changed", "absent"):
+            expected = (list(searcher.postings("text", word).all_ids())
+                        if ("text", word) in reader else [])
+            assert term_ids(reader, "text", word) == expected, word
+        assert len(term_ids(reader, "text", "common")) == 700 - 234 - 1 + 200
