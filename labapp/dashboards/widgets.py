@@ -14,7 +14,7 @@ from typing import Any
 import nh3
 from markdown_it import MarkdownIt
 from marshmallow import Schema, ValidationError, fields, validate, validates
-from sqlalchemy import func, or_, select
+from sqlalchemy import ColumnElement, Subquery, func, or_, select
 
 from labapp import tallies
 from labapp.access.actor import Actor
@@ -101,7 +101,7 @@ def check_saved_list(config: dict[str, Any]) -> None:
         raise ValidationError({"columns": [error.detail]}) from None
 
 
-def _visible_tally(actor: Actor, eclass: str) -> Any:
+def _visible_tally(actor: Actor, eclass: str) -> tuple[Subquery, ColumnElement[bool]]:
     """The tally rows of ``eclass`` the actor may count (labapp/tallies.py)."""
     tally = tallies.counts(eclass)
     return tally, readable(actor, tally.c)
