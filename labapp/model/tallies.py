@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from datetime import date
 
-from sqlalchemy import Date, Integer, String
+from sqlalchemy import Date, Integer, PrimaryKeyConstraint, String
 from sqlalchemy.orm import Mapped, mapped_column
 
 from labapp.db import db
@@ -24,30 +24,30 @@ from labapp.db import db
 NO_OWNER = ""
 
 
-class EntityCount(db.Model):
-    """The folded count of one (class, creation day, status, department, project)."""
+class _Tally:
+    """A tally's key (class, creation day, status, department, project) and its count."""
 
-    __tablename__ = "entity_count"
-
-    eclass: Mapped[str] = mapped_column(String(32), primary_key=True)
-    day: Mapped[date] = mapped_column(Date, primary_key=True)
-    status: Mapped[str] = mapped_column(String(32), primary_key=True)
-    department_id: Mapped[str] = mapped_column(String(64), primary_key=True)
-    project_id: Mapped[str] = mapped_column(String(64), primary_key=True)
-    n: Mapped[int] = mapped_column(Integer)
-
-
-class EntityCountChange(db.Model):
-    """A change of one tally not folded yet (+1 or -1), written by the triggers."""
-
-    __tablename__ = "entity_count_change"
-    # A fold deletes the changes it read: like the search queue, an id is never reused.
-    __table_args__ = {"sqlite_autoincrement": True}
-
-    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
     eclass: Mapped[str] = mapped_column(String(32))
     day: Mapped[date] = mapped_column(Date)
     status: Mapped[str] = mapped_column(String(32))
     department_id: Mapped[str] = mapped_column(String(64))
     project_id: Mapped[str] = mapped_column(String(64))
     n: Mapped[int] = mapped_column(Integer)
+
+
+class EntityCount(_Tally, db.Model):
+    """The folded count of one key."""
+
+    __tablename__ = "entity_count"
+    __table_args__ = (PrimaryKeyConstraint("eclass", "day", "status", "department_id",
+                                           "project_id"),)
+
+
+class EntityCountChange(_Tally, db.Model):
+    """A change of one key's count not folded yet (+1 or -1), written by the triggers."""
+
+    __tablename__ = "entity_count_change"
+    # A fold deletes the changes it read: like the search queue, an id is never reused.
+    __table_args__ = {"sqlite_autoincrement": True}
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)

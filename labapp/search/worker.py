@@ -20,6 +20,7 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from flask import current_app
@@ -54,24 +55,21 @@ def _drain_once() -> None:
         db.session.rollback()
 
 
-def _refresh_statistics() -> None:
+def _attempt(task: Callable[[], object], failure: str) -> bool:
+    """Run a maintenance task; False when the database refused it (busy or locked: the next
+    look tries again)."""
     try:
-        if planner.refresh():
-            logger.info("gathered the planner statistics (SQLite ANALYZE)")
-    except SQLAlchemyError as error:  # busy or locked: the next look tries again
-        logger.warning("planner statistics not gathered: %s", error)
-        db.session.rollback()
-
-
-def _fold_tallies() -> bool:
-    """Fold the entity tallies' changes; False when that failed (and will be tried again)."""
-    try:
-        tallies.fold()
+        task()
         return True
-    except SQLAlchemyError as error:  # busy or locked: the next look tries again
-        logger.warning("entity tallies not folded: %s", error)
+    except SQLAlchemyError as error:
+        logger.warning("%s: %s", failure, error)
         db.session.rollback()
         return False
+
+
+def _gather_statistics() -> None:
+    if planner.refresh():
+        logger.info("gathered the planner statistics (SQLite ANALYZE)")
 
 
 def _beat_until(stop: threading.Event, heartbeat: Path) -> None:
@@ -96,10 +94,11 @@ def run(stop: threading.Event) -> None:
         while not stop.is_set():
             if _waiting():
                 _drain_once()
-            elif not (tallies.pending() and _fold_tallies()):
+            elif not (tallies.pending()
+                      and _attempt(tallies.fold, "entity tallies not folded")):
                 stop.wait(POLL)  # nothing to do, or a fold that failed: look again soon
             if time.monotonic() >= statistics_due:
-                _refresh_statistics()
+                _attempt(_gather_statistics, "planner statistics not gathered")
                 statistics_due = time.monotonic() + every
     finally:
         stop.set()

@@ -83,27 +83,28 @@ def _postgresql_triggers() -> list[str]:
     ]
 
 
-def upgrade():
-    op.create_table(
-        'entity_count',
+def _tally_columns() -> list[sa.Column]:
+    """The columns both tables share: a tally's key and its count."""
+    return [
         sa.Column('eclass', sa.String(length=32), nullable=False),
         sa.Column('day', sa.Date(), nullable=False),
         sa.Column('status', sa.String(length=32), nullable=False),
         sa.Column('department_id', sa.String(length=64), nullable=False),
         sa.Column('project_id', sa.String(length=64), nullable=False),
         sa.Column('n', sa.Integer(), nullable=False),
+    ]
+
+
+def upgrade():
+    op.create_table(
+        'entity_count', *_tally_columns(),
         sa.PrimaryKeyConstraint('eclass', 'day', 'status', 'department_id', 'project_id',
                                 name=op.f('pk_entity_count')),
     )
     op.create_table(
         'entity_count_change',
         sa.Column('id', sa.Integer(), autoincrement=True, nullable=False),
-        sa.Column('eclass', sa.String(length=32), nullable=False),
-        sa.Column('day', sa.Date(), nullable=False),
-        sa.Column('status', sa.String(length=32), nullable=False),
-        sa.Column('department_id', sa.String(length=64), nullable=False),
-        sa.Column('project_id', sa.String(length=64), nullable=False),
-        sa.Column('n', sa.Integer(), nullable=False),
+        *_tally_columns(),
         sa.PrimaryKeyConstraint('id', name=op.f('pk_entity_count_change')),
         sqlite_autoincrement=True,
     )

@@ -53,6 +53,19 @@ def search_structures() -> set[str]:
     return {name for name in names if not compared_in_schema(name, "table", {})}
 
 
+def upgrade_across(application: Flask, revision: str,
+                   entities: list[dict[str, Any]], samples: tuple[str, ...] = ()) -> None:
+    """Upgrade ``application``'s new database to ``revision``, insert ``entities`` (and the
+    ``sample`` rows of ``samples``) as they were then, and upgrade to the head."""
+    directory = application.extensions["migrate"].directory
+    upgrade(directory=directory, revision=revision)
+    with db.engine.begin() as connection:
+        connection.execute(insert(Entity.__table__), entities)
+        if samples:
+            connection.execute(insert(Sample.__table__), [{"id": id_} for id_ in samples])
+    upgrade(directory=directory)
+
+
 def tables() -> set[str]:
     return set(inspect(db.engine).get_table_names())
 
@@ -89,13 +102,9 @@ def test_the_suggestion_indexes_cover_entities_created_before_them(
         fresh_app: Callable[[], Flask]) -> None:
     application = fresh_app()
     with application.app_context():
-        directory = application.extensions["migrate"].directory
-        upgrade(directory=directory, revision=BEFORE_SUGGESTION_INDEXES)
-        with db.engine.begin() as connection:
-            connection.execute(insert(Entity.__table__), [_entity("OLD-1", "Quasar nebula"),
-                                                          _entity("OLD-2", "Pulsar")])
-            connection.execute(insert(Sample.__table__), [{"id": "OLD-1"}, {"id": "OLD-2"}])
-        upgrade(directory=directory)
+        upgrade_across(application, BEFORE_SUGGESTION_INDEXES,
+                       [_entity("OLD-1", "Quasar nebula"), _entity("OLD-2", "Pulsar")],
+                       samples=("OLD-1", "OLD-2"))
 
         admin = Actor(user_id="admin", roles=frozenset({ADMIN}))
         found = suggest_entities(admin, find_class("Sample"), "asar neb")
@@ -113,12 +122,8 @@ def test_the_entity_counts_start_from_the_entities_already_there(
         fresh_app: Callable[[], Flask]) -> None:
     application = fresh_app()
     with application.app_context():
-        directory = application.extensions["migrate"].directory
-        upgrade(directory=directory, revision=BEFORE_ENTITY_COUNTS)
-        with db.engine.begin() as connection:
-            connection.execute(insert(Entity.__table__), [_entity("OLD-1", "one"),
-                                                          _entity("OLD-2", "two")])
-        upgrade(directory=directory)
+        upgrade_across(application, BEFORE_ENTITY_COUNTS,
+                       [_entity("OLD-1", "one"), _entity("OLD-2", "two")])
         with db.engine.begin() as connection:
             connection.execute(insert(Entity.__table__), [_entity("NEW-1", "three")])
         today = datetime.now(UTC).date()

@@ -42,25 +42,24 @@ class DocSet(DocIdSet):
     def __bool__(self) -> bool:
         return self.bits != 0
 
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, DocSet) and other.bits == self.bits
-
-    def __hash__(self) -> int:
-        return hash(self.bits)
-
     def __and__(self, other: DocSet) -> DocSet:
         return DocSet(self.bits & other.bits)
 
     def __or__(self, other: DocSet) -> DocSet:
         return DocSet(self.bits | other.bits)
 
+    def _as_bytes(self) -> bytes:
+        """The bits as bytes, low first (made once: looking a bit up in the int would shift
+        all of it)."""
+        if self._bytes is None:
+            self._bytes = self.bits.to_bytes((self.bits.bit_length() + 7) // 8, "little")
+        return self._bytes
+
     def __contains__(self, docnum: object) -> bool:
         if not isinstance(docnum, int) or docnum < 0:
             return False
-        if self._bytes is None:  # byte lookups: a shift of the whole int costs O(size)
-            self._bytes = self.bits.to_bytes((self.bits.bit_length() + 7) // 8, "little")
-        byte = docnum >> 3
-        return byte < len(self._bytes) and bool(self._bytes[byte] >> (docnum & 7) & 1)
+        data, byte = self._as_bytes(), docnum >> 3
+        return byte < len(data) and bool(data[byte] >> (docnum & 7) & 1)
 
     def smallest(self, count: int) -> list[int]:
         """The ``count`` smallest document numbers, ascending."""
@@ -73,8 +72,7 @@ class DocSet(DocIdSet):
         return found
 
     def __iter__(self) -> Iterator[int]:
-        data = self.bits.to_bytes((self.bits.bit_length() + 7) // 8, "little")
-        for byte, value in enumerate(data):
+        for byte, value in enumerate(self._as_bytes()):
             while value:
                 lowest = value & -value
                 yield byte * 8 + lowest.bit_length() - 1
