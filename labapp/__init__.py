@@ -94,14 +94,16 @@ def _load_data_model(app: Flask) -> None:
 
 def _install_class_rules() -> None:
     """Give the entity batch the rules of the classes other features own."""
-    from labapp.entities.rules import install, observe_changes
+    from labapp.entities.rules import install, install_planner, observe_changes
     from labapp.grants.service import observe_grants
     from labapp.notifications.service import on_entity_change, on_grant
+    from labapp.storage import placement
     from labapp.storage.rules import LocationRules
     from labapp.users.rules import UserRules
 
     install("User", UserRules())
     install("Location", LocationRules())
+    install_planner(placement.plan)
     observe_changes(on_entity_change)
     observe_grants(on_grant)
 

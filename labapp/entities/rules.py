@@ -4,6 +4,11 @@ The batch knows no class by name: a feature that owns a class (``users`` owns ``
 describes its extra checks and effects as :class:`ClassRules` and the application installs
 them once, in :func:`labapp.create_app`. A class without rules gets the no-op base.
 
+Features above the batch that must see a batch as a whole before it is written (storage
+places every sample and plate through one check-in rule) install a *planner*: it is called
+with the actor and every checked item before any row is written, may complete the items'
+values, and returns what to do once they are written (in the same transaction).
+
 Features above the batch that must react to any change (notifications) install a *change
 observer* the same way: it is called inside the batch's transaction with the actor and an
 :class:`EntityChange`, after the change is written, so what it writes commits or rolls back
@@ -80,3 +85,22 @@ def announce(actor: Actor, change: EntityChange) -> None:
     """Tell every installed observer about ``change`` (inside the caller's transaction)."""
     for observer in _OBSERVERS:
         observer(actor, change)
+
+
+WritePlan = Callable[[], None]
+BatchPlanner = Callable[[Actor, list[PreparedItem]], WritePlan | None]
+_PLANNERS: list[BatchPlanner] = []
+
+
+def install_planner(planner: BatchPlanner) -> None:
+    """Call ``planner`` on every batch before it is written (once per planner, however often
+    the application is built)."""
+    if planner not in _PLANNERS:
+        _PLANNERS.append(planner)
+
+
+def plan_batch(actor: Actor, items: list[PreparedItem]) -> list[WritePlan]:
+    """Run every installed planner on a checked batch; what each asks to do once the batch
+    is written."""
+    plans = [planner(actor, items) for planner in _PLANNERS]
+    return [plan for plan in plans if plan is not None]

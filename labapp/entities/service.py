@@ -28,7 +28,7 @@ from labapp.entities.batch import (
 from labapp.entities.create import NewRow, build_row, dependency_order, insert_rows
 from labapp.entities.notation import item_error
 from labapp.entities.references import Target, check_references, fill_subject_classes
-from labapp.entities.rules import EntityChange, announce
+from labapp.entities.rules import EntityChange, announce, plan_batch
 from labapp.entities.update import apply_update, check_writable
 from labapp.errors import Conflict, InvalidInput, NotFound
 from labapp.model import Entity
@@ -110,6 +110,7 @@ def save_batch(actor: Actor, raw_items: Any, notation: bool = True,
     targets = check_references(actor, everything, _batch_targets(everything))
     fill_subject_classes([item for item in everything if item.is_new], targets)
     _check_barcodes(items)
+    after_write = plan_batch(actor, everything)
     new_rows: dict[str, NewRow] = {}
     for item in dependency_order([item for item in everything if item.is_new]):
         new_rows[item.id] = build_row(actor, item, targets)
@@ -135,6 +136,8 @@ def save_batch(actor: Actor, raw_items: Any, notation: bool = True,
         # A unique field of a lab-defined class (decisions §14) given a taken value.
         raise Conflict("A unique value of the batch is already taken.",
                        code="duplicate_value") from error
+    for plan in after_write:
+        plan()
     saved = [new_rows[item.id].api() if item.is_new else to_api(item.existing)
              for item in items]
     return SaveResult(saved, bool(new_rows))

@@ -2,9 +2,11 @@
 from __future__ import annotations
 
 from datetime import UTC, date, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from labapp.model.registry import FieldSpec
+
+_Number = TypeVar("_Number", int, float)
 
 
 class FieldValueError(ValueError):
@@ -42,16 +44,24 @@ def _coerce_int(spec: FieldSpec, value: Any) -> int:
     limit = spec.maximum or 2**63 - 1
     if abs(value) > limit:
         raise FieldValueError(f"out of range (at most {limit})")
-    return value
+    return _at_least(spec, value)
 
 
-def _coerce_float(_spec: FieldSpec, value: Any) -> float:
+def _coerce_float(spec: FieldSpec, value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise FieldValueError("expected a number")
     result = float(value)
     if result != result or result in (float("inf"), float("-inf")):
         raise FieldValueError("expected a finite number")
-    return result
+    return _at_least(spec, result)
+
+
+def _at_least(spec: FieldSpec, value: _Number) -> _Number:
+    """``value`` when the field has no minimum or ``value`` reaches it."""
+    if spec.minimum is not None and value < spec.minimum:
+        minimum = int(spec.minimum) if float(spec.minimum).is_integer() else spec.minimum
+        raise FieldValueError(f"must not be less than {minimum}")
+    return value
 
 
 def _coerce_bool(_spec: FieldSpec, value: Any) -> bool:

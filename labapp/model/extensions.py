@@ -63,7 +63,7 @@ _FIELD_NAME = re.compile(r"^[a-z][A-Za-z0-9]{0,47}$")
 _PREFIX = re.compile(r"^[A-Z]{2,8}$")
 _REF = re.compile(r"^ref\((\*|[A-Z][A-Za-z0-9]*)\)$")
 _CLASS_KEYS = {"name", "prefix", "workflow", "parentLinks", "unique", "fields", "description"}
-_FIELD_KEYS = {"name", "type", "maxLength", "default", "choices", "description"}
+_FIELD_KEYS = {"name", "type", "maxLength", "default", "choices", "description", "minimum"}
 _mapped: dict[str, type[Entity]] = {}
 
 
@@ -79,6 +79,7 @@ class FieldDef:
     max_length: int | None = None
     default: Any = None
     choices: tuple[str, ...] | None = None
+    minimum: float | None = None
 
     @property
     def attr(self) -> str:
@@ -221,10 +222,14 @@ def _field_def(source: str, where: str, item: Any) -> FieldDef:
     default = item.get("default")
     _expect(default is None or isinstance(default, str | int | float | bool), source,
             f"{where}: 'default' must be a plain value")
+    minimum = item.get("minimum")
+    _expect(minimum is None or (type_name in ("int", "float") and not isinstance(minimum, bool)
+                                and isinstance(minimum, int | float)), source,
+            f"{where}: 'minimum' is a number, for int and float fields")
     if ref:
         return FieldDef(name, "ref", ref.group(1))
     return FieldDef(name, type_name, None, (max_length or 255) if type_name == "str" else None,
-                    default, tuple(choices) if choices else None)
+                    default, tuple(choices) if choices else None, minimum)
 
 
 def _check_whole(class_defs: list[ClassDef], added: list[tuple[str, FieldDef, str]]) -> None:
@@ -271,6 +276,8 @@ def _column(field: FieldDef, *, added: bool, unique: bool = False) -> Column:
         column_type = _SCALARS[field.type]()
     if field.choices:
         info["choices"] = field.choices
+    if field.minimum is not None:
+        info["minimum"] = field.minimum
     # A reference added to a built-in table has no foreign key: the entity service checks
     # references, and a built-in table's foreign keys stay the ones its migrations made.
     args: list[Any] = [ForeignKey(Entity.__table__.c.id)] if field.ref and not added else []

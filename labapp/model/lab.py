@@ -40,7 +40,7 @@ class StepInput(Entity):
     input_class: Mapped[str | None] = mapped_column(String(32))
     input_id: Mapped[str | None] = ref_column("*")
     input_position: Mapped[int | None] = mapped_column(Integer)
-    amount: Mapped[float | None] = mapped_column(Float)
+    amount: Mapped[float | None] = mapped_column(Float, info={"minimum": 0})
     unit: Mapped[str | None] = mapped_column(String(32))
 
 
@@ -73,7 +73,7 @@ class Sample(Entity):
     well: Mapped[str | None] = mapped_column(String(8))
     location_id: Mapped[str | None] = ref_column("Location", "location", index=False)
     position: Mapped[str | None] = mapped_column(String(32))
-    amount: Mapped[float | None] = mapped_column(Float)
+    amount: Mapped[float | None] = mapped_column(Float, info={"minimum": 0})
     unit: Mapped[str | None] = mapped_column(String(32))
     concentration: Mapped[float | None] = mapped_column(Float)
     concentration_unit: Mapped[str | None] = mapped_column(String(32))

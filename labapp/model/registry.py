@@ -92,6 +92,7 @@ class FieldSpec:
     choices: tuple[str, ...] | None = None
     common: bool = False
     maximum: int | None = None
+    minimum: float | None = None
 
     def describe(self) -> dict[str, Any]:
         """The field as the datamodel endpoint shows it."""
@@ -174,7 +175,7 @@ def field_of(key: str, column) -> FieldSpec:
         read_only=bool(info.get("readOnly")),
         max_length=getattr(column.type, "length", None),
         choices=info.get("choices"), common=key in Entity.__table__.c,
-        maximum=_integer_maximum(column))
+        maximum=_integer_maximum(column), minimum=info.get("minimum"))
 
 
 def _fields_of(model: type[Entity]) -> dict[str, FieldSpec]:

@@ -9,6 +9,7 @@ capacity and slot checks below count what is really there. Items are locked in i
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import bindparam, insert, select, update
@@ -41,6 +42,7 @@ class StorageInputError(InvalidInput):
 
 
 def _item_error(index: int, field: str, message: str) -> StorageInputError:
+    """A 400 naming one item of a storage body by its index, and its field."""
     return StorageInputError(f"[{index}].{field}: {message}",
                              errors=[{"field": f"[{index}].{field}", "message": message}])
 
@@ -58,6 +60,19 @@ class Item:
     plate_id: str | None = None
     version: int = 0
     new_position: str | None = None
+    body: str = ""  # what the index counts in: "" for a storage request, "entities" for a batch
+
+    @property
+    def tag(self) -> str:
+        """How errors name the item: ``[3]`` or ``entities[3]``."""
+        return f"{self.body}[{self.index}]"
+
+    def error(self, field: str, message: str) -> StorageInputError:
+        """A 400 about one field of the item, named as its body names it (``[3].position``
+        or, in an entity batch, ``entities.3.position``)."""
+        path = f"{self.body}.{self.index}.{field}" if self.body else f"[{self.index}].{field}"
+        return StorageInputError(f"{self.tag}.{field}: {message}",
+                                 errors=[{"field": path, "message": message}])
 
 
 def read_request(raw: Any, *, positions: bool) -> list[Item]:
@@ -115,6 +130,23 @@ def _load_items(actor: Actor, items: list[Item]) -> None:
         if access != WRITE:
             raise Forbidden(f"[{item.index}]: you may read but not move {item.eclass} "
                             f"{item.id!r}.")
+    lock_items(items)
+    for item in items:
+        refuse_plated(item)
+
+
+def refuse_plated(item: Item) -> None:
+    """409 ``on_plate`` for a sample on a plate: it is stored with its plate."""
+    if item.plate_id is not None:
+        raise Conflict(f"{item.tag}: Sample {item.id} is on plate {item.plate_id}; it is "
+                       "stored with its plate.", code="on_plate")
+
+
+def lock_items(items: list[Item]) -> None:
+    """Read where each stored item is (and the plate of a sample), locking its rows in id
+    order."""
+    by_id = {item.id: item for item in items}
+    ids = sorted(by_id)
     for eclass, table in _TABLES.items():
         wanted = [item_id for item_id in ids if by_id[item_id].eclass == eclass]
         plate = table.c.plate_id if eclass == "Sample" else None
@@ -129,13 +161,11 @@ def _load_items(actor: Actor, items: list[Item]) -> None:
                 item.location_id, item.position, item.version = (row.location_id,
                                                                  row.position, row.version)
                 item.plate_id = row.plate_id if plate is not None else None
-    for item in items:
-        if item.plate_id is not None:
-            raise Conflict(f"[{item.index}]: Sample {item.id} is on plate {item.plate_id}; "
-                           "it is stored with its plate.", code="on_plate")
 
 
-def _target(actor: Actor, location_id: str) -> Location:
+def lock_target(actor: Actor, location_id: str) -> Location:
+    """The location items go into: visible (404), writable (403), Active (409), its row
+    locked until the transaction ends."""
     location = get_location(actor, location_id)
     if access_type(actor, location.eclass, location.department_id,
                    location.project_id) != WRITE:
@@ -161,21 +191,22 @@ def occupied_positions(location_id: str) -> dict[str, str]:
     return taken
 
 
-def _place(location: Location, items: list[Item]) -> list[Item]:
+def place(location: Any, items: list[Item]) -> list[Item]:
     """Check capacity and slots; set each moving item's ``new_position``. Returns the items
-    that change (an item already in its place is left alone)."""
+    that change (an item already in its place is left alone).
+
+    ``location`` is a stored :class:`Location` or a stand-in with its ``id``, ``rows``,
+    ``columns`` and ``capacity`` (a location the same batch creates)."""
     grid = has_grid(location.rows, location.columns)
     for item in items:
         if item.wanted_position is None:
             continue
         if not grid:
-            raise _item_error(item.index, "position", f"location {location.id} has no "
-                                                      "rows × columns grid")
+            raise item.error("position", f"location {location.id} has no rows × columns grid")
         canonical = slots.canonical(item.wanted_position, location.rows, location.columns)
         if canonical is None:
-            raise _item_error(item.index, "position",
-                              f"{item.wanted_position!r} is not a slot of the "
-                              f"{location.rows} × {location.columns} grid of {location.id}")
+            raise item.error("position", f"{item.wanted_position!r} is not a slot of the "
+                             f"{location.rows} × {location.columns} grid of {location.id}")
         item.wanted_position = canonical
     moving = [item for item in items if item.location_id != location.id
               or (item.wanted_position is not None and item.wanted_position != item.position)]
@@ -186,7 +217,7 @@ def _place(location: Location, items: list[Item]) -> list[Item]:
             if item.location_id != location.id:
                 here += 1
                 if here > limit:
-                    raise Conflict(f"[{item.index}]: {item.eclass} {item.id} does not fit: "
+                    raise Conflict(f"{item.tag}: {item.eclass} {item.id} does not fit: "
                                    f"location {location.id} holds at most {limit} items.",
                                    code="location_full")
     if not grid:
@@ -198,7 +229,7 @@ def _place(location: Location, items: list[Item]) -> list[Item]:
         if item.wanted_position is None:
             continue
         if item.wanted_position in taken:
-            raise Conflict(f"[{item.index}]: slot {item.wanted_position} of location "
+            raise Conflict(f"{item.tag}: slot {item.wanted_position} of location "
                            f"{location.id} is taken.", code="slot_taken")
         taken[item.wanted_position] = item.id
         item.new_position = item.wanted_position
@@ -207,7 +238,7 @@ def _place(location: Location, items: list[Item]) -> list[Item]:
         if item.new_position is None:
             item.new_position = next(free, None)
             if item.new_position is None:
-                raise Conflict(f"[{item.index}]: no free slot left in location "
+                raise Conflict(f"{item.tag}: no free slot left in location "
                                f"{location.id}.", code="location_full")
     return moving
 
@@ -229,13 +260,7 @@ def _write(items: list[Item], location_id: str | None, user_id: str) -> None:
                                modified_utc=now),
                        [{"key": item.id, "ver": item.version + 1} for item in items],
                        execution_options={"synchronize_session": False})
-    plates = [item.id for item in items if item.eclass == "Plate"]
-    if plates:
-        sample = Sample.__table__
-        db.session.execute(update(sample).where(sample.c.plate_id.in_(plates))
-                           .values(location_id=location_id, position=None),
-                           execution_options={"synchronize_session": False})
-    audits, events = [], []
+    audits = []
     for item in items:
         changes = {}
         if item.location_id != location_id:
@@ -244,6 +269,24 @@ def _write(items: list[Item], location_id: str | None, user_id: str) -> None:
             changes["position"] = {"old": item.position, "new": item.new_position}
         audits.append({"entity_id": item.id, "action": "update", "version": item.version + 1,
                        "user_id": user_id, "timestamp_utc": now, "changes": changes})
+    db.session.execute(insert(AuditEvent.__table__), audits)
+    record_moves(items, location_id, user_id, now)
+    db.session.expire_all()
+
+
+def record_moves(items: list[Item], location_id: str | None, user_id: str,
+                 now: datetime) -> None:
+    """What follows once ``items`` are written at ``location_id`` (None: nowhere) with their
+    ``new_position``: their ``CheckedOut``/``CheckedIn`` events, the storage log (a move is
+    its check-out and its check-in) and the samples on moved plates, which travel along."""
+    plates = [item.id for item in items if item.eclass == "Plate"]
+    if plates:
+        sample = Sample.__table__
+        db.session.execute(update(sample).where(sample.c.plate_id.in_(plates))
+                           .values(location_id=location_id, position=None),
+                           execution_options={"synchronize_session": False})
+    events = []
+    for item in items:
         if item.location_id is not None:
             events.append({"entity_id": item.id, "kind": "CheckedOut", "user_id": user_id,
                            "timestamp_utc": now,
@@ -253,15 +296,14 @@ def _write(items: list[Item], location_id: str | None, user_id: str) -> None:
                            "timestamp_utc": now,
                            "data": {"locationID": location_id,
                                     "position": json_value(item.new_position)}})
-    db.session.execute(insert(AuditEvent.__table__), audits)
-    db.session.execute(insert(EntityEvent.__table__), events)
+    if events:
+        db.session.execute(insert(EntityEvent.__table__), events)
     entries = [log.LogEntry(log.CHECKOUT, item.eclass, item.id, item.location_id, item.position)
                for item in items if item.location_id is not None]
     if location_id is not None:
         entries += [log.LogEntry(log.CHECKIN, item.eclass, item.id, location_id,
                                  item.new_position) for item in items]
     log.write(entries, user_id, now)
-    db.session.expire_all()
 
 
 def check_in(actor: Actor, location_id: str, raw_items: Any) -> dict[str, Any]:
@@ -271,9 +313,9 @@ def check_in(actor: Actor, location_id: str, raw_items: Any) -> dict[str, Any]:
     writable), 409 ``location_full``, ``slot_taken``, ``on_plate`` or ``location_inactive``.
     """
     items = read_request(raw_items, positions=True)
-    location = _target(actor, location_id)
+    location = lock_target(actor, location_id)
     _load_items(actor, items)
-    moving = _place(location, items)
+    moving = place(location, items)
     if moving:
         _write(moving, location.id, actor.user_id)
     return locations_api([get_location(actor, location_id)])[0]

@@ -5,8 +5,8 @@ does (installed by :func:`labapp.create_app`).
   ``parentID`` moves it with everything inside (cycles refused, 409), and a move or a
   rename refreshes the path of every descendant; a move is logged.
 
-Samples and Plates have no rules here: ``locationID`` and ``position`` given to the batch
-are taken as an import of where things already are (docs/decisions.md, Storage).
+Samples and Plates given a ``locationID`` or ``position`` are checked in by the batch's
+planner in :mod:`labapp.storage.placement`.
 """
 from __future__ import annotations
 

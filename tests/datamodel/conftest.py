@@ -50,7 +50,7 @@ LAB_EXTENSION = {
          "parentLinks": ["taxonomyID"],
          "fields": [{"name": "taxonomyID", "type": "ref(TaxonomyItem)"},
                     {"name": "assembly", "type": "str"},
-                    {"name": "sizeMb", "type": "float"},
+                    {"name": "sizeMb", "type": "float", "minimum": 0},
                     {"name": "sequencedOn", "type": "date"}]},
     ],
     "fields": {"Sample": [{"name": "genomeID", "type": "ref(Genome)"},

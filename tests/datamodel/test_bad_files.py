@@ -36,6 +36,9 @@ GOOD = {"classes": [{"name": "Incubator", "prefix": "INC",
      "bad.json: classes[0] (Genome): workflow 'sometimes' is not one of"),
     ({"classes": [{"name": "Genome", "prefix": "GEN", "parentLinks": ["taxonomyID"]}]},
      "bad.json: classes[0] (Genome): 'parentLinks' must list fields of the class"),
+    ({"classes": [{"name": "Genome", "prefix": "GEN",
+                   "fields": [{"name": "label", "type": "str", "minimum": 1}]}]},
+     "bad.json: classes[0] (Genome).fields[0] (label): 'minimum' is a number, for int and"),
     ("not json", "bad.json: not valid JSON"),
 ])
 def test_a_bad_file_stops_the_start_naming_file_and_field(

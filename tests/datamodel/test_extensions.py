@@ -63,6 +63,10 @@ def test_an_extension_class_works_like_a_built_in_one(extended: Callable[..., Fl
         {"eClass": "Genome", "sizeMb": "big"}]})
     assert bad.status_code == 400
     bad = client.post("/api/entity", json={"entities": [
+        {"eClass": "Genome", "sizeMb": -1}]})
+    assert bad.get_json()["errors"] == [{"field": "entities.0.sizeMb",
+                                         "message": "must not be less than 0"}]
+    bad = client.post("/api/entity", json={"entities": [
         {"eClass": "TaxonomyItem", "rank": "Kingdom"}]})
     assert bad.status_code == 400
 

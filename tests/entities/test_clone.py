@@ -17,7 +17,7 @@ from tests.entities.conftest import body_of, fetch, next_value, save, snapshot
 def source(admin: ApiClient) -> dict[str, Any]:
     """A completed sample with everything a clone copies and everything it must not."""
     save(admin, {"eClass": "Experiment", "id": "CL-EXP"},
-         {"eClass": "Location", "id": "CL-BOX"},
+         {"eClass": "Location", "id": "CL-BOX", "rows": 2, "columns": 2},
          {"eClass": "Sample", "id": "CL-PARENT"})
     save(admin, {"eClass": "Sample", "id": "CL-SRC", "name": "Serum", "description": "d",
                  "barcode": "BC-CL-SRC", "type": "Blood", "status": "Completed",

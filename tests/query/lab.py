@@ -68,8 +68,8 @@ def _items(a: str, b: str, p: str) -> list[dict[str, Any]]:
         {"eClass": "Sample", "id": qv("SAM3"), "name": "Gamma", "status": "Completed",
          "experimentID": qv("EXP2"), "locationID": qv("LOC1"), "amount": 10.0, **own},
         {"eClass": "Sample", "id": qv("SAMB"), "name": "Bravo", "experimentID": qv("EXP1"),
-         "stepID": qv("STP2"), "plateID": qv("PLT1"), "locationID": qv("LOC2"),
-         "departmentID": b, "projectID": None},
+         "stepID": qv("STP2"), "locationID": qv("LOC2"), "departmentID": b,
+         "projectID": None},
         {"eClass": "StepInput", "id": qv("SIN1"), "name": "Input one", "stepID": qv("STP2"),
          "inputID": qv("SAM1"), "inputPosition": 1, "amount": 0.5, "unit": "ml",
          **in_project},
@@ -83,6 +83,8 @@ def lab(app: Flask, admin: ApiClient, department: Callable[..., str],
     a, b = department("QV Department A"), department("QV Department B")
     p = project("QV Project P", departmentID=a)
     save(admin, *_items(a, b, p))
+    # Put on the plate once stored: a sample placed before its plate keeps its own location.
+    save(admin, {"eClass": "Sample", "id": qv("SAMB"), "plateID": qv("PLT1")}, status=200)
     with app.app_context(), transaction() as session:  # maintained by storage, not the API
         session.execute(update(Location).where(Location.id == qv("LOC1"))
                         .values(hierarchy=HOME_PATH))

@@ -2,7 +2,8 @@
 
 Eight clients race to fill a location of capacity 10: exactly 10 items end up stored, every
 refusal is ``location_full``, and the log agrees. Two clients race for one slot, many times:
-one wins, the other gets 409 ``slot_taken``.
+one wins, the other gets 409 ``slot_taken``. Eight writers take one slot through the entity
+API (create and update) and check-in mixed: one tube ends up in it.
 """
 from __future__ import annotations
 
@@ -121,3 +122,49 @@ def test_two_crossing_moves_never_make_a_cycle(fresh_app: Callable[..., Flask]) 
         with ThreadPoolExecutor(2) as pool:
             results = sorted(pool.map(move, (first, second), (second, first)))
         assert results == [(200, None), (409, "location_cycle")], results
+
+
+def test_eight_writers_one_slot_entity_api_and_check_in_mixed(
+        fresh_app: Callable[..., Flask]) -> None:
+    """Issue 19: creating into a slot, moving into it by update and checking in, all at
+    once, leave exactly one tube in it; every other writer is told ``slot_taken``."""
+    app, headers = _setup(fresh_app)
+    status, saved = _post(app, headers, "/api/storage/location",
+                          [{"name": "Box", "rows": 9, "columns": 9}])
+    assert status == 201, saved
+    box = saved[0]["id"]
+    for round_number in range(SLOT_ROUNDS // 4):
+        slot = f"C{round_number + 1}"
+        stored = _samples(app, headers, CLIENTS)
+        start = threading.Barrier(CLIENTS)
+
+        def write(index: int, slot: str = slot, start: threading.Barrier = start,
+                  stored: list[str] = stored) -> tuple[int, str | None]:
+            kind = index % 3
+            if kind == 0:
+                url, body = "/api/entity", {"entities": [
+                    {"eClass": "Sample", "locationID": box, "position": slot}]}
+            elif kind == 1:
+                url, body = "/api/entity", {"entities": [
+                    {"eClass": "Sample", "id": stored[index], "locationID": box,
+                     "position": slot}]}
+            else:
+                url, body = (f"/api/storage/location/{box}/checkin",
+                             [{"eClass": "Sample", "id": stored[index], "position": slot}])
+            start.wait(BARRIER_TIMEOUT_S)
+            status, answer = _post(app, headers, url, body)
+            return status, answer.get("code")
+
+        with ThreadPoolExecutor(CLIENTS) as pool:
+            results = list(pool.map(write, range(CLIENTS)))
+        won = [status for status, _ in results if status in (200, 201)]
+        assert len(won) == 1, (slot, results)
+        assert [code for status, code in results if status not in (200, 201)] == [
+            "slot_taken"] * (CLIENTS - 1), (slot, results)
+        listed = app.test_client().get(
+            "/api/entity/Sample", headers=headers,
+            query_string={"$filter": f"locationID eq '{box}' and position eq '{slot}'",
+                          "$select": "id"})
+        assert len(listed.get_json()["data"]) == 1, (slot, results)
+    log = app.test_client().get(f"/api/storage/location/{box}/log", headers=headers)
+    assert log.get_json()["total"] == SLOT_ROUNDS // 4

@@ -80,12 +80,12 @@ def test_log_is_newest_first_and_paged(admin: ApiClient) -> None:
     assert admin.get(f"/api/storage/location/{box['id']}/log?$top=-1").status_code == 400
 
 
-def test_items_placed_by_the_entity_batch_count(admin: ApiClient) -> None:
-    """The batch takes locationID as an import of where things are: counted, not logged."""
+def test_items_placed_by_the_entity_batch_count_and_are_logged(admin: ApiClient) -> None:
+    """The batch checks items in (issue 19): counted and logged like /checkin."""
     box, = make_locations(admin, {"name": "Box", "capacity": 5})
     make_items(admin, "Sample", 2, locationID=box["id"])
     seen = body_of(admin.get(f"/api/storage/location/{box['id']}"), 200)
-    assert (seen["stored"], seen["available"], seen["checkin"]) == (2, 3, 0)
+    assert (seen["stored"], seen["available"], seen["checkin"]) == (2, 3, 2)
 
 
 def test_checkout_is_an_operation_not_a_location(admin: ApiClient) -> None:
