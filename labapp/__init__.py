@@ -73,8 +73,18 @@ def _init_extensions(app: Flask) -> None:
     init_security_headers(app)
     init_odata_errors(app)
     _install_class_rules()
+    _install_place_picker(app)
     _init_search(app)
     _load_data_model(app)
+
+
+def _install_place_picker(app: Flask) -> None:
+    """Let the entity forms offer the places storage has room in (the forms cannot import
+    storage: storage builds on the entity batch)."""
+    from labapp.entities.editing import PLACE_PICKER, PlacePicker
+    from labapp.storage.picker import free_slots, place_options
+
+    app.extensions[PLACE_PICKER] = PlacePicker(places=place_options, free_slots=free_slots)
 
 
 def _init_search(app: Flask) -> None:

@@ -6,9 +6,11 @@ form again with the user's changes merged onto the stored entity and says what m
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
-from flask import Response, flash, redirect, request
+from flask import Response, current_app, flash, redirect, request, url_for
 
 from labapp.access.actor import Actor
 from labapp.access.policy import may_create_class
@@ -16,13 +18,25 @@ from labapp.db import transaction
 from labapp.entities import forms, reading, service
 from labapp.entities.display import detail_url
 from labapp.entities.forms import FORM_ERROR, EntityForm
-from labapp.errors import AppError, Conflict, Forbidden, InvalidInput
+from labapp.errors import AppError, Conflict, Forbidden, InvalidInput, NotFound
 from labapp.model.registry import ClassSpec
 from labapp.reading.entities import class_named
-from labapp.web.blocks import render_page
+from labapp.web.blocks import is_htmx, render_page
 from labapp.web.loader import current_actor
 
 FORM_TEMPLATE = "entities/form.html"
+# app.extensions key of the PlacePicker storage installs (labapp.create_app).
+PLACE_PICKER = "labapp.place_picker"
+
+
+@dataclass(frozen=True)
+class PlacePicker:
+    """Where a create form may place a new sample or plate: ``places(actor)`` gives
+    ``(location id, label)`` of the locations with room the actor may store into,
+    ``free_slots(actor, location id)`` the free slots of one."""
+
+    places: Callable[[Actor], list[tuple[str, str]]]
+    free_slots: Callable[[Actor, str], list[str]]
 # Files are made by uploading content, never through the entity form.
 NOT_FROM_FORM = frozenset({"File"})
 
@@ -63,6 +77,9 @@ def create(eclass: str) -> Response:
     if not may_create(actor, spec):
         raise Forbidden(f"You may not create {spec.name} entities here.")
     blank = forms.new_form(spec, request.args if request.method == "GET" else None)
+    if forms.is_placed(spec):
+        blank = _with_places(actor, blank, request.args if request.method == "GET"
+                             else request.form)
     if request.method == "GET":
         return _page(blank)
     form = forms.submitted(blank, request.form)
@@ -74,6 +91,30 @@ def create(eclass: str) -> Response:
         return _refused(form, error)
     flash(f"{spec.name} {created['id']} created.", "success")
     return redirect(detail_url(spec.name, created["id"]), 303)
+
+
+def _with_places(actor: Actor, form: EntityForm, chosen: Mapping[str, str]) -> EntityForm:
+    """``form`` with its place picker: the locations the actor may store into, and the free
+    slots of the chosen one."""
+    picker: PlacePicker = current_app.extensions[PLACE_PICKER]
+    location_id = chosen.get(forms.LOCATION_FIELD, "")
+    slots = picker.free_slots(actor, location_id) if location_id else []
+    return forms.with_place_picker(form, picker.places(actor), slots, chosen)
+
+
+def free_slots(eclass: str) -> Response:
+    """The slot select of a create form for the location chosen in it (htmx swaps it in
+    when the location changes)."""
+    actor = current_actor()
+    spec = class_named(eclass)
+    if not forms.is_placed(spec):
+        raise NotFound(f"{spec.name} entities are not stored in locations.")
+    chosen = {forms.LOCATION_FIELD: request.args.get(forms.LOCATION_FIELD, "")}
+    if not is_htmx():
+        return redirect(url_for("entity_views.create", eclass=spec.name, **chosen))
+    form = _with_places(actor, forms.new_form(spec), chosen)
+    slot = next(item for item in form.inputs if item.name == forms.POSITION_FIELD)
+    return render_page(FORM_TEMPLATE, block="slot_picker", form=form, spec=spec, input=slot)
 
 
 def _conflict(actor: Actor, form: EntityForm) -> Response:

@@ -35,6 +35,7 @@ FORM_ERROR = "_form"
 # unique, and a name already in use is worth knowing about before saving.
 UNIQUE_CHECKED = ("name", "barcode")
 _LABELS = {"id": "ID", "eClass": "Class", "sha256": "SHA-256"}
+LOCATION_FIELD, POSITION_FIELD = "locationID", "position"
 
 
 def label_of(name: str) -> str:
@@ -97,6 +98,8 @@ class Input:
     # What the page asks the server as the user types: "suggest" (entities a reference may
     # point at) or "unique" (whether the text is still free); None for nothing.
     live: str | None = None
+    # The options of the place picker's selects ("place", "slot"): ``(value, label)``.
+    choices: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass
@@ -129,8 +132,18 @@ class EntityForm:
         return replace(self, inputs=inputs, errors=rest)
 
 
+def is_placed(spec: ClassSpec) -> bool:
+    """Whether entities of ``spec`` are stored in locations (samples, plates): their place
+    is never a free-text input, it is chosen from what storage offers."""
+    location = spec.field(LOCATION_FIELD)
+    return (location is not None and location.ref == "Location"
+            and spec.field(POSITION_FIELD) is not None)
+
+
 def _fields(spec: ClassSpec, editing: bool) -> list[FieldSpec]:
     skipped = {"id" if editing else "", ATTRIBUTES, _OWN_ID_FIELDS.get(spec.name, "")}
+    if is_placed(spec):
+        skipped.update((LOCATION_FIELD, POSITION_FIELD))
     return [item for item in spec.fields.values()
             if item.attr is not None and not item.read_only and item.type != "json"
             and item.name not in skipped]
@@ -177,6 +190,21 @@ def new_form(spec: ClassSpec, prefill: Mapping[str, str] | None = None) -> Entit
         inputs.append(Input("password", "Password", "password", required=True,
                             hint="at least 10 characters"))
     return EntityForm(spec, inputs, attributes=[("", "")])
+
+
+def with_place_picker(form: EntityForm, places: list[tuple[str, str]], slots: list[str],
+                      chosen: Mapping[str, str] | None = None) -> EntityForm:
+    """A create form of a stored class with its place chosen from ``places`` (``(location
+    id, label)``: where the user may store, with room) and ``slots`` (the free slots of the
+    chosen location); ``chosen`` prefills them. Leaving the slot empty takes the first free
+    one."""
+    chosen = chosen or {}
+    location = Input(LOCATION_FIELD, "Location", "place", chosen.get(LOCATION_FIELD, ""),
+                     choices=tuple(places), hint="where it is stored; empty: not stored")
+    position = Input(POSITION_FIELD, "Slot", "slot", chosen.get(POSITION_FIELD, ""),
+                     choices=tuple((slot, slot) for slot in slots),
+                     hint="empty: the first free slot")
+    return replace(form, inputs=[*form.inputs, location, position])
 
 
 def edit_form(spec: ClassSpec, entity: Mapping[str, Any]) -> EntityForm:

@@ -35,6 +35,7 @@ from labapp.web.pages import members_only
 
 bp = members_only(Blueprint("entity_views", __name__, url_prefix="/entities"))
 bp.add_url_rule("/<eclass>/new", view_func=editing.create, methods=["GET", "POST"])
+bp.add_url_rule("/<eclass>/new/slots", view_func=editing.free_slots)
 bp.add_url_rule("/<eclass>/<path:entity_id>/edit", view_func=editing.edit,
                 methods=["GET", "POST"])
 bp.add_url_rule("/<eclass>/<path:entity_id>/children", view_func=navigation.children)
