@@ -214,8 +214,9 @@ SAMPLE_OVERVIEW = ViewSpec(
 
 STORAGE_OVERVIEW = ViewSpec(
     "StorageOverview",
-    "Each location with its capacity, the samples and plates stored in it, the places "
-    "still available (null when the capacity is unlimited) and its path.",
+    "Each location with its capacity, what is stored in it (plates, and samples not on a "
+    "plate), the places still available (the capacity, or the slots of a grid without one, "
+    "the smaller when both are set, minus what is stored; null when unlimited) and its path.",
     (*_ROW, _column("barcode", "str"), _column("status", "str"), *_OWNERSHIP,
      _column("parent_id", "ref"), _column("location_type", "str"),
      _column("capacity", "int"), _column("stored", "int"), _column("available", "int"),
