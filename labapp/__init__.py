@@ -142,6 +142,7 @@ def _register_blueprints(app: Flask) -> None:
     from labapp.search.views import bp as search_views
     from labapp.sequences.api import bp as sequence_api
     from labapp.storage.api import bp as storage_api
+    from labapp.storage.item_views import bp as storage_item_views
     from labapp.storage.views import bp as storage_views
     from labapp.users.api import bp as user_api
     from labapp.users.views import bp as user_views
@@ -152,8 +153,8 @@ def _register_blueprints(app: Flask) -> None:
            query_lookup_api, storage_api, openapi_bp, notification_api, dashboard_api,
            search_api, odata_api, datamodel_api)
     pages = (account_views, web_views, entity_views, file_views, grant_views, user_views,
-             storage_views, dashboard_views, notification_views, search_views, odata_views,
-             datamodel_views)
+             storage_views, storage_item_views, dashboard_views, notification_views,
+             search_views, odata_views, datamodel_views)
     for blueprint in api + pages:
         app.register_blueprint(blueprint)
     _register_exports(app)

@@ -131,7 +131,9 @@
 
 /* Suggest boxes (grantees on the access pages): a click on a suggestion copies its value into
  * the box and closes the list. Without JavaScript the box is a plain text field.
- * Forms marked data-confirm ask before a plain (non-htmx) submit, as hx-confirm does for htmx. */
+ * Forms marked data-confirm ask before a plain (non-htmx) submit, as hx-confirm does for htmx;
+ * a select marked data-confirm-values asks when it is submitted changed to one of them (an
+ * edit form's status set to a final one), with data-confirm-message ({value}: the choice). */
 (function () {
   "use strict";
 
@@ -145,9 +147,30 @@
     input.focus();
   });
 
+  function changedTo(select) {
+    var values = select.getAttribute("data-confirm-values").split(" ");
+    var initial = Array.prototype.find.call(select.options, function (option) {
+      return option.defaultSelected;
+    });
+    return values.indexOf(select.value) >= 0 && (!initial || initial.value !== select.value);
+  }
+
   document.addEventListener("submit", function (event) {
     var message = event.target.getAttribute("data-confirm");
-    if (message && !window.confirm(message)) event.preventDefault();
+    if (message && !window.confirm(message)) {
+      event.preventDefault();
+      return;
+    }
+    var selects = event.target.querySelectorAll("select[data-confirm-values]");
+    for (var index = 0; index < selects.length; index++) {
+      var select = selects[index];
+      if (!changedTo(select)) continue;
+      var question = select.getAttribute("data-confirm-message").split("{value}").join(select.value);
+      if (!window.confirm(question)) {
+        event.preventDefault();
+        return;
+      }
+    }
   });
 })();
 
@@ -242,18 +265,52 @@
     }
   });
 
+  // After a scan, or a "Store anyway" in the list of answers, the scan field is ready again.
   document.addEventListener("htmx:afterRequest", function (event) {
     var form = event.detail.elt;
-    if (!form || !form.matches || !form.matches("[data-scan-form]")) return;
-    var field = form.querySelector("input[name=code]");
-    if (field) {
-      field.value = "";
-      field.focus();
-    }
+    if (!form || !form.matches) return;
+    if (form.matches("[data-scan-form]")) form.querySelector("input[name=code]").value = "";
+    else if (!form.closest("[data-scan-results]")) return;
+    var field = document.getElementById("scan-code");
+    if (field) field.focus();
   });
 
   document.addEventListener("click", function (event) {
     if (event.target.closest("[data-print]")) window.print();
+  });
+})();
+
+/* The box grid of a location page (templates/storage/location.html): a free slot chosen
+ * with a tap, click or Enter becomes the slot the one scan field stores into, without
+ * reloading; the slot a link asked to see (?slot=C4) is scrolled into view. Without
+ * JavaScript a free slot is a link that reloads the page with that slot chosen. */
+(function () {
+  "use strict";
+
+  function highlight(cell) {
+    document.querySelectorAll(".box-grid .slot-highlight").forEach(function (old) {
+      old.classList.remove("slot-highlight");
+      old.removeAttribute("aria-current");
+    });
+    cell.classList.add("slot-highlight");
+    cell.setAttribute("aria-current", "true");
+  }
+
+  document.addEventListener("click", function (event) {
+    var link = event.target.closest("[data-choose-slot]");
+    var field = document.getElementById("slot-code");
+    if (!link || !field) return;
+    event.preventDefault();
+    var position = link.getAttribute("data-choose-slot");
+    document.getElementById("slot-position").value = position;
+    document.getElementById("slot-chosen").textContent = "slot " + position;
+    highlight(link.closest("td"));
+    field.focus();
+  });
+
+  document.addEventListener("DOMContentLoaded", function () {
+    var shown = document.querySelector(".box-grid .slot-highlight");
+    if (shown) shown.scrollIntoView({ block: "nearest" });
   });
 })();
 

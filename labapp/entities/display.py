@@ -5,7 +5,10 @@ trail one changed field per row.
 
 Pure functions of the service's results and of the names the page looked up in one query
 (:func:`labapp.entities.reading.visible_names`); no queries here. A reference whose target
-the viewer may not see has no name in that lookup, so it shows its id only.
+the viewer may not see has no name in that lookup, so it shows its id only. The one
+exception is where a sample or plate is stored: its location shows by name path with the
+slot beside it (:class:`Place`, looked up by :func:`labapp.entities.navigation.stored_places`),
+linked to the box only when the viewer may open the location.
 """
 from __future__ import annotations
 
@@ -29,6 +32,11 @@ Names = Mapping[str, tuple[str, str]]
 DECIMALS = 4
 # Fields that hold the unit of another when ``<name>Unit`` does not: the amount's is ``unit``.
 _UNIT_FIELDS = {"amount": "unit"}
+# The classes storage checks in and out (labapp.storage.service.STORABLE_CLASSES), their
+# reference to where they are stored and their slot there.
+STORED_CLASSES = frozenset({"Sample", "Plate"})
+PLACE_FIELD = "locationID"
+SLOT_FIELD = "position"
 # Bookkeeping shown after the lab's own fields on a detail page.
 _BOOKKEEPING = ("id", "eClass", "createdBy", "createdUtc", "modifiedBy", "modifiedUtc",
                 "version")
@@ -95,6 +103,51 @@ def unit_field(spec: ClassSpec, name: str) -> str | None:
     return None
 
 
+@dataclass(frozen=True)
+class Place:
+    """A storage location as the items stored in it show it: its name path (``Lab 2 /
+    Freezer -80 / Box 12``) and whether the viewer may open it."""
+
+    path: str
+    visible: bool
+
+
+# location id → Place of the locations the items of a page are stored in.
+Places = Mapping[str, Place]
+
+
+def is_place(spec: ClassSpec, name: str) -> bool:
+    """Whether field ``name`` of ``spec`` says where a stored item is (``locationID`` of a
+    Sample or Plate)."""
+    return spec.name in STORED_CLASSES and name == PLACE_FIELD and name in spec.fields
+
+
+def companion_field(spec: ClassSpec, name: str) -> str | None:
+    """The field shown inside the cell of field ``name``: the unit of a number, the slot of
+    a stored item's location."""
+    if is_place(spec, name):
+        return SLOT_FIELD if SLOT_FIELD in spec.fields else None
+    return unit_field(spec, name)
+
+
+def location_url(location_id: str, slot: str | None = None) -> str:
+    """The storage page of a location, the item's ``slot`` of its box grid marked."""
+    return url_for("storage_views.location", location_id=location_id, slot=slot or None)
+
+
+def place_cell(location_id: str, slot: str | None, places: Places) -> Cell:
+    """Where an item is: the location's name path and the slot, linked to the box with the
+    location's id beside it when the viewer may open it, the path alone otherwise (a tube of
+    one's own in another department's box). An unknown location shows its id only."""
+    place = places.get(location_id)
+    if place is None:
+        return Cell(location_id)
+    shown = f"{place.path} · {slot}" if slot else place.path
+    if not place.visible:
+        return Cell(shown)
+    return Cell(shown, location_url(location_id, slot), location_id)
+
+
 def reference(entity_id: str, names: Names) -> Cell:
     """A reference: the target's name linked to its page with the id beside it, or the id
     alone when the target is unknown or invisible (its name is never shown then)."""
@@ -104,12 +157,16 @@ def reference(entity_id: str, names: Names) -> Cell:
     return Cell(name or entity_id, detail_url(eclass, entity_id), entity_id if name else None)
 
 
-def cell(spec: ClassSpec, name: str, value: Any, row: Mapping[str, Any], names: Names) -> Cell:
+def cell(spec: ClassSpec, name: str, value: Any, row: Mapping[str, Any], names: Names,
+         places: Places | None = None) -> Cell:
     """The cell of field ``name`` of an entity of ``spec``; ``row`` holds its other values
-    (the unit of a number)."""
+    (the unit of a number, the slot of a location). A stored item's location is shown by
+    its place in ``places``."""
     field = spec.fields.get(name)
     if value is None:
         return Cell("")
+    if is_place(spec, name):
+        return place_cell(value, row.get(SLOT_FIELD), places or {})
     if field is not None and field.type == "ref":
         return reference(value, names)
     if isinstance(value, datetime | date):
@@ -128,29 +185,59 @@ def referenced_ids(spec: ClassSpec, rows: Iterable[Mapping[str, Any]],
     return {row[name] for row in rows for name in references if row.get(name)}
 
 
-def _folded_units(spec: ClassSpec, entity: Mapping[str, Any]) -> set[str]:
-    """The unit fields shown beside their number, so not on their own."""
-    return {unit for name in spec.fields
-            if (unit := unit_field(spec, name)) and entity.get(name) is not None}
+def place_ids(spec: ClassSpec, rows: Iterable[Mapping[str, Any]],
+              columns: Iterable[str]) -> set[str]:
+    """The locations ``rows`` are stored in, when ``columns`` show where (else none)."""
+    if not any(is_place(spec, name) for name in columns):
+        return set()
+    return {row[PLACE_FIELD] for row in rows if row.get(PLACE_FIELD)}
 
 
-def field_rows(spec: ClassSpec, entity: Mapping[str, Any],
-               names: Names) -> tuple[list[tuple[str, Cell]], list[str]]:
+def _folded(spec: ClassSpec, entity: Mapping[str, Any]) -> set[str]:
+    """The fields shown inside another's cell (units, slots), so not on their own."""
+    return {companion for name in spec.fields
+            if (companion := companion_field(spec, name)) and entity.get(name) is not None}
+
+
+def field_rows(spec: ClassSpec, entity: Mapping[str, Any], names: Names,
+               places: Places | None = None) -> tuple[list[tuple[str, Cell]], list[str]]:
     """The fields of a detail page but the attributes: ``(label, cell)`` of those with a
     value, the lab's own before the bookkeeping, and the labels of the empty ones."""
-    folded = _folded_units(spec, entity)
+    folded = _folded(spec, entity)
     order = [name for name in spec.fields if name not in _BOOKKEEPING] + [
         name for name in _BOOKKEEPING if name in spec.fields]
     filled, empty = [], []
     for name in order:
         if name == "attributes" or name in folded:
             continue
-        shown = cell(spec, name, entity.get(name), entity, names)
+        shown = cell(spec, name, entity.get(name), entity, names, places)
         if shown.text:
             filled.append((label_of(name), shown))
         else:
             empty.append(label_of(name))
     return filled, empty
+
+
+@dataclass(frozen=True)
+class Storage:
+    """The storage part of the page of a sample or plate: its ``place`` (None when it is not
+    stored), ``slot`` and the box grid to open (``href``, None when the viewer may not open
+    the location), or the ``plate`` a sample on a plate is stored with."""
+
+    place: Place | None
+    slot: str | None
+    href: str | None
+    plate: str | None
+
+
+def storage(spec: ClassSpec, entity: Mapping[str, Any], places: Places) -> Storage | None:
+    """Where the entity is stored; None for a class that is never stored."""
+    if not is_place(spec, PLACE_FIELD):
+        return None
+    location_id, slot = entity.get(PLACE_FIELD), entity.get(SLOT_FIELD)
+    place = places.get(location_id) if location_id else None
+    href = location_url(location_id, slot) if place is not None and place.visible else None
+    return Storage(place, slot, href, entity.get("plateID"))
 
 
 def show(shown: Cell) -> Markup:

@@ -100,6 +100,8 @@ class Input:
     live: str | None = None
     # The options of the place picker's selects ("place", "slot"): ``(value, label)``.
     choices: tuple[tuple[str, str], ...] = ()
+    # Options the page asks about before saving (an edit's move to a final status).
+    confirm: tuple[str, ...] = ()
 
 
 @dataclass
@@ -158,6 +160,9 @@ def _input(spec: ClassSpec, item: FieldSpec, value: str, status: str | None) -> 
         entry.widget, entry.required = "select", True
         entry.options = (spec.workflow.statuses if status is None
                          else (status, *spec.workflow.allowed_from(status)))
+        if status is not None:
+            entry.confirm = tuple(option for option in entry.options[1:]
+                                  if spec.workflow.is_final(option))
         return entry
     if item.choices:
         entry.widget, entry.options = "select", item.choices

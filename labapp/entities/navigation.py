@@ -1,5 +1,6 @@
 """Finding one's way between entities: the hierarchy and status parts of the detail page,
-and the suggestion and uniqueness fragments of the entity forms.
+where a sample or plate is stored, and the suggestion and uniqueness fragments of the entity
+forms.
 
 The data comes from :mod:`labapp.query` (the same functions ``/api/query`` answers with), so
 the pages show exactly what the actor may see. The routes here are registered on the entity
@@ -10,16 +11,20 @@ posted to the detail page's route in :mod:`labapp.entities.views`.
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from flask import Response, current_app, redirect, request, url_for
+from sqlalchemy import select
 
 from labapp.access.actor import Actor
-from labapp.entities.display import detail_url
+from labapp.access.visibility import NONE, access_type
+from labapp.db import db
+from labapp.entities.display import Place, detail_url
 from labapp.entities.forms import UNIQUE_CHECKED
 from labapp.errors import NotFound
+from labapp.model import Location
 from labapp.model.registry import ClassSpec
 from labapp.query.entity_suggest import suggest_entities
 from labapp.query.hierarchy import ancestor_entities, child_page
@@ -71,11 +76,34 @@ def _children_context(actor: Actor, spec: ClassSpec, entity_id: str,
 
 def detail_context(actor: Actor, spec: ClassSpec, entity: Mapping[str, Any]) -> dict[str, Any]:
     """What the detail page adds to an entity: ``ancestors`` (root first), the ``children``
-    block's context (a page of the next level, each with ``hasChildren``, and its pager) and
-    ``transitions`` (the statuses it may move to)."""
+    block's context (a page of the next level, each with ``hasChildren``, and its pager),
+    ``transitions`` (the statuses it may move to) and ``final_statuses`` (those of them that
+    are final)."""
+    transitions = status_info(spec, entity["status"])["allowed"]
     return {"ancestors": ancestor_entities(actor, spec, entity["id"]),
             **_children_context(actor, spec, entity["id"], nested=False),
-            "transitions": status_info(spec, entity["status"])["allowed"]}
+            "transitions": transitions,
+            "final_statuses": spec.workflow.final_statuses & set(transitions)}
+
+
+def stored_places(actor: Actor, location_ids: Iterable[str]) -> dict[str, Place]:
+    """``id → Place`` of the locations among ``location_ids``, in one query.
+
+    The caller passes only the locations of items the actor may see. Whoever may see an item
+    may learn where it is, so the name path is given whether or not the actor may see the
+    location itself; ``visible`` (the visibility rule, applied to the row) says whether the
+    actor may open it. An unknown id is missing from the answer.
+    """
+    wanted = sorted({location_id for location_id in location_ids if location_id})
+    if not wanted:
+        return {}
+    rows = db.session.execute(select(Location.id, Location.name, Location.hierarchy,
+                                     Location.eclass, Location.department_id,
+                                     Location.project_id).where(Location.id.in_(wanted)))
+    return {row.id: Place(row.hierarchy or row.name or row.id,
+                          access_type(actor, row.eclass, row.department_id,
+                                      row.project_id) != NONE)
+            for row in rows}
 
 
 def _fragment(template: str, block: str, **context: Any) -> Response:

@@ -8,7 +8,8 @@ as plain requests; htmx swaps the table (paging, sorting, filtering), the notes 
 the hierarchy tree in place. The create
 and edit pages live in :mod:`labapp.entities.editing`, the tree, suggestion and uniqueness
 fragments in :mod:`labapp.entities.navigation`; both are routed here, behind the same login
-check.
+check. The storage part of a sample's or plate's page posts its check-in and check-out to
+:mod:`labapp.storage.item_views`, which answers a refusal with this page.
 """
 from __future__ import annotations
 
@@ -69,10 +70,13 @@ def index() -> Response:
 # ---- One class: the table ---------------------------------------------------------------------
 
 def default_columns(spec: ClassSpec) -> tuple[str, ...]:
-    """The common columns and the first few own fields of the class (plain values first)."""
+    """The common columns and the first few own fields of the class (plain values first;
+    where a sample or plate is stored counts as one, its slot shown inside it)."""
+    folded = {display.companion_field(spec, name) for name in spec.fields}
     own = [field for field in spec.fields.values()
-           if not field.common and field.attr is not None and field.type != "json"]
-    own.sort(key=lambda field: field.type == "ref")
+           if not field.common and field.attr is not None and field.type != "json"
+           and field.name not in folded]
+    own.sort(key=lambda field: field.type == "ref" and not display.is_place(spec, field.name))
     return COMMON_COLUMNS + tuple(field.name for field in own[:OWN_COLUMNS])
 
 
@@ -136,9 +140,9 @@ def _table(actor: Actor, state: TableState) -> dict[str, Any]:
                                "filter_error": None, "error": None}
     try:
         names = parse_select(",".join(state.columns), entity_fields(spec), always=())
-        # The unit of a number column is shown beside it.
-        units = [unit for name in names if (unit := display.unit_field(spec, name))]
-        wanted = list(dict.fromkeys(["id", *names, *units]))
+        # The unit of a number column is shown beside it, the slot beside the location.
+        companions = [extra for name in names if (extra := display.companion_field(spec, name))]
+        wanted = list(dict.fromkeys(["id", *names, *companions]))
         page = reading.list_entities(actor, spec, filter_text=state.filter or None,
                                      orderby=state.orderby or None,
                                      select_text=",".join(wanted), top=str(PAGE_SIZE),
@@ -156,9 +160,10 @@ def _table(actor: Actor, state: TableState) -> dict[str, Any]:
                name in fields and fields[name].type in ("int", "float"))
         for name in names]
     known = reading.visible_names(actor, display.referenced_ids(spec, page.data, names))
+    places = navigation.stored_places(actor, display.place_ids(spec, page.data, names))
     context["rows"] = [
         [display.Cell(row["id"], display.detail_url(spec.name, row["id"]))]
-        + [display.cell(spec, name, row.get(name), row, known) for name in names]
+        + [display.cell(spec, name, row.get(name), row, known, places) for name in names]
         for row in page.data]
     context["total"] = page.total
     return context
@@ -205,12 +210,16 @@ def _notes(actor: Actor, entity_id: str) -> list[dict[str, Any]]:
 
 def render_detail(actor: Actor, spec: ClassSpec, entity_id: str, *, block: str | None = None,
                   status: int = 200, **extra: Any) -> Response:
-    """The detail page (or one of its blocks for htmx) of a visible entity; 404 otherwise."""
+    """The detail page (or one of its blocks for htmx) of a visible entity; 404 otherwise.
+
+    ``extra`` overrides the context, e.g. ``storage_error`` (a refused check-in or
+    check-out) and ``checkin`` (``{"locationID", "position"}`` as typed, to show again)."""
     entity = reading.entity_detail(actor, spec, entity_id)
     notes = _notes(actor, entity["id"])
     names = reading.visible_names(actor, display.referenced_ids(spec, [entity], spec.fields)
                                   | display.page_people(entity, notes))
-    filled, empty = display.field_rows(spec, entity, names)
+    places = navigation.stored_places(actor, display.place_ids(spec, [entity], spec.fields))
+    filled, empty = display.field_rows(spec, entity, names, places)
     can_write = entity["canWrite"]
     context: dict[str, Any] = {
         "spec": spec, "entity": entity, "fields": filled, "empty_fields": empty,
@@ -219,7 +228,9 @@ def render_detail(actor: Actor, spec: ClassSpec, entity_id: str, *, block: str |
         "can_write": can_write,
         "can_clone": can_write and spec.name not in NOT_CLONED and may_create(actor, spec),
         "note_error": None, "note_text": "", "note_notice": None, "file_error": None,
-        "status_error": None, **navigation.detail_context(actor, spec, entity)}
+        "status_error": None, "storage": display.storage(spec, entity, places),
+        "storage_error": None, "checkin": None,
+        **navigation.detail_context(actor, spec, entity)}
     context.update(extra)
     return render_page(DETAIL_TEMPLATE, block=block, status=status, **context)
 

@@ -50,6 +50,22 @@ class Workflow:
     def can_move(self, current: str, target: str) -> bool:
         return current == target or target in self.allowed_from(current)
 
+    def is_final(self, status: str) -> bool:
+        """Whether the work of an entity in ``status`` is over: no move leads on from it, or
+        only back to the initial status (reopening) or to a status no move leads on from
+        (a Sample's ``Discarded`` and ``Canceled``, a Request's ``Rejected`` and
+        ``Canceled``). None is when any move is allowed. Pages ask before such a move, and
+        before storing such an item."""
+        if self.transitions is None or status == self.initial:
+            return False
+        return all(target == self.initial or not self.allowed_from(target)
+                   for target in self.allowed_from(status))
+
+    @property
+    def final_statuses(self) -> frozenset[str]:
+        """The statuses :meth:`is_final` holds for."""
+        return frozenset(status for status in self.statuses if self.is_final(status))
+
 
 def _workflow(active: str) -> Workflow:
     return Workflow(

@@ -4,7 +4,8 @@
 and a class filter; htmx asks for its ``results`` block as the visitor changes them. The top
 bar's box asks ``/search/suggest`` as the visitor types (its ``suggestions`` block) and
 submits to ``/search`` on Enter: a term that is exactly one entity's id, name or barcode (a
-scanned barcode) opens that entity directly.
+scanned barcode) opens that entity directly. A sample or plate found shows where it is
+stored, by the location's name path even when the visitor may not open the location.
 """
 from __future__ import annotations
 
@@ -15,8 +16,11 @@ from typing import Any
 from flask import Blueprint, Response, redirect, request, url_for
 from markupsafe import Markup, escape
 
+from labapp.access.actor import Actor
+from labapp.entities import display
+from labapp.entities.navigation import stored_places
 from labapp.errors import AppError
-from labapp.model.registry import classes
+from labapp.model.registry import classes, find_class
 from labapp.search import service
 from labapp.web.blocks import render_page
 from labapp.web.loader import current_actor
@@ -61,6 +65,18 @@ def _run(term: str, mode: str, eclass: str | None, top: int) -> service.SearchRe
     return service.search(actor, mode, term, filter_text=filter_text, top=str(top))
 
 
+def _places(actor: Actor, data: list[dict[str, Any]]) -> dict[str, display.Cell]:
+    """``id → where it is stored`` of the stored samples and plates among the hits, the
+    locations read in one query."""
+    stored = [item for item in data if item.get(display.PLACE_FIELD)
+              and (spec := find_class(item["eClass"])) is not None
+              and display.is_place(spec, display.PLACE_FIELD)]
+    places = stored_places(actor, (item[display.PLACE_FIELD] for item in stored))
+    return {item["id"]: display.place_cell(item[display.PLACE_FIELD],
+                                           item.get(display.SLOT_FIELD), places)
+            for item in stored}
+
+
 def _grouped(data: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
     groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for item in data:
@@ -79,7 +95,7 @@ def results() -> Response:
     eclass = eclass if eclass in names else None
     context: dict[str, Any] = {"term": term, "mode": mode, "eclass": eclass, "modes": MODES,
                                "class_names": names, "groups": {}, "total": 0, "error": None,
-                               "words": []}
+                               "words": [], "places": {}}
     if term:
         try:
             found = _run(term, mode, eclass, service.DEFAULT_TOP)
@@ -90,7 +106,8 @@ def results() -> Response:
             if jump is not None:
                 return redirect(jump)
             context.update(groups=_grouped(found.data), total=found.total,
-                           words=service.highlight_words(term))
+                           words=service.highlight_words(term),
+                           places=_places(current_actor(), found.data))
     return render_page(TEMPLATE, block="results", **context)
 
 

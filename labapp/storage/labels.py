@@ -1,6 +1,14 @@
 """Printable labels: Code 128 barcodes (python-barcode) and QR codes (segno) drawn as SVG on
 the server, for samples, plates and locations.
 
+A label is asked for by a code as a scanner reads it: the barcode of an entity the caller
+may see, else its id (the rule of bench mode). It shows the name shortened from the middle,
+so that names alike up to their last characters ("…-clone7", "…-clone8") stay apart, the
+class and id, the created date and the owner's initials (when they fit: the page hides
+what would overflow), the code as Code 128 with its text printed under the bars and, on
+sheets, as a QR code. Two formats (:data:`FORMATS`): A4 sheets of 3 × 7 labels and
+label-printer rolls of one label per page.
+
 The only module that imports those libraries. Both draw with no image library. The SVG is
 inlined into the labels page, whose Content-Security-Policy forbids ``style`` attributes, so
 python-barcode's ``style="fill:black"`` declarations become the equivalent presentation
@@ -10,22 +18,89 @@ from __future__ import annotations
 
 import io
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 import barcode
 import segno
 from barcode.writer import SVGWriter
 from markupsafe import Markup
+from sqlalchemy import or_, select
 
 from labapp.access.actor import Actor
-from labapp.entities.reading import visible_names
-from labapp.storage.service import barcodes_of
+from labapp.access.visibility import readable
+from labapp.db import db
+from labapp.errors import InvalidInput
+from labapp.model import Entity, User
 
 LABEL_CLASSES = ("Sample", "Plate", "Location")
 MAX_LABELS = 300
+ELLIPSIS = "…"
+PX_PER_MM = 96 / 25.4  # SVG user units (CSS pixels) per millimetre
 _STYLE = re.compile(r'\sstyle="([^"]*)"')
 _PROLOGUE = re.compile(r"^.*?(?=<svg)", re.S)
 _COMMENT = re.compile(r"<!--.*?-->", re.S)
+_SIZE = re.compile(r'<svg([^>]*) width="([\d.]+)(mm)?" height="([\d.]+)(mm)?"')
+_WORDS = re.compile(r"[^\W\d_]+")
+_ENTITY = Entity.__table__
+_OWNER = Entity.__table__.alias("owner")
+_USER = User.__table__
+
+
+@dataclass(frozen=True)
+class LabelFormat:
+    """A way of printing labels: its ``format`` parameter value, what the page's selector
+    says, how many characters of a name fit on one line and whether a QR code fits too."""
+
+    name: str
+    title: str
+    name_chars: int
+    qr: bool
+
+
+FORMATS = {layout.name: layout for layout in (
+    LabelFormat("sheet", "A4 sheet: 3 × 7 labels of 63.5 × 38.1 mm", 18, True),
+    LabelFormat("roll", "Label printer roll: one 50 × 25 mm label per page", 23, False))}
+DEFAULT_FORMAT = "sheet"
+
+
+def label_format(name: str | None) -> LabelFormat:
+    """The format called ``name`` (:data:`DEFAULT_FORMAT` when none is given); 400 for any
+    other name."""
+    layout = FORMATS.get(name or DEFAULT_FORMAT)
+    if layout is None:
+        raise InvalidInput(f"Unknown label format {name!r}: choose "
+                           f"{' or '.join(repr(known) for known in FORMATS)}.")
+    return layout
+
+
+def shorten(text: str, limit: int) -> str:
+    """``text`` cut from the middle to at most ``limit`` (≥ 1) characters: its start and its
+    end survive around one ``…``, the end keeping the odd character, as it is where names
+    of a series differ (``pLentiCRISPRv2-sgRNA-BRCA1-clone7`` → ``pLentiCRI…A1-clone7``
+    for 19). A text that fits is returned unchanged."""
+    if limit < 1:
+        raise ValueError(f"limit must be at least 1, not {limit}")
+    if len(text) <= limit:
+        return text
+    head = (limit - 1) // 2
+    tail = limit - 1 - head
+    return text[:head] + ELLIPSIS + text[len(text) - tail:]
+
+
+def initials_of(full_name: str | None) -> str:
+    """The first letter of each word of a person's name, upper case (``Carol Chemist`` →
+    ``CC``, ``Jean-Luc Picard`` → ``JLP``); empty when the name has no letters."""
+    return "".join(word[0].upper() for word in _WORDS.findall(full_name or ""))
+
+
+def _owner_mark(user_id: str | None, chosen: str | None, full_name: str | None) -> str | None:
+    """What a label prints for an entity's owner: the initials the user chose, else those of
+    their full name, else their username; None when the entity has no owner."""
+    if user_id is None:
+        return None
+    return chosen or initials_of(full_name) or user_id
 
 
 def _attributes(match: re.Match[str]) -> str:
@@ -33,14 +108,22 @@ def _attributes(match: re.Match[str]) -> str:
     return "".join(f' {name.strip()}="{value.strip()}"' for name, value in pairs)
 
 
+def _view_box(match: re.Match[str]) -> str:
+    width = float(match[2]) * (PX_PER_MM if match[3] else 1)
+    height = float(match[4]) * (PX_PER_MM if match[5] else 1)
+    return f'{match[0]} viewBox="0 0 {width:.3f} {height:.3f}"'
+
+
 def _clean(svg: str) -> str:
+    """The ``<svg>`` element alone, styled by attributes, with a ``viewBox`` so the page can
+    size it (a long barcode shrinks into the label instead of being cut off)."""
     svg = _COMMENT.sub("", _PROLOGUE.sub("", svg, count=1)).replace(' id="barcode_group"', "")
-    return _STYLE.sub(_attributes, svg)
+    return _SIZE.sub(_view_box, _STYLE.sub(_attributes, svg), count=1)
 
 
 def code128_svg(text: str) -> Markup:
     """A Code 128 barcode of ``text`` as inline SVG markup (no human-readable line: the
-    label prints the code itself)."""
+    label prints the code under it as text)."""
     buffer = io.BytesIO()
     barcode.get("code128", text, writer=SVGWriter()).write(
         buffer, options={"write_text": False, "module_height": 8.0, "quiet_zone": 2.0})
@@ -57,30 +140,61 @@ def qr_svg(text: str) -> Markup:
 
 @dataclass(frozen=True)
 class Label:
-    """One label: what it names and the code it carries (the barcode when set, else the
-    id), drawn both ways."""
+    """One label: what it names (``short_name`` is ``name`` cut to the format), the code it
+    carries (the barcode when set, else the id) drawn as Code 128 and, when the format has
+    room, as a QR code, the created date (``yyyy-mm-dd``, UTC) and the owner's mark."""
 
     id: str
     eclass: str
     name: str
+    short_name: str
     code: str
+    created: str
+    owner: str | None
     code128: Markup
-    qr: Markup
+    qr: Markup | None
 
 
-def labels_for(actor: Actor, ids: list[str]) -> tuple[list[Label], list[str]]:
-    """Labels of the visible samples, plates and locations among ``ids`` (in that order, at
-    most :data:`MAX_LABELS`), and the ids left out (unknown, hidden or of another class)."""
-    wanted = list(dict.fromkeys(entity_id for entity_id in ids if entity_id))[:MAX_LABELS]
-    names = visible_names(actor, wanted)
-    codes = barcodes_of(list(names))
-    labels, skipped = [], []
-    for entity_id in wanted:
-        found = names.get(entity_id)
-        if found is None or found[0] not in LABEL_CLASSES:
-            skipped.append(entity_id)
+def _visible_rows(actor: Actor, codes: list[str]) -> list[Any]:
+    """The visible entities whose barcode or id is among ``codes``, with their owners."""
+    if not codes:
+        return []
+    query = (select(_ENTITY.c.id, _ENTITY.c.eclass, _ENTITY.c.name, _ENTITY.c.barcode,
+                    _ENTITY.c.created_utc, _ENTITY.c.user_id,
+                    _OWNER.c.name.label("owner_name"), _USER.c.initials)
+             .select_from(_ENTITY.outerjoin(_OWNER, _OWNER.c.id == _ENTITY.c.user_id)
+                          .outerjoin(_USER, _USER.c.id == _ENTITY.c.user_id))
+             .where(or_(_ENTITY.c.barcode.in_(codes), _ENTITY.c.id.in_(codes)),
+                    readable(actor, _ENTITY.c)))
+    return list(db.session.execute(query))
+
+
+def labels_for(actor: Actor, codes: Iterable[str],
+               layout: LabelFormat | None = None) -> tuple[list[Label], list[str]]:
+    """Labels of the visible samples, plates and locations that ``codes`` name (each a
+    barcode, else an id), in the order asked, one per entity, at most :data:`MAX_LABELS`
+    codes read, drawn for ``layout`` (the default format when None); and the codes left out
+    (unknown, hidden, or naming another class)."""
+    layout = layout or FORMATS[DEFAULT_FORMAT]
+    wanted = list(dict.fromkeys(code for code in codes if code))[:MAX_LABELS]
+    rows = _visible_rows(actor, wanted)
+    by_barcode = {row.barcode: row for row in rows if row.barcode is not None}
+    by_id = {row.id: row for row in rows}
+    labels: list[Label] = []
+    skipped: list[str] = []
+    done: set[str] = set()
+    for code in wanted:
+        row = by_barcode.get(code) or by_id.get(code)
+        if row is None or row.eclass not in LABEL_CLASSES:
+            skipped.append(code)
             continue
-        code = codes.get(entity_id) or entity_id
-        labels.append(Label(entity_id, found[0], found[1], code, code128_svg(code),
-                            qr_svg(code)))
+        if row.id in done:
+            continue
+        done.add(row.id)
+        printed = row.barcode or row.id
+        labels.append(Label(
+            row.id, row.eclass, row.name, shorten(row.name, layout.name_chars), printed,
+            row.created_utc.date().isoformat(),
+            _owner_mark(row.user_id, row.initials, row.owner_name),
+            code128_svg(printed), qr_svg(printed) if layout.qr else None))
     return labels, skipped

@@ -191,6 +191,53 @@ def storage_usage(actor: Actor, location_ids: Sequence[str] | None = None
     return usage
 
 
+def stored_within(location_ids: Sequence[str] | None = None) -> dict[str, int]:
+    """``location id → items stored in it and anywhere below it``, for ``location_ids`` (every
+    location when None). Counts every item, in locations the caller may not see too: a
+    freezer holding boxes says how full it is; the numbers name nothing."""
+    parents = _subtree_parents(location_ids)
+    totals = dict.fromkeys(parents, 0)
+    for location_id, count in stored_counts(list(parents)).items():
+        place: str | None = location_id
+        for _ in range(MAX_DEPTH):
+            if place is None or place not in totals:
+                break
+            totals[place] += count
+            place = parents[place]
+    if location_ids is None:
+        return totals
+    return {key: totals[key] for key in location_ids if key in totals}
+
+
+def _subtree_parents(location_ids: Sequence[str] | None) -> dict[str, str | None]:
+    """``id → parent id`` of ``location_ids`` and every location below them (of every
+    location when None); a parent outside the answer is None."""
+    pairs = select(_LOCATION.id, _LOCATION.parent_id)
+    if location_ids is None:
+        parents = dict(db.session.execute(pairs).all())
+    else:
+        parents = {}
+        column, level = _LOCATION.id, list(dict.fromkeys(location_ids))
+        while level:
+            found: dict[str, str | None] = {}
+            for start in range(0, len(level), 1000):
+                found.update(db.session.execute(
+                    pairs.where(column.in_(level[start:start + 1000]))).all())
+            column, level = _LOCATION.parent_id, [key for key in found if key not in parents]
+            parents.update(found)
+    return {key: parent if parent in parents else None for key, parent in parents.items()}
+
+
+def closed_status(eclass: str, entity_id: str) -> str | None:
+    """The status of a sample or plate whose work is over (``Workflow.is_final``: a
+    Sample's ``Discarded`` or ``Canceled``), else None. Pages ask before storing it."""
+    spec = find_class(eclass)
+    status = db.session.scalar(select(Entity.status).where(Entity.id == entity_id))
+    if spec is None or status is None or not spec.workflow.is_final(status):
+        return None
+    return status
+
+
 def save_locations(actor: Actor, raw_items: Any) -> tuple[list[dict[str, Any]], bool]:
     """``POST /api/storage/location``: the entity batch for Locations (notation included).
 
@@ -218,16 +265,6 @@ def save_locations(actor: Actor, raw_items: Any) -> tuple[list[dict[str, Any]], 
     by_id = {loc.id: loc for loc in db.session.scalars(select(Location)
                                                        .where(Location.id.in_(ids)))}
     return locations_api([by_id[key] for key in ids]), result.created
-
-
-def barcodes_of(ids: Sequence[str]) -> dict[str, str]:
-    """``id → barcode`` of those entities among ``ids`` that have one (visibility is the
-    caller's business)."""
-    if not ids:
-        return {}
-    rows = db.session.execute(select(Entity.id, Entity.barcode)
-                              .where(Entity.id.in_(list(ids)), Entity.barcode.is_not(None)))
-    return dict(rows.all())
 
 
 def find_scanned(actor: Actor, code: str) -> tuple[str, str, str] | None:

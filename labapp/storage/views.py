@@ -3,7 +3,9 @@ grid, children, log, check-in and check-out), moving a location with a confirmat
 mode (one scan field) and printable labels.
 
 Every page calls the services the ``/api/storage`` endpoints call. Forms work as plain
-requests; htmx posts bench-mode scans and adds each answer to the page in place.
+requests; htmx posts bench-mode scans and adds each answer to the page in place. A check-in
+says where the item was before (a move within a box or from elsewhere); an item whose
+workflow is over (Discarded, Canceled) is stored only when the user confirms.
 """
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ from labapp.access.actor import Actor
 from labapp.access.visibility import WRITE, access_type
 from labapp.db import transaction
 from labapp.entities.service import save_batch
-from labapp.errors import AppError, InvalidInput, NotFound
+from labapp.errors import AppError, Conflict, InvalidInput, NotFound
 from labapp.storage import checkin, labels, log, moves, service, slots
 from labapp.web.blocks import is_htmx, render_page
 from labapp.web.loader import current_actor
@@ -26,20 +28,32 @@ from labapp.web.pages import members_only
 bp = members_only(Blueprint("storage_views", __name__, url_prefix="/storage"))
 
 LOG_ROWS = 50
+SHORT_LABEL = 12  # characters of a barcode or name a cell of a box grid shows
 _CODES = re.compile(r"[\s,;]+")
+
+
+class NeedsConfirmation(Conflict):
+    """409: the item's workflow is over (Discarded, Canceled); it is stored only when the
+    user confirms."""
+
+    code = "status_final"
 
 
 @dataclass
 class TreeNode:
-    """One location of the tree with its visible children."""
+    """One location of the tree with its visible children; ``within`` counts the items in
+    it and everything below it."""
 
     usage: dict[str, Any]
+    within: int
     children: list[TreeNode]
 
 
 def _tree(actor: Actor) -> list[TreeNode]:
     usage = service.storage_usage(actor)
-    nodes = {row["id"]: TreeNode(row, []) for row in usage}
+    within = service.stored_within()
+    nodes = {row["id"]: TreeNode(row, within.get(row["id"], row["stored"]), [])
+             for row in usage}
     roots = []
     for row in usage:
         parent = nodes.get(row["parentID"])
@@ -53,16 +67,62 @@ def tree() -> Response:
     return render_page("storage/tree.html", roots=_tree(current_actor()))
 
 
-def _grid(location: dict[str, Any], items: list[service.StoredItem]) -> list[Any]:
-    """``(row letters, [(position, item or None)])`` per row of a grid location."""
+@dataclass(frozen=True)
+class Slot:
+    """One cell of a box grid: ``state`` is ``taken`` (by ``item``, which the viewer may
+    see), ``occupied`` (by an item they may not see: nothing of it is drawn) or ``free``."""
+
+    position: str
+    state: str
+    item: service.StoredItem | None = None
+
+    @property
+    def label(self) -> str:
+        """What the cell shows of its item: the barcode, else the name; the end of either
+        when long (names in one box tend to differ at their end)."""
+        text = (self.item.barcode or self.item.name or self.item.id) if self.item else ""
+        return text if len(text) <= SHORT_LABEL else "…" + text[1 - SHORT_LABEL:].lstrip()
+
+
+@dataclass(frozen=True)
+class BoxGrid:
+    """The cells of a grid location, row by row, and how many are taken (visible or not)."""
+
+    rows: list[tuple[str, list[Slot]]]
+    taken: int
+    occupied: int
+    highlight: str | None
+
+    @property
+    def chosen(self) -> str | None:
+        """The highlighted slot when it is free: the slot the check-in form stores into."""
+        return next((slot.position for _, cells in self.rows for slot in cells
+                     if slot.position == self.highlight and slot.state == "free"), None)
+
+
+def _grid(location: dict[str, Any], items: list[service.StoredItem],
+          highlight: str) -> BoxGrid:
+    """The box grid of a location with rows and columns: the visible items in their slots,
+    and the slots of items the viewer may not see drawn as occupied."""
     by_position = {item.position: item for item in items if item.position}
-    return [(slots.row_label(row),
-             [(slots.label(row, column), by_position.get(slots.label(row, column)))
-              for column in range(location["columns"])]) for row in range(location["rows"])]
+    occupied = checkin.occupied_positions(location["id"])
+    rows = []
+    for row in range(location["rows"]):
+        cells = []
+        for column in range(location["columns"]):
+            position = slots.label(row, column)
+            item = by_position.get(position)
+            state = "taken" if item else "occupied" if position in occupied else "free"
+            cells.append(Slot(position, state, item))
+        rows.append((slots.row_label(row), cells))
+    states = [slot.state for _, cells in rows for slot in cells]
+    return BoxGrid(rows, len(states) - states.count("free"), states.count("occupied"),
+                   slots.canonical(highlight, location["rows"], location["columns"]))
 
 
 def _location_page(actor: Actor, location_id: str, *, status: int = 200,
-                   error: str | None = None, **extra: Any) -> Response:
+                   error: str | None = None, highlight: str | None = None,
+                   confirm: dict[str, str] | None = None) -> Response:
     location = service.location_detail(actor, location_id)
     items = service.contents(actor, location_id)
     grid = service.has_grid(location["rows"], location["columns"])
@@ -70,18 +130,21 @@ def _location_page(actor: Actor, location_id: str, *, status: int = 200,
     entries = log.page(actor, location_id, top=LOG_ROWS, skip=skip)
     can_write = access_type(actor, "Location", location["departmentID"],
                             location["projectID"]) == WRITE
+    children = service.locations_api(service.children(actor, location_id))
+    highlight = highlight or request.args.get("slot", "")
     return render_page(
         "storage/location.html", status=status, location=location, items=items,
-        grid=_grid(location, items) if grid else None,
-        ancestors=service.ancestors(actor, location_id),
-        children=service.locations_api(service.children(actor, location_id)),
+        grid=_grid(location, items, highlight) if grid else None,
+        ancestors=service.ancestors(actor, location_id), children=children,
+        within=service.stored_within([location_id, *(child["id"] for child in children)]),
         log_entries=entries.data, log_total=entries.total, log_skip=skip, log_rows=LOG_ROWS,
-        can_write=can_write, error=error, **extra)
+        can_write=can_write, error=error, confirm=confirm)
 
 
 @bp.get("/locations/<location_id>")
 def location(location_id: str) -> Response:
-    """A location: its place in the tree, contents (a grid for a box), children and log."""
+    """A location: its place in the tree, contents (a grid for a box, ``?slot=C4``
+    highlighting one slot), children and log."""
     return _location_page(current_actor(), location_id)
 
 
@@ -95,24 +158,65 @@ def _scanned(actor: Actor, code: str) -> tuple[str, str, str]:
     return found
 
 
+def _refuse_closed(eclass: str, item_id: str, item: str) -> None:
+    """Refuse (until confirmed) to store an item whose workflow is over."""
+    status = service.closed_status(eclass, item_id)
+    if status is not None:
+        raise NeedsConfirmation(f"{item} is {status}. Store it anyway?")
+
+
+def _where(actor: Actor, place: tuple[str, str | None]) -> str:
+    """A ``(location id, position)`` as the user reads it: the location's path and slot."""
+    location_id, position = place
+    try:
+        path = service.get_location(actor, location_id).hierarchy or location_id
+    except NotFound:
+        path = "a location you may not see"
+    return f"{path}, slot {position}" if position else path
+
+
+def _store(actor: Actor, location_id: str, eclass: str, item_id: str, item: str,
+           position: str | None = None) -> tuple[str, str | None]:
+    """Check ``item`` into the location (into ``position`` when given). Returns what
+    happened, said as a move when the item was stored before, and the slot it took."""
+    wanted = {"eClass": eclass, "id": item_id, **({"position": position} if position else {})}
+    with transaction():
+        before = service.position_of(eclass, item_id)
+        checkin.check_in(actor, location_id, [wanted])
+        after = service.position_of(eclass, item_id)
+    if before == after:
+        message = f"{item} is already at {_where(actor, after)}."
+    elif before[0] == after[0]:
+        message = f"{item} moved {before[1] or '(no slot)'} → {after[1]}."
+    elif before[0] is None:
+        message = f"{item} checked in at {_where(actor, after)}."
+    else:
+        message = f"{item} moved from {_where(actor, before)} → {_where(actor, after)}."
+    return message, after[1]
+
+
 @bp.post("/locations/<location_id>/checkin")
 def check_in(location_id: str) -> Response:
     """Check the sample or plate with the typed or scanned code into this location (into
-    the chosen slot of a box)."""
+    the chosen slot of a box). An item whose workflow is over is stored only with
+    ``confirm=yes``; a refused check-in answers the page with the reason."""
     actor = current_actor()
+    code, position = request.form.get("code", ""), request.form.get("position") or None
     try:
-        eclass, item_id, _ = _scanned(actor, request.form.get("code", ""))
-        item: dict[str, Any] = {"eClass": eclass, "id": item_id}
-        if request.form.get("position"):
-            item["position"] = request.form["position"]
-        with transaction():
-            checkin.check_in(actor, location_id, [item])
+        eclass, item_id, name = _scanned(actor, code)
+        item = f"{eclass} {item_id} ({name})"
+        if request.form.get("confirm") != "yes":
+            _refuse_closed(eclass, item_id, item)
+        message, stored_at = _store(actor, location_id, eclass, item_id, item, position)
     except AppError as error:
         if isinstance(error, NotFound) and not _visible(actor, location_id):
             raise
-        return _location_page(actor, location_id, status=error.status, error=error.detail)
-    flash(f"{eclass} {item_id} checked in.", "success")
-    return redirect(url_for("storage_views.location", location_id=location_id))
+        confirm = ({"code": code, "position": position or ""}
+                   if isinstance(error, NeedsConfirmation) else None)
+        return _location_page(actor, location_id, status=error.status, error=error.detail,
+                              highlight=position, confirm=confirm)
+    flash(message, "success")
+    return redirect(url_for("storage_views.location", location_id=location_id, slot=stored_at))
 
 
 def _visible(actor: Actor, location_id: str) -> bool:
@@ -185,52 +289,58 @@ def _target_of(actor: Actor, target_id: str) -> dict[str, Any] | None:
         return None
 
 
-def _scan(actor: Actor, code: str, mode: str,
-          target: dict[str, Any] | None) -> tuple[dict[str, Any] | None, str]:
+def _scan(actor: Actor, code: str, mode: str, target: dict[str, Any] | None,
+          confirmed: bool) -> tuple[dict[str, Any] | None, str]:
     """Act on one scan; returns the (new) target location and what happened."""
     eclass, item_id, name = _scanned(actor, code)
     if eclass == "Location":
         return service.location_detail(actor, item_id), f"Now storing into {name}."
     if eclass not in service.STORABLE_CLASSES:
         raise InvalidInput(f"{item_id} is a {eclass}; only samples and plates are stored.")
+    item = f"{eclass} {item_id} ({name})"
     if mode == "checkout":
         with transaction():
             checkin.check_out(actor, [{"eClass": eclass, "id": item_id}])
-        return target, f"{eclass} {item_id} ({name}) checked out."
+        return target, f"{item} checked out."
     if target is None:
         raise InvalidInput("Scan a location first, then the items to store there.")
-    with transaction():
-        checkin.check_in(actor, target["id"], [{"eClass": eclass, "id": item_id}])
-    _, position = service.position_of(eclass, item_id)
-    slot = f", slot {position}" if position else ""
-    return (service.location_detail(actor, target["id"]),
-            f"{eclass} {item_id} ({name}) → {target['hierarchy']}{slot}.")
+    if not confirmed:
+        _refuse_closed(eclass, item_id, item)
+    message, _ = _store(actor, target["id"], eclass, item_id, item)
+    return service.location_detail(actor, target["id"]), message
 
 
 @bp.post("/bench/scan")
 def scan() -> Response:
     """One scan: a location becomes the target; an item is checked in there (or out, in
-    check-out mode). A refusal is shown in red and changes nothing."""
+    check-out mode). A refusal is shown in red and changes nothing; one that waits for a
+    confirmation (an item whose workflow is over) offers to store it anyway."""
     actor = current_actor()
     mode = "checkout" if request.form.get("mode") == "checkout" else "checkin"
     target = _target_of(actor, request.form.get("target", ""))
+    code = request.form.get("code", "")
     status = 200
     try:
-        target, message = _scan(actor, request.form.get("code", ""), mode, target)
+        target, message = _scan(actor, code, mode, target,
+                                request.form.get("confirm") == "yes")
         result = {"ok": True, "message": message}
     except AppError as error:
         status = error.status
-        result = {"ok": False, "message": error.detail}
+        result = {"ok": False, "message": error.detail,
+                  "confirm": code if isinstance(error, NeedsConfirmation) else None}
     return render_page("storage/bench.html", block="scan", status=status, result=result,
                        mode=mode, target=target, oob=is_htmx())
 
 
 @bp.get("/labels")
 def label_sheet() -> Response:
-    """Labels of the samples, plates and locations named in ``ids`` (separated by spaces,
-    commas or new lines) or by repeated ``id`` parameters, laid out for label sheets."""
+    """Labels of the samples, plates and locations named in ``ids`` by barcode or id
+    (separated by spaces, commas or new lines) or by repeated ``id`` parameters, laid out
+    in the ``format`` asked for (``sheet``, the default, or ``roll``; any other is 400)."""
+    layout = labels.label_format(request.args.get("format"))
     codes = [*request.args.getlist("id"), *_CODES.split(request.args.get("ids", ""))]
     wanted = [code for code in codes if code]
-    sheet, skipped = labels.labels_for(current_actor(), wanted)
+    sheet, skipped = labels.labels_for(current_actor(), wanted, layout)
     return render_page("storage/labels.html", labels=sheet, skipped=skipped,
-                       ids="\n".join(dict.fromkeys(wanted)))
+                       ids="\n".join(dict.fromkeys(wanted)), layout=layout,
+                       formats=labels.FORMATS.values())

@@ -38,3 +38,27 @@ def test_choosing_a_box_offers_its_free_slots(page: Page, live_server: str,
     expect(page.locator('[data-slot="B1"]')).to_have_class(re.compile(r"\bslot-taken\b"))
     expect(page.locator('[data-slot="B1"] a')).to_have_accessible_name(
         re.compile("Tube from the form"))
+
+
+def test_the_edit_form_asks_before_a_final_status(page: Page, live_server: str) -> None:
+    """Issue 19 §3: setting a final status in the edit form asks first; a refusal keeps
+    the entity as it was."""
+    sample, = create_entities(live_server, {"eClass": "Sample", "name": "Old stock"})
+    log_in(page, live_server)
+    page.goto(f"/entities/Sample/{sample['id']}/edit")
+    asked: list[str] = []
+
+    def answer(dialog, accept: bool) -> None:
+        asked.append(dialog.message)
+        dialog.accept() if accept else dialog.dismiss()
+
+    page.once("dialog", lambda dialog: answer(dialog, False))
+    page.select_option("#field-status", "Discarded")
+    page.click("#save-entity")
+    assert asked == [f"Set the status of Sample {sample['id']} to Discarded? Discarded ends "
+                     "its work."]
+    expect(page).to_have_url(re.compile(r"/edit$"))
+    page.once("dialog", lambda dialog: answer(dialog, True))
+    page.click("#save-entity")
+    expect(page.locator("#entity-status")).to_have_text("Discarded")
+    assert len(asked) == 2

@@ -1,26 +1,37 @@
-"""Storage in real headless Chromium (issue 11): scan-driven check-in into a grid box, a
-refused collision shown in red, a box moved to another rack, and the label sheet (inline
-SVG under the strict CSP)."""
+"""Storage in real headless Chromium (issues 11 and 19): scan-driven check-in into a grid
+box, a refused collision shown in red, a box moved to another rack, the label sheet (inline
+SVG under the strict CSP), box grids that fit a tablet with every column, slots chosen by
+keyboard or named in the address, check-out and "Store anyway" confirmations, and axe-core
+finding nothing serious on the storage pages."""
 from __future__ import annotations
 
 import json
+from typing import Any
 from urllib.request import Request, urlopen
 
+import pytest
 from playwright.sync_api import Page, expect
 
+from tests.browser.axe import assert_no_serious_violations
 from tests.browser.conftest import BROWSER_MARKS, USERNAME, create_entities, log_in
-from tests.conftest import PASSWORD, basic_header
+from tests.conftest import ADMIN_PASSWORD, PASSWORD, basic_header
 
 pytestmark = BROWSER_MARKS
+DESKTOP, TABLET = {"width": 1366, "height": 900}, {"width": 768, "height": 1024}
+
+
+def _post(base_url: str, path: str, body: Any, status: int, username: str = USERNAME,
+          password: str = PASSWORD) -> Any:
+    request = Request(f"{base_url}{path}", data=json.dumps(body).encode(), method="POST",
+                      headers={"Content-Type": "application/json",
+                               **basic_header(username, password)})
+    with urlopen(request, timeout=10) as response:
+        assert response.status == status
+        return json.load(response)
 
 
 def create_locations(base_url: str, *items: dict) -> list[dict]:
-    request = Request(f"{base_url}/api/storage/location", data=json.dumps(list(items)).encode(),
-                      method="POST", headers={"Content-Type": "application/json",
-                                              **basic_header(USERNAME, PASSWORD)})
-    with urlopen(request, timeout=10) as response:
-        assert response.status == 201
-        return json.load(response)
+    return _post(base_url, "/api/storage/location", list(items), 201)
 
 
 def scan(page: Page, code: str) -> None:
@@ -58,17 +69,24 @@ def test_scan_to_store_into_a_grid_box_and_a_refusal_in_red(page: Page,
 
     page.goto(f"/storage/locations/{box['id']}")
     expect(page.locator("td.slot-taken")).to_have_count(4)
-    expect(page.locator('td[data-slot="B2"] a')).to_have_text("Tube 3")
+    expect(page.locator('td[data-slot="B2"] a')).to_have_text("TUBE-3")
+    expect(page.locator('td[data-slot="B2"] a')).to_have_attribute(
+        "title", f"B2: Tube 3 (Sample {samples[3]['id']}, TUBE-3)")
     assert samples[4]["id"] not in page.content()
 
 
-def _check_in(base_url: str, location_id: str, items: list[dict]) -> None:
-    request = Request(f"{base_url}/api/storage/location/{location_id}/checkin",
-                      data=json.dumps(items).encode(), method="POST",
-                      headers={"Content-Type": "application/json",
-                               **basic_header(USERNAME, PASSWORD)})
-    with urlopen(request, timeout=10) as response:
-        assert response.status == 200
+def _check_in(base_url: str, location_id: str, items: list[dict], **login: str) -> None:
+    _post(base_url, f"/api/storage/location/{location_id}/checkin", items, 200, **login)
+
+
+def store_in_slot(page: Page, position: str, code: str) -> None:
+    """Tap a free slot of the box grid, then type a code into the scan field and press
+    Enter."""
+    page.click(f'[data-choose-slot="{position}"]')
+    expect(page.locator("#slot-code")).to_be_focused()
+    expect(page.locator("#slot-chosen")).to_have_text(f"slot {position}")
+    page.fill("#slot-code", code)
+    page.press("#slot-code", "Enter")
 
 
 def test_a_slot_taken_meanwhile_is_refused_in_red(page: Page, live_server: str) -> None:
@@ -78,14 +96,12 @@ def test_a_slot_taken_meanwhile_is_refused_in_red(page: Page, live_server: str) 
                                            {"eClass": "Sample", "name": "Third"})
     log_in(page, live_server)
     page.goto(f"/storage/locations/{box['id']}")
-    page.fill("#slot-A2", first["id"])
-    page.press("#slot-A2", "Enter")
+    store_in_slot(page, "A2", first["id"])
     expect(page.locator('td[data-slot="A2"] a')).to_have_text("First")
     # Someone else takes B1 while this page still shows it empty.
     _check_in(live_server, box["id"], [{"eClass": "Sample", "id": second["id"],
                                         "position": "B1"}])
-    page.fill("#slot-B1", third["id"])
-    page.press("#slot-B1", "Enter")
+    store_in_slot(page, "B1", third["id"])
     error = page.locator("#storage-error")
     expect(error).to_contain_text("slot B1")
     assert error.evaluate("e => getComputedStyle(e).color") == "rgb(180, 35, 24)"
@@ -128,3 +144,154 @@ def test_label_sheet_draws_codes_under_the_strict_policy(page: Page,
     page.emulate_media(media="print")
     expect(page.locator(".topbar")).to_be_hidden()
     expect(label).to_be_visible()
+
+
+def _boxes_with_a_hidden_tube(base_url: str) -> list[dict]:
+    """A 9 × 9, a 12 × 8 (8 rows of 12) and a 10 × 10 box in a freezer, each holding carol's
+    tubes and, in its last row, a tube of a department carol does not belong to."""
+    admin = {"username": "admin", "password": ADMIN_PASSWORD}
+    other, = create_entities(base_url, {"eClass": "Department", "name": "Virology"}, **admin)
+    boxes = create_locations(
+        base_url, {"id": "#f", "name": "Freezer -80 °C"},
+        *({"name": f"Box {rows} × {columns}", "parentID": "#f", "rows": rows,
+           "columns": columns} for rows, columns in ((9, 9), (8, 12), (10, 10))))[1:]
+    tubes = create_entities(base_url, *({"eClass": "Sample", "name": f"PBMC donor 17 day {n}",
+                                         **({"barcode": f"FR-2024-{n:05d}"} if n % 2 else {})}
+                                        for n in range(6)))
+    theirs = create_entities(base_url, *({"eClass": "Sample", "name": "Virology stock",
+                                          "departmentID": other["id"]} for _ in boxes),
+                             **admin)
+    for box, tube, hidden in zip(boxes, (tubes[:2], tubes[2:4], tubes[4:]), theirs,
+                                 strict=True):
+        last_row = chr(ord("A") + box["rows"] - 1)
+        _check_in(base_url, box["id"],
+                  [{"eClass": "Sample", "id": tube[0]["id"], "position": "A1"},
+                   {"eClass": "Sample", "id": tube[1]["id"],
+                    "position": f"A{box['columns']}"},
+                   {"eClass": "Sample", "id": hidden["id"], "position": f"{last_row}3"}],
+                  **admin)
+    return boxes
+
+
+@pytest.mark.parametrize("viewport", [DESKTOP, TABLET], ids=["1366", "768"])
+def test_every_column_of_a_box_fits_the_screen(page: Page, live_server: str,
+                                               viewport: dict[str, int]) -> None:
+    boxes = _boxes_with_a_hidden_tube(live_server)
+    page.set_viewport_size(viewport)
+    log_in(page, live_server)
+    for box in boxes:
+        page.goto(f"/storage/locations/{box['id']}")
+        grid = page.locator(".box-grid")
+        last = grid.locator("tbody tr").last.locator("td").last
+        edge = last.bounding_box()
+        assert edge["x"] + edge["width"] <= viewport["width"], box["name"]
+        assert page.evaluate("document.documentElement.scrollWidth"
+                             " <= document.documentElement.clientWidth"), box["name"]
+        expect(grid.locator("thead th").last).to_have_text(str(box["columns"]))
+        expect(grid.locator("td.slot-occupied")).to_have_text(["occupied"])
+        expect(grid.locator("td.slot-free").first).to_contain_text("free")
+        expect(page.locator("#grid-count")).to_contain_text(
+            f"3 / {box['rows'] * box['columns']} slots taken (1 by items you may not see)")
+        assert_no_serious_violations(page)
+    first = page.locator('td[data-slot="A1"] a')
+    expect(first).to_have_attribute("title", "A1: PBMC donor 17 day 4 (Sample "
+                                    f"{first.get_attribute('href').rsplit('/', 1)[1]})")
+    expect(first).to_have_text("…or 17 day 4")
+
+
+def test_a_free_slot_is_chosen_by_keyboard_and_the_tube_stored_there(
+        page: Page, live_server: str) -> None:
+    box, = create_locations(live_server, {"name": "Box 1", "rows": 9, "columns": 9})
+    first, second = create_entities(live_server, {"eClass": "Sample", "name": "First"},
+                                    {"eClass": "Sample", "name": "Second",
+                                     "barcode": "TUBE-2"})
+    _check_in(live_server, box["id"], [{"eClass": "Sample", "id": first["id"]}])
+    page.set_viewport_size(TABLET)
+    log_in(page, live_server)
+    page.goto(f"/storage/locations/{box['id']}")
+    page.focus("#slot-code")
+    page.keyboard.press("Tab")
+    expect(page.locator("#slot-form button[type=submit]")).to_be_focused()
+    page.keyboard.press("Tab")
+    expect(page.locator('td[data-slot="A1"] a')).to_be_focused()
+    page.keyboard.press("Tab")
+    expect(page.locator('[data-choose-slot="A2"]')).to_be_focused()
+    page.keyboard.press("Enter")
+    expect(page.locator("#slot-code")).to_be_focused()
+    expect(page.locator("#slot-chosen")).to_have_text("slot A2")
+    expect(page.locator('td[data-slot="A2"]')).to_have_class("slot slot-free slot-highlight")
+    page.keyboard.type("TUBE-2")
+    page.keyboard.press("Enter")
+    expect(page.locator(".flash-success")).to_have_text(
+        f"Sample {second['id']} (Second) checked in at Box 1, slot A2.")
+    cell = page.locator('td[data-slot="A2"]')
+    expect(cell).to_have_class("slot slot-taken slot-highlight")
+    expect(cell).to_have_attribute("aria-current", "true")
+    expect(cell.locator("a")).to_have_text("TUBE-2")
+
+
+def test_a_slot_named_in_the_address_is_highlighted_and_scrolled_to(
+        page: Page, live_server: str) -> None:
+    box, = create_locations(live_server, {"name": "Deep box", "rows": 10, "columns": 10})
+    tube, = create_entities(live_server, {"eClass": "Sample", "name": "Last tube"})
+    _check_in(live_server, box["id"], [{"eClass": "Sample", "id": tube["id"],
+                                        "position": "J10"}])
+    page.set_viewport_size({"width": 768, "height": 500})
+    log_in(page, live_server)
+    page.goto(f"/storage/locations/{box['id']}?slot=J10")
+    cell = page.locator('td[data-slot="J10"]')
+    expect(cell).to_have_class("slot slot-taken slot-highlight")
+    expect(cell).to_be_in_viewport()
+
+
+def test_check_out_asks_first(page: Page, live_server: str) -> None:
+    box, = create_locations(live_server, {"name": "Box 3", "rows": 2, "columns": 2})
+    tube, = create_entities(live_server, {"eClass": "Sample", "name": "Keep me"})
+    _check_in(live_server, box["id"], [{"eClass": "Sample", "id": tube["id"]}])
+    log_in(page, live_server)
+    page.goto(f"/storage/locations/{box['id']}")
+    asked: list[str] = []
+    page.once("dialog", lambda dialog: (asked.append(dialog.message), dialog.dismiss()))
+    row = page.locator(f'tr[data-item="{tube["id"]}"]')
+    row.get_by_role("button", name="Check out").click()
+    assert asked == [f"Check out Sample {tube['id']} (Keep me) from Box 3?"]
+    page.once("dialog", lambda dialog: dialog.accept())
+    row.get_by_role("button", name="Check out").click()
+    expect(page.locator(".flash-success")).to_contain_text("checked out")
+    expect(page.locator("#empty-location")).to_be_visible()
+    expect(page.locator("td.slot-free")).to_have_count(4)
+
+
+def test_bench_asks_before_storing_a_discarded_tube(page: Page, live_server: str) -> None:
+    create_locations(live_server, {"name": "Box 4", "rows": 2, "columns": 2,
+                                   "barcode": "BOX-4"})
+    create_entities(live_server, {"eClass": "Sample", "name": "Old tube", "barcode": "OLD-1",
+                                  "status": "Discarded"})
+    page.set_viewport_size(TABLET)
+    log_in(page, live_server)
+    page.goto("/storage/bench")
+    scan(page, "BOX-4")
+    scan(page, "OLD-1")
+    refused = page.locator("#scan-results li").first
+    expect(refused).to_have_class("scan-error")
+    expect(refused).to_contain_text("is Discarded. Store it anyway?")
+    assert_no_serious_violations(page)
+    refused.get_by_role("button", name="Store anyway").click()
+    expect(page.locator("#scan-results li")).to_have_count(3)
+    stored = page.locator("#scan-results li").first
+    expect(stored).to_have_class("scan-ok")
+    expect(stored).to_contain_text("checked in at Box 4, slot A1.")
+    expect(page.locator("#scan-code")).to_be_focused()
+
+
+def test_the_storage_pages_pass_axe(page: Page, live_server: str) -> None:
+    boxes = _boxes_with_a_hidden_tube(live_server)
+    page.set_viewport_size(TABLET)
+    log_in(page, live_server)
+    for url in ("/storage", f"/storage/locations/{boxes[0]['id']}?slot=B2", "/storage/bench",
+                f"/storage/labels?ids={boxes[0]['id']}"):
+        page.goto(url)
+        assert_no_serious_violations(page)
+    page.goto("/storage")
+    expect(page.locator(f'li[data-location="{boxes[0]["parentID"]}"] > .fill-text')
+           ).to_have_text("9 stored")

@@ -27,13 +27,15 @@ from labapp.search import index
 from labapp.search.indexer import index_path
 from tests.contracts.visibility import oracle
 from tests.contracts.visibility.build import LiveWorld, built_world
+from tests.contracts.visibility.item_pages import WRITE_PATHS as ITEM_PAGE_WRITE_PATHS
 from tests.contracts.visibility.paths import MatrixPath
 from tests.contracts.visibility.reads import READ_PATHS
 from tests.contracts.visibility.storage import WRITE_PATHS as STORAGE_WRITE_PATHS
 from tests.contracts.visibility.world import ANONYMOUS, CALLERS, ENTITIES
 from tests.contracts.visibility.writes import WRITE_PATHS as ENTITY_WRITE_PATHS
 
-WRITE_PATHS = ENTITY_WRITE_PATHS + STORAGE_WRITE_PATHS  # /api/storage (issue 11)
+# /api/storage (issue 11); check-in and check-out from a sample's page (issue 19)
+WRITE_PATHS = ENTITY_WRITE_PATHS + STORAGE_WRITE_PATHS + ITEM_PAGE_WRITE_PATHS
 
 # (path, caller, subject) → why the API disagrees with the rule: the file and function to fix.
 # Each entry becomes a single case marked xfail(strict=True), so it fails once the bug is

@@ -249,3 +249,11 @@ def test_field_lookup_is_case_insensitive() -> None:
     assert sample.field("plateid") is sample.fields["plateID"]
     assert sample.field("ECLASS") is sample.fields["eClass"]
     assert sample.field("nope") is None
+
+
+def test_final_statuses_are_those_that_end_the_work() -> None:
+    """Discarded leads nowhere; Canceled and Rejected only back to the start (issue 19)."""
+    assert find_class("Sample").workflow.final_statuses == {"Discarded", "Canceled"}
+    assert find_class("Request").workflow.final_statuses == {"Rejected", "Canceled"}
+    assert find_class("Experiment").workflow.final_statuses == {"Canceled"}
+    assert find_class("Location").workflow.final_statuses == frozenset()

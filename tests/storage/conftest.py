@@ -2,9 +2,12 @@
 through the API, and the snapshot a refused request must leave alone."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
+import pytest
 from flask import Flask
+from flask.testing import FlaskClient
 from sqlalchemy import func, select
 from werkzeug.test import TestResponse
 
@@ -14,6 +17,21 @@ from tests.conftest import ApiClient
 
 # The entity tests' factories: the administrator, departments, members and grants.
 from tests.entities.conftest import admin, department, grant, member  # noqa: F401
+from tests.web.test_pages import page_login
+
+
+@pytest.fixture
+def alice(make_user: Callable[..., str], api_as: Callable[..., ApiClient]) -> ApiClient:
+    """The member alice through the API."""
+    make_user("alice")
+    return api_as("alice")
+
+
+@pytest.fixture
+def browser(client: FlaskClient, alice: ApiClient) -> FlaskClient:
+    """A client logged in as alice through the login form, as the pages are used."""
+    assert page_login(client, "alice").status_code == 303
+    return client
 
 
 def body_of(response: TestResponse, status: int) -> Any:

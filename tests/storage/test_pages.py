@@ -2,30 +2,34 @@
 check-in and check-out forms, bench-mode scans, the move with its confirmation, labels."""
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
-import pytest
+from flask import Flask
 from flask.testing import FlaskClient
 
+from labapp.storage.service import closed_status
 from tests.conftest import ApiClient
+from tests.entities.conftest import Grants
 from tests.storage.conftest import body_of, check_in, make_items, make_locations, refs
 from tests.web.test_pages import page_login, post_form
 
 
-@pytest.fixture
-def alice(make_user: Callable[..., str], api_as: Callable[..., ApiClient]) -> ApiClient:
-    make_user("alice")
-    return api_as("alice")
-
-
-@pytest.fixture
-def browser(client: FlaskClient, alice: ApiClient) -> FlaskClient:
-    assert page_login(client, "alice").status_code == 303
-    return client
-
-
 def html(response) -> str:
     return response.get_data(as_text=True)
+
+
+def cell(page: str, position: str) -> str:
+    """The ``<td>`` of one slot of the box grid, tags included."""
+    found = re.search(rf'<td [^>]*data-slot="{position}"[^>]*>.*?</td>', page, re.S)
+    assert found, f"no slot {position}"
+    return found[0]
+
+
+def flashed(client: FlaskClient, response) -> str:
+    """The page a redirecting form answer leads to (with its flashed message)."""
+    assert response.status_code == 302, html(response)
+    return html(client.get(response.headers["Location"]))
 
 
 def test_tree_shows_fill_bars_and_needs_a_login(client: FlaskClient, alice: ApiClient) -> None:
@@ -47,12 +51,17 @@ def test_box_page_draws_the_grid_and_an_empty_slot_checks_in(browser: FlaskClien
     url = f"/storage/locations/{box['id']}"
     page = html(browser.get(url))
     assert page.count('class="slot slot-taken"') == 1 and page.count("slot slot-free") == 5
-    assert f'data-slot="B3"><a href="/entities/Sample/{first}"' in page
+    assert f'<a href="/entities/Sample/{first}" title="B3: {first}' in cell(page, "B3")
+    assert 'data-choose-slot="A2"' in cell(page, "A2") and ">free<" in cell(page, "A2")
+    assert '<strong>1 / 6</strong> slots taken' in page
     response = post_form(browser, f"{url}/checkin", {"code": second, "position": "A2"})
-    assert response.status_code == 302
+    assert response.headers["Location"].endswith("?slot=A2")
+    assert f"{second} ({second}) checked in at Box, slot A2." in flashed(browser, response)
     assert body_of(alice.get(f"/api/entity/Sample/{second}"), 200)["position"] == "A2"
     refused = post_form(browser, f"{url}/checkin", {"code": first, "position": "A2"})
     assert refused.status_code == 409 and "slot A2" in html(refused)
+    assert f'data-confirm="Check out Sample {second} ({second}) from Box?"' in html(
+        browser.get(url))
     out = post_form(browser, f"{url}/checkout", {"eClass": "Sample", "id": second})
     assert out.status_code == 302
     assert body_of(alice.get(f"/api/entity/Sample/{second}"), 200)["locationID"] is None
@@ -120,3 +129,149 @@ def test_labels_draw_both_codes_as_svg(browser: FlaskClient, alice: ApiClient) -
 def test_hidden_location_pages_are_404(browser: FlaskClient) -> None:
     for url in ("/storage/locations/NOPE", "/storage/locations/NOPE/move"):
         assert browser.get(url).status_code == 404
+
+
+def test_a_slot_another_department_holds_is_occupied_counted_and_never_offered(
+        browser: FlaskClient, alice: ApiClient, admin: ApiClient,
+        department: Callable[..., str], grant: Grants) -> None:
+    other = department("Other")
+    box, = make_locations(admin, {"name": "Shared box", "rows": 9, "columns": 9})
+    theirs, = make_items(admin, "Sample", 1, departmentID=other, name="Their serum",
+                         barcode="THEIRS-1")
+    mine, spare = make_items(alice, "Sample", 2)
+    check_in(admin, box["id"], [{"eClass": "Sample", "id": theirs, "position": "I7"},
+                                {"eClass": "Sample", "id": mine, "position": "A1"}])
+    url = f"/storage/locations/{box['id']}"
+    page = html(browser.get(url))
+    slot = cell(page, "I7")
+    assert 'class="slot slot-occupied"' in slot and ">occupied</span>" in slot
+    assert "data-choose-slot" not in slot and "<a " not in slot
+    assert theirs not in page and "Their serum" not in page and "THEIRS-1" not in page
+    assert "<strong>2 / 81</strong> slots taken (1 by items you may not see)" in page
+    assert page.count("slot slot-free") == 79 and page.count("data-choose-slot=") == 79
+    assert "2 / 81" in page.split('id="location-summary"')[1].split("</p>")[0]
+    refused = post_form(browser, f"{url}/checkin", {"code": spare, "position": "I7"})
+    assert refused.status_code == 409 and "slot I7" in html(refused)
+    assert theirs not in html(refused)
+    # A box the viewer may only read: free slots are drawn, never offered.
+    readonly = department("Read only")
+    grant.department(readonly, "Read", user="alice")
+    shelf, = make_locations(admin, {"name": "Their box", "rows": 2, "columns": 2,
+                                    "departmentID": readonly})
+    page = html(browser.get(f"/storage/locations/{shelf['id']}"))
+    assert page.count("slot slot-free") == 4 and "data-choose-slot" not in page
+    assert 'id="slot-form"' not in page
+
+
+def _tree_entry(page: str, location_id: str) -> str:
+    """What the storage tree says of one location (up to its children)."""
+    found = re.search(rf'<li data-location="{location_id}">(.*?)(?:<ul|</li>)', page, re.S)
+    assert found, f"{location_id} is not in the tree"
+    return found[1]
+
+
+def test_the_tree_counts_what_is_stored_below_each_location(
+        browser: FlaskClient, alice: ApiClient, admin: ApiClient,
+        department: Callable[..., str]) -> None:
+    other = department("Other")
+    freezer, rack, box, hidden = make_locations(
+        admin, {"id": "#f", "name": "Freezer -80"},
+        {"id": "#r", "name": "Rack 1", "parentID": "#f", "capacity": 4},
+        {"name": "Box 1", "parentID": "#r", "rows": 9, "columns": 9},
+        {"name": "Their box", "parentID": "#r", "departmentID": other})
+    check_in(admin, box["id"], refs("Sample", make_items(admin, "Sample", 3)))
+    check_in(admin, rack["id"], refs("Sample", make_items(admin, "Sample", 1)))
+    check_in(admin, hidden["id"], refs("Sample", make_items(admin, "Sample", 2,
+                                                           departmentID=other)))
+    page = html(browser.get("/storage"))
+    assert "6 stored" in _tree_entry(page, freezer["id"])
+    assert "1 / 4 · 6 in all" in _tree_entry(page, rack["id"])
+    assert "3 / 81" in _tree_entry(page, box["id"]) and "in all" not in _tree_entry(
+        page, box["id"])
+    assert hidden["id"] not in page and "Their box" not in page
+    location = html(browser.get(f"/storage/locations/{freezer['id']}"))
+    assert "6 stored" in location.split('id="location-summary"')[1].split("</p>")[0]
+    assert "1 / 4 · 6 in all" in location.split('id="children"')[1]
+
+
+def test_storing_a_stored_tube_says_where_it_moved_from(browser: FlaskClient,
+                                                         alice: ApiClient) -> None:
+    rack, first, second = make_locations(
+        alice, {"id": "#r", "name": "Rack"},
+        {"name": "Box 1", "parentID": "#r", "rows": 3, "columns": 3, "barcode": "BOX-1"},
+        {"name": "Box 2", "parentID": "#r", "rows": 3, "columns": 3})
+    tube, = make_items(alice, "Sample", 1, name="Tube 7", barcode="T-7")
+    said = f"Sample {tube} (Tube 7)"
+    into_first = f"/storage/locations/{first['id']}/checkin"
+    answer = post_form(browser, into_first, {"code": "T-7", "position": "A1"})
+    assert f"{said} checked in at Rack / Box 1, slot A1." in flashed(browser, answer)
+    answer = post_form(browser, into_first, {"code": "T-7", "position": "C3"})
+    assert f"{said} moved A1 → C3." in flashed(browser, answer)
+    answer = post_form(browser, f"/storage/locations/{second['id']}/checkin", {"code": "T-7"})
+    assert (f"{said} moved from Rack / Box 1, slot C3 → Rack / Box 2, slot A1."
+            in flashed(browser, answer))
+    headers = {"HX-Request": "true"}
+    scanned = post_form(browser, "/storage/bench/scan", {"code": "T-7", "target": first["id"]},
+                        headers=headers)
+    assert scanned.status_code == 200 and "scan-ok" in html(scanned)
+    assert (f"{said} moved from Rack / Box 2, slot A1 → Rack / Box 1, slot A1."
+            in html(scanned))
+    again = post_form(browser, "/storage/bench/scan", {"code": "T-7", "target": first["id"]},
+                      headers=headers)
+    assert f"{said} is already at Rack / Box 1, slot A1." in html(again)
+
+
+def test_a_tube_whose_workflow_is_over_is_stored_only_when_confirmed(
+        app: Flask, browser: FlaskClient, alice: ApiClient) -> None:
+    box, = make_locations(alice, {"name": "Box", "rows": 2, "columns": 2})
+    discarded, = make_items(alice, "Sample", 1, name="Old", status="Discarded")
+    canceled, = make_items(alice, "Sample", 1, status="Canceled")
+    completed, = make_items(alice, "Sample", 1, status="Completed")
+    with app.app_context():
+        assert [closed_status("Sample", key) for key in (discarded, canceled, completed)] \
+            == ["Discarded", "Canceled", None]
+    url = f"/storage/locations/{box['id']}"
+    refused = post_form(browser, f"{url}/checkin", {"code": discarded, "position": "B2"})
+    page = html(refused)
+    assert refused.status_code == 409
+    assert f"Sample {discarded} (Old) is Discarded. Store it anyway?" in page
+    form = page.split('id="confirm-form"')[1].split("</form>")[0]
+    for field in (f'name="code" value="{discarded}"', 'name="position" value="B2"',
+                  'name="confirm" value="yes"', 'id="store-anyway"'):
+        assert field in form
+    assert body_of(alice.get(f"/api/entity/Sample/{discarded}"), 200)["locationID"] is None
+    stored = post_form(browser, f"{url}/checkin",
+                       {"code": discarded, "position": "B2", "confirm": "yes"})
+    assert "checked in at Box, slot B2." in flashed(browser, stored)
+    assert body_of(alice.get(f"/api/entity/Sample/{discarded}"), 200)["position"] == "B2"
+    headers = {"HX-Request": "true"}
+    scan = {"code": canceled, "target": box["id"]}
+    asked = post_form(browser, "/storage/bench/scan", scan, headers=headers)
+    assert asked.status_code == 409 and "is Canceled. Store it anyway?" in html(asked)
+    assert 'name="confirm" value="yes"' in html(asked) and "Store anyway</button>" in html(asked)
+    assert body_of(alice.get(f"/api/entity/Sample/{canceled}"), 200)["locationID"] is None
+    confirmed = post_form(browser, "/storage/bench/scan", {**scan, "confirm": "yes"},
+                          headers=headers)
+    assert confirmed.status_code == 200 and "checked in at Box, slot A1." in html(confirmed)
+    plain = post_form(browser, "/storage/bench/scan", {"code": completed, "target": box["id"]},
+                      headers=headers)
+    assert plain.status_code == 200 and "slot A2" in html(plain)
+
+
+def test_a_slot_named_in_the_address_is_highlighted(browser: FlaskClient,
+                                                    alice: ApiClient) -> None:
+    box, = make_locations(alice, {"name": "Box", "rows": 3, "columns": 4})
+    tube, = make_items(alice, "Sample", 1)
+    check_in(alice, box["id"], [{"eClass": "Sample", "id": tube, "position": "A1"}])
+    url = f"/storage/locations/{box['id']}"
+    free = html(browser.get(url, query_string={"slot": "c04"}))
+    assert "slot-highlight" in cell(free, "C4") and 'aria-current="true"' in cell(free, "C4")
+    assert free.count('aria-current="true"') == 1
+    assert 'id="slot-position" value="C4"' in free
+    assert '<span id="slot-chosen">slot C4</span>' in free
+    taken = html(browser.get(url, query_string={"slot": "A1"}))
+    assert 'aria-current="true"' in cell(taken, "A1")
+    assert 'id="slot-position" value=""' in taken and "the first free slot" in taken
+    assert f'<a href="{url}?slot=A1">A1</a>' in taken.split('id="contents-table"')[1]
+    outside = html(browser.get(url, query_string={"slot": "D5"}))
+    assert 'aria-current="true"' not in outside

@@ -88,3 +88,11 @@ def test_creating_through_the_picker_checks_in(signed_in, api) -> None:
     assert taken.status_code == 409 and "slot B2" in page and "is taken" in page
     assert ("B2", "B2") not in options(page, "field-position")
     assert 'value="Second"' in page
+
+
+def test_the_edit_forms_status_select_names_the_final_statuses(signed_in, api) -> None:
+    sample = save(api, {"eClass": "Sample", "name": "Broth"})[0]
+    edit = html_of(signed_in.get(f"/entities/Sample/{sample['id']}/edit"))
+    assert 'data-confirm-values="Canceled Discarded"' in edit
+    new = html_of(signed_in.get("/entities/Sample/new"))
+    assert "data-confirm-values" not in new

@@ -10,6 +10,7 @@ from tests.contracts.visibility.boards import BOARD_READ_PATHS
 from tests.contracts.visibility.build import LiveWorld, closed, file_content
 from tests.contracts.visibility.datamodel import DATAMODEL_READ_PATHS
 from tests.contracts.visibility.exports import EXPORT_READ_PATHS
+from tests.contracts.visibility.item_pages import READ_PATHS as ITEM_PAGE_READ_PATHS
 from tests.contracts.visibility.odata import ODATA_READ_PATHS
 from tests.contracts.visibility.paths import (
     MatrixPath,
@@ -109,6 +110,7 @@ READ_PATHS: tuple[MatrixPath, ...] = (
     MatrixPath("file.metadata", FILES, expect_visible, metadata),
     *QUERY_READ_PATHS,  # /api/query (issue 5)
     *STORAGE_READ_PATHS,  # /api/storage (issue 11)
+    *ITEM_PAGE_READ_PATHS,  # the storage part of a sample's page (issue 19)
     *BOARD_READ_PATHS,  # /api/dashboard, /api/notification (issue 12)
     *DATAMODEL_READ_PATHS,  # /api/datamodel, /api/sync (issue 14)
     *SEARCH_READ_PATHS,  # /api/search, /api/query/freetext (issue 10)
