@@ -178,6 +178,7 @@ def _register_cli(app: Flask) -> None:
     from labapp.files.cli import files_cli
     from labapp.search.cli import search_cli
     from labapp.sync.cli import restore_command, save_command
+    from labapp.worker import worker_command
 
     app.cli.add_command(init_command)
     app.cli.add_command(users_cli)
@@ -188,3 +189,5 @@ def _register_cli(app: Flask) -> None:
     sync_cli.add_command(restore_command)
     app.cli.add_command(sync_cli)
     app.cli.add_command(search_cli)
+    app.cli.add_command(worker_command)
+    search_cli.add_command(worker_command, "worker")  # the worker's old name, kept

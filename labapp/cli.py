@@ -13,8 +13,9 @@ from flask.cli import with_appcontext
 from flask_migrate import upgrade
 from sqlalchemy import select
 
-from labapp import planner, tallies
+from labapp import sqlite_stats
 from labapp.access.actor import ADMIN
+from labapp.dashboards import tallies
 from labapp.db import db, transaction
 from labapp.entities.audit import SYSTEM_ACTOR, record_created, stamp_created
 from labapp.errors import AppError
@@ -67,7 +68,7 @@ def init_command() -> None:
     if ensure_search_index():
         click.echo("built the search index")
     tallies.fold()
-    if planner.refresh():
+    if sqlite_stats.refresh():
         click.echo("gathered the planner statistics (SQLite ANALYZE)")
     if generated is not None:
         click.echo(f"Generated password for '{ADMIN_USERNAME}' (shown only now): {generated}")

@@ -130,7 +130,7 @@ SETTINGS: tuple[Setting, ...] = (
             "worker) before leaving its queued changes to the next drain.",
             _parse_positive_int),
     Setting("SQLITE_STATISTICS_SECONDS", 60,
-            "How often the search worker looks whether SQLite's planner statistics are due "
+            "How often the worker looks whether SQLite's planner statistics are due "
             "(`ANALYZE` once the data grew or shrank by a fifth); 0: it never does, and "
             "`flask --app labapp init` gathers them.",
             _parse_non_negative_int),

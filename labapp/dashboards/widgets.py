@@ -16,9 +16,9 @@ from markdown_it import MarkdownIt
 from marshmallow import Schema, ValidationError, fields, validate, validates
 from sqlalchemy import ColumnElement, Subquery, func, or_, select
 
-from labapp import tallies
 from labapp.access.actor import Actor
 from labapp.access.visibility import NONE, access_type, readable
+from labapp.dashboards import tallies
 from labapp.db import db
 from labapp.errors import InvalidInput
 from labapp.model import Entity, EntityEvent, Location, Request
@@ -102,7 +102,7 @@ def check_saved_list(config: dict[str, Any]) -> None:
 
 
 def _visible_tally(actor: Actor, eclass: str) -> tuple[Subquery, ColumnElement[bool]]:
-    """The tally rows of ``eclass`` the actor may count (labapp/tallies.py)."""
+    """The tally rows of ``eclass`` the actor may count (labapp/dashboards/tallies.py)."""
     tally = tallies.counts(eclass)
     return tally, readable(actor, tally.c)
 

@@ -5,8 +5,8 @@ Counting a class's statuses or its creations per week as a reader meant aggregat
 visible row (40-90 ms at 100,000 entities, bench/RESULTS.md §9); the tallies hold a few
 rows per class and day. The triggers on ``entity`` (migration ``a9d3f6b2c8e1``) only ever
 append to :class:`EntityCountChange`, +1 for a row as it is now and -1 for what it was, so
-concurrent writers never wait on a shared counter row; :func:`labapp.tallies.fold` adds the
-changes into :class:`EntityCount` (the search worker does it as they come). The true count
+concurrent writers never wait on a shared counter row; :func:`labapp.dashboards.tallies.fold`
+adds the changes into :class:`EntityCount` (the worker does it as they come). The true count
 is always the sum of both tables.
 
 No department or project is stored as ``''`` (never an id), so that a tally's key has no

@@ -1,8 +1,9 @@
-"""``flask --app labapp search rebuild`` and ``flask --app labapp search status``."""
+"""``flask --app labapp search rebuild`` and ``flask --app labapp search status``.
+
+``flask --app labapp search worker`` is the worker's old name (:mod:`labapp.worker`),
+added to this group by :func:`labapp.create_app`."""
 from __future__ import annotations
 
-import signal
-import threading
 from datetime import UTC, datetime
 
 import click
@@ -11,7 +12,7 @@ from sqlalchemy import func, select
 
 from labapp.db import db
 from labapp.model import Entity
-from labapp.search import index, indexer, worker
+from labapp.search import index, indexer
 from labapp.search.rebuild import rebuild_index
 
 
@@ -28,18 +29,6 @@ def rebuild_command() -> None:
     with click.progressbar(length=total, label="Indexing entities") as bar:
         count = rebuild_index(progress=bar.update)
     click.echo(f"Indexed {count} entities into {indexer.index_path()}.")
-
-
-@search_cli.command("worker")
-@with_appcontext
-def worker_command() -> None:
-    """Index queued changes as they come (run it beside the web server; `make run` does).
-    Stops on SIGTERM or Ctrl-C after the batch in hand."""
-    stop = threading.Event()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, lambda *_: stop.set())
-    click.echo(f"search worker: indexing queued changes into {indexer.index_path()}")
-    worker.run(stop)
 
 
 @search_cli.command("status")

@@ -1,38 +1,29 @@
-"""The indexer process: ``flask --app labapp search worker`` drains the search queue as it fills.
+"""The search feature's part of the worker (:mod:`labapp.worker`): drain the queue as it fills.
 
 Requests then only write their queue rows (the triggers do, in the request's transaction)
-and return; the Whoosh work runs on this process's CPU. The loop polls the queue with one
-cheap query every :data:`POLL` seconds, drains what it finds (:func:`indexer.drain`: 1,000
-rows per index commit, rows deleted only after their commit, so a worker killed mid-batch
-loses nothing), while a thread refreshes the heartbeat file every
+and return; the Whoosh work runs on the worker's CPU. :func:`upkeep` looks at the queue with
+one cheap query and drains what it finds (:func:`indexer.drain`: 1,000 rows per index commit,
+rows deleted only after their commit, so a worker killed mid-batch loses nothing), while
+:func:`heartbeat` keeps a thread refreshing the heartbeat file every
 :data:`indexer.HEARTBEAT_EVERY` seconds. While the heartbeat is fresh, requests skip their
 inline drain; a worker that stops cleanly removes it, one that dies lets it go stale, and
 requests drain inline again.
-
-Being the one long-running process beside gunicorn, the worker also folds the entity
-tallies' changes when the queue is empty (:func:`labapp.tallies.fold`) and refreshes SQLite's
-planner statistics when the data has grown (:func:`labapp.planner.refresh`, looked at every
-``SQLITE_STATISTICS_SECONDS``; 0 turns that off).
 """
 from __future__ import annotations
 
 import logging
 import os
 import threading
-import time
-from collections.abc import Callable
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
-from flask import current_app
 from sqlalchemy import select
-from sqlalchemy.exc import SQLAlchemyError
 
-from labapp import planner, tallies
 from labapp.db import db
 from labapp.model import SearchQueue
 from labapp.search import index, indexer
 
-POLL = 0.15  # seconds between two looks at the queue when it was empty
 logger = logging.getLogger(__name__)
 
 
@@ -43,7 +34,11 @@ def _waiting() -> bool:
         db.session.rollback()
 
 
-def _drain_once() -> None:
+def upkeep() -> bool:
+    """Drain the search queue into the index when changes wait; True when some did (an
+    index that is busy or unavailable is logged, and the next look tries again)."""
+    if not _waiting():
+        return False
     try:
         indexer.drain()
     except index.IndexBusy:
@@ -53,65 +48,39 @@ def _drain_once() -> None:
                      error)
     finally:
         db.session.rollback()
+    return True
 
 
-def _attempt(task: Callable[[], object], failure: str) -> bool:
-    """Run a maintenance task; False when the database refused it (busy or locked: the next
-    look tries again)."""
-    try:
-        task()
-        return True
-    except SQLAlchemyError as error:
-        logger.warning("%s: %s", failure, error)
-        db.session.rollback()
-        return False
-
-
-def _gather_statistics() -> None:
-    if planner.refresh():
-        logger.info("gathered the planner statistics (SQLite ANALYZE)")
-
-
-def _beat_until(stop: threading.Event, heartbeat: Path) -> None:
-    """Refresh the heartbeat every :data:`indexer.HEARTBEAT_EVERY` s (a thread of its own:
-    a long drain must not let it go stale, or requests would start draining too)."""
-    while not stop.is_set():
-        indexer.beat(heartbeat)
-        stop.wait(indexer.HEARTBEAT_EVERY)
-
-
-def run(stop: threading.Event) -> None:
-    """Drain the queue until ``stop`` is set (in an application context). The heartbeat
-    is written before the first drain and removed on the way out."""
-    heartbeat = indexer.heartbeat_path()
-    indexer.beat(heartbeat)
-    beating = threading.Thread(target=_beat_until, args=(stop, heartbeat), daemon=True,
+@contextmanager
+def heartbeat() -> Iterator[None]:
+    """Tell the requests a worker drains the queue: the heartbeat is written on entry,
+    refreshed by a thread of its own (a long drain must not let it go stale, or requests
+    would start draining too) and removed on the way out (in an application context)."""
+    path = indexer.heartbeat_path()
+    indexer.beat(path)
+    stop = threading.Event()
+    beating = threading.Thread(target=_beat_until, args=(stop, path), daemon=True,
                                name="search-heartbeat")
     beating.start()
-    every = float(current_app.config["LABAPP"]["SQLITE_STATISTICS_SECONDS"])
-    statistics_due = time.monotonic() if every else float("inf")
     try:
-        while not stop.is_set():
-            if _waiting():
-                _drain_once()
-            elif not (tallies.pending()
-                      and _attempt(tallies.fold, "entity tallies not folded")):
-                stop.wait(POLL)  # nothing to do, or a fold that failed: look again soon
-            if time.monotonic() >= statistics_due:
-                _attempt(_gather_statistics, "planner statistics not gathered")
-                statistics_due = time.monotonic() + every
+        yield
     finally:
         stop.set()
         beating.join()
-        db.session.remove()
-        _remove_own(heartbeat)
+        _remove_own(path)
 
 
-def _remove_own(heartbeat: Path) -> None:
+def _beat_until(stop: threading.Event, path: Path) -> None:
+    while not stop.is_set():
+        indexer.beat(path)
+        stop.wait(indexer.HEARTBEAT_EVERY)
+
+
+def _remove_own(path: Path) -> None:
     """Remove the heartbeat when it is this process's (another worker may have taken over)."""
     try:
-        with open(heartbeat) as file:
+        with open(path) as file:
             if file.read().strip() == str(os.getpid()):
-                os.remove(heartbeat)
+                os.remove(path)
     except OSError:
         pass

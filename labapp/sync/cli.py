@@ -13,8 +13,9 @@ from flask import current_app
 from flask.cli import with_appcontext
 from flask_migrate import upgrade
 
-from labapp import planner, tallies
+from labapp import sqlite_stats
 from labapp.blobs import stored_blob
+from labapp.dashboards import tallies
 from labapp.db import db
 from labapp.sync import service
 from labapp.sync.archive import ArchiveError
@@ -57,6 +58,6 @@ def restore_command(file: Path, force: bool) -> None:
         raise click.ClickException(str(error)) from None
     click.echo(f"restored {checked.manifest.get('entities', 0)} entities from {file.name}")
     tallies.fold()
-    if planner.refresh():
+    if sqlite_stats.refresh():
         click.echo("gathered the planner statistics (SQLite ANALYZE)")
 

@@ -10,7 +10,7 @@ from typing import Any
 from flask import Flask
 from sqlalchemy import delete, func, select, update
 
-from labapp import tallies
+from labapp.dashboards import tallies
 from labapp.db import db, transaction
 from labapp.model import Entity, EntityCount, EntityCountChange
 from tests.conftest import ApiClient

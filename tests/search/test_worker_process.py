@@ -1,6 +1,6 @@
-"""The indexer process (``flask --app labapp search worker``): requests only queue their
-changes while it runs, it makes them searchable within 2 s, and without a live worker the
-requests drain inline again."""
+"""The worker process (``flask --app labapp worker``) as the search index sees it: requests
+only queue their changes while it runs, it makes them searchable within 2 s, and without a
+live worker the requests drain inline again. ``search worker``, its old name, still runs it."""
 from __future__ import annotations
 
 import os
@@ -25,14 +25,15 @@ FRESH = 2.0  # seconds: the issue's freshness target
 
 
 @contextmanager
-def indexer_process(app: Flask) -> Iterator[subprocess.Popen]:
-    """``flask --app labapp search worker`` on ``app``'s database and instance, once its
-    heartbeat is up."""
+def worker_process(app: Flask, command: tuple[str, ...] = ("worker",)
+                   ) -> Iterator[subprocess.Popen]:
+    """``flask --app labapp worker`` (or ``command``) on ``app``'s database and instance,
+    once its heartbeat is up."""
     settings = app.config["LABAPP"]
     env = {**os.environ, "LABAPP_INSTANCE_PATH": settings["INSTANCE_PATH"],
            "LABAPP_DATABASE_URL": settings["DATABASE_URL"], "LABAPP_SECRET_KEY": SECRET_KEY}
-    process = subprocess.Popen([sys.executable, "-m", "flask", "--app", "labapp", "search",
-                                "worker"], env=env, cwd=ROOT, start_new_session=True,
+    process = subprocess.Popen([sys.executable, "-m", "flask", "--app", "labapp", *command],
+                               env=env, cwd=ROOT, start_new_session=True,
                                stdout=subprocess.DEVNULL)
     try:
         wait_for(lambda: beating(app) == str(process.pid) or process.poll() is not None,
@@ -98,7 +99,7 @@ def within(seconds: float, condition: Any, what: str) -> float:
 
 def test_gunicorn_requests_are_indexed_by_the_worker_within_two_seconds(
         served_app: Flask) -> None:
-    with indexer_process(served_app), served(served_app, workers=2) as (server, _gunicorn):
+    with worker_process(served_app), served(served_app, workers=2) as (server, _gunicorn):
         for batch in range(3):
             names = [f"worked b{batch} i{item}" for item in range(50)]
             assert post(server, [{"eClass": "Sample", "name": name} for name in names]) == 201
@@ -116,7 +117,7 @@ def test_while_a_worker_beats_requests_only_queue_and_it_indexes_them(
     assert queued(served_app), "the request must leave its change to the worker"
     assert client_found(served_app, "handed") == set()
 
-    with indexer_process(served_app) as process:
+    with worker_process(served_app, ("search", "worker")) as process:  # the old name
         within(FRESH, lambda: client_found(served_app, "handed") == {"handed over"},
                "the worker to index the queued change")
         within(FRESH, lambda: tally_changes(served_app) == 0,
@@ -131,7 +132,7 @@ def test_while_a_worker_beats_requests_only_queue_and_it_indexes_them(
 
 
 def test_a_killed_worker_lets_requests_drain_inline_again(served_app: Flask) -> None:
-    with indexer_process(served_app) as process:
+    with worker_process(served_app) as process:
         os.killpg(process.pid, signal.SIGKILL)
         process.wait(timeout=60)
         wait_for(lambda: not alive(served_app), "the dead worker's heartbeat to go stale",

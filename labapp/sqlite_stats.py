@@ -1,4 +1,4 @@
-"""Planner statistics: SQLite plans without them unless ``ANALYZE`` runs.
+"""SQLite's planner statistics: SQLite plans without them unless ``ANALYZE`` runs.
 
 Without statistics SQLite guesses: a reader's list is driven from the visibility predicate's
 ``OR`` over two indexes and every visible row is sorted, where walking the name or primary
@@ -9,10 +9,12 @@ statistics, so this is SQLite's only.
 
 :func:`refresh` gathers them when the database holds real data and they are missing or
 the entity count moved by more than :data:`DRIFT` since they were taken. ``flask init``
-(every start), ``flask sync restore`` and the search worker (every
-``SQLITE_STATISTICS_SECONDS``, a setting) call it.
+(every start) and ``flask sync restore`` call it; the worker (:mod:`labapp.worker`) calls
+:func:`upkeep` every ``SQLITE_STATISTICS_SECONDS`` (a setting).
 """
 from __future__ import annotations
+
+import logging
 
 from sqlalchemy import func, select, text
 
@@ -21,6 +23,7 @@ from labapp.model import Entity
 
 ANALYZE_FROM = 1000  # entities: statistics of a nearly empty database mislead later
 DRIFT = 0.2  # re-gather when the entity count moved by more than this share
+logger = logging.getLogger(__name__)
 
 
 def _recorded_entities() -> int | None:
@@ -49,3 +52,11 @@ def refresh() -> bool:
     with transaction() as session:
         session.execute(text("ANALYZE"))
     return True
+
+
+def upkeep() -> bool:
+    """The worker's upkeep of the statistics: :func:`refresh`, logged when it ran."""
+    ran = refresh()
+    if ran:
+        logger.info("gathered the planner statistics (SQLite ANALYZE)")
+    return ran

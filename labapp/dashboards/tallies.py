@@ -3,9 +3,9 @@
 :func:`counts` is what the tallies say for one class: the folded counts and the changes not
 folded yet, as one subquery whose rows the caller filters (by the visibility rule on its
 ``eclass``, ``department_id`` and ``project_id``) and sums. :func:`fold` moves the changes
-into the folded counts; the search worker calls it as changes come, ``flask init`` and
-``flask sync restore`` once. Folding only makes reading cheaper: the sum is the same before
-and after.
+into the folded counts; the worker (:mod:`labapp.worker`) calls :func:`upkeep` as
+changes come, ``flask init`` and ``flask sync restore`` call :func:`fold` once. Folding
+only makes reading cheaper: the sum is the same before and after.
 """
 from __future__ import annotations
 
@@ -60,3 +60,9 @@ def fold() -> int:
             session.execute(_upsert(values), values)
             session.execute(delete(EntityCount).where(EntityCount.n == 0))
     return len(taken)
+
+
+def upkeep() -> bool:
+    """The worker's upkeep of the tallies: fold the pending changes; True when there were
+    any."""
+    return pending() and fold() > 0

@@ -10,11 +10,11 @@ import pytest
 from flask import Flask
 from sqlalchemy import delete, func, insert, select
 
-from labapp import planner
+from labapp import sqlite_stats
 from labapp.db import db, transaction
 from labapp.model import Entity, SearchQueue
 from tests.conftest import BACKEND, run_init
-from tests.search.test_worker_process import indexer_process
+from tests.search.test_worker_process import worker_process
 from tests.search.test_workers import wait_for
 
 FROM = 10  # the threshold for these tests, instead of 1,000 entities
@@ -22,7 +22,7 @@ FROM = 10  # the threshold for these tests, instead of 1,000 entities
 
 @pytest.fixture
 def small_threshold(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(planner, "ANALYZE_FROM", FROM)
+    monkeypatch.setattr(sqlite_stats, "ANALYZE_FROM", FROM)
 
 
 def add_entities(app: Flask, start: int, count: int) -> None:
@@ -51,11 +51,11 @@ def entities(app: Flask) -> int:
 
 
 def recorded(app: Flask) -> int | None:
-    return in_app(app, planner._recorded_entities)
+    return in_app(app, sqlite_stats._recorded_entities)
 
 
 def refreshed(app: Flask) -> bool:
-    return in_app(app, planner.refresh)
+    return in_app(app, sqlite_stats.refresh)
 
 
 @pytest.mark.skipif(BACKEND != "sqlite", reason="SQLite's statistics")
@@ -72,7 +72,7 @@ def test_statistics_follow_the_data_on_sqlite(fresh_app: Callable[..., Flask],
     assert analysed == entities(application) >= FROM
     assert not refreshed(application)  # up to date
 
-    add_entities(application, FROM, int(analysed * planner.DRIFT))  # within the drift
+    add_entities(application, FROM, int(analysed * sqlite_stats.DRIFT))  # within the drift
     assert not refreshed(application)
     add_entities(application, 2 * FROM, 1)
     assert refreshed(application)
@@ -90,11 +90,11 @@ def test_init_gathers_them_after_an_import(fresh_app: Callable[..., Flask],
 
 
 @pytest.mark.skipif(BACKEND != "sqlite", reason="SQLite's statistics")
-def test_the_search_worker_gathers_them_at_its_start(fresh_app: Callable[..., Flask]) -> None:
+def test_the_worker_gathers_them_at_its_start(fresh_app: Callable[..., Flask]) -> None:
     application = fresh_app()
     run_init(application)
-    add_entities(application, 0, planner.ANALYZE_FROM)  # the real threshold: another process
-    with indexer_process(application):
+    add_entities(application, 0, sqlite_stats.ANALYZE_FROM)  # the real threshold: another process
+    with worker_process(application):
         wait_for(lambda: recorded(application), "the worker to gather the statistics")
     assert recorded(application) == entities(application)
 

@@ -1,0 +1,99 @@
+"""The background worker: ``flask --app labapp worker`` (``search worker`` is its old name).
+
+One long-running process beside the web server does every feature's upkeep, each through
+the one function the feature exposes: the search queue drained into the index
+(:func:`labapp.search.worker.upkeep`), the entity tallies folded
+(:func:`labapp.dashboards.tallies.upkeep`) and SQLite's planner statistics gathered when the
+data has grown (:func:`labapp.sqlite_stats.upkeep`, looked at every
+``SQLITE_STATISTICS_SECONDS``; 0 turns that off). The loop runs the due upkeep in that
+order and looks again at once while any of them found work, else after :data:`POLL` seconds.
+An upkeep the database refused (busy or locked) is logged and tried again at the next look.
+"""
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import click
+from flask import Flask, current_app
+from flask.cli import with_appcontext
+from sqlalchemy.exc import SQLAlchemyError
+
+from labapp import sqlite_stats
+from labapp.dashboards import tallies
+from labapp.db import db
+from labapp.search import indexer
+from labapp.search import worker as search_worker
+
+POLL = 0.15  # seconds between two looks when no upkeep found work
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Upkeep:
+    """One feature's upkeep: ``run`` returns whether it found work; ``every`` is the
+    seconds between two runs (0: at every look)."""
+
+    name: str
+    run: Callable[[], bool]
+    every: float = 0.0
+
+
+def upkeeps(app: Flask) -> list[Upkeep]:
+    """Every feature's upkeep, in the order one look runs them."""
+    jobs = [Upkeep("search queue", search_worker.upkeep),
+            Upkeep("entity tallies", tallies.upkeep)]
+    every = float(app.config["LABAPP"]["SQLITE_STATISTICS_SECONDS"])
+    if every:
+        jobs.append(Upkeep("SQLite statistics", sqlite_stats.upkeep, every))
+    return jobs
+
+
+def run_once(job: Upkeep) -> bool:
+    """Run one upkeep; whether it found work (False when the database refused it)."""
+    try:
+        return job.run()
+    except SQLAlchemyError as error:
+        logger.warning("%s not kept up: %s", job.name, error)
+        db.session.rollback()
+        return False
+
+
+def run(stop: threading.Event, jobs: list[Upkeep] | None = None) -> None:
+    """Run the upkeep until ``stop`` is set (in an application context); ``jobs`` defaults
+    to :func:`upkeeps`. The search heartbeat is up for the whole run."""
+    jobs = upkeeps(current_app) if jobs is None else jobs
+    due = dict.fromkeys(range(len(jobs)), time.monotonic())
+    try:
+        with search_worker.heartbeat():
+            while not stop.is_set():
+                worked = False
+                for number, job in enumerate(jobs):
+                    if stop.is_set() or time.monotonic() < due[number]:
+                        continue
+                    worked = run_once(job) or worked
+                    if job.every:
+                        due[number] = time.monotonic() + job.every
+                if not worked:
+                    stop.wait(POLL)
+    finally:
+        stop.set()
+        db.session.remove()
+
+
+@click.command("worker")
+@with_appcontext
+def worker_command() -> None:
+    """Keep up the search index, the dashboard tallies and SQLite's statistics as the data
+    changes (run it beside the web server; `make run` does). Stops on SIGTERM or Ctrl-C
+    after the work in hand."""
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
+    click.echo(f"worker: indexing queued changes into {indexer.index_path()}, folding "
+               "tallies, gathering SQLite statistics")
+    run(stop)

@@ -1,0 +1,127 @@
+"""The worker (``flask --app labapp worker``) runs every feature's upkeep: the search queue,
+the entity tallies and SQLite's statistics; a refused upkeep is tried again, a periodic one
+waits for its period. tests/search/test_worker_process.py runs it as a process."""
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+import pytest
+from flask import Flask
+from sqlalchemy import func, select
+from sqlalchemy.exc import OperationalError
+
+from labapp import sqlite_stats
+from labapp.dashboards import tallies
+from labapp.db import db
+from labapp.model import EntityCountChange, SearchQueue
+from labapp.search import worker as search_worker
+from labapp.search.cli import search_cli
+from labapp.search.indexer import beat, heartbeat_path, worker_alive
+from labapp.worker import Upkeep, run, upkeeps, worker_command
+from tests.conftest import BACKEND, run_init
+from tests.search.test_workers import ADMIN, wait_for
+
+
+def test_each_feature_gives_one_upkeep(fresh_app: Callable[..., Flask]) -> None:
+    assert [(job.name, job.run, job.every) for job in upkeeps(fresh_app())] == [
+        ("search queue", search_worker.upkeep, 0.0),
+        ("entity tallies", tallies.upkeep, 0.0),
+        ("SQLite statistics", sqlite_stats.upkeep, 60.0)]
+    assert [job.name for job in upkeeps(fresh_app(SQLITE_STATISTICS_SECONDS=0))] == [
+        "search queue", "entity tallies"]
+
+
+def _waiting(app: Flask) -> tuple[int, int]:
+    """(queued search changes, tally changes not folded)."""
+    with app.app_context():
+        try:
+            return (db.session.scalar(select(func.count()).select_from(SearchQueue)) or 0,
+                    db.session.scalar(select(func.count()).select_from(EntityCountChange))
+                    or 0)
+        finally:
+            db.session.remove()
+
+
+def test_the_worker_keeps_every_feature_up(fresh_app: Callable[..., Flask],
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sqlite_stats, "ANALYZE_FROM", 1)
+    app = fresh_app()
+    run_init(app)
+    with app.app_context():
+        beat(heartbeat_path())  # a worker beats: the request only queues its change
+    response = app.test_client().post("/api/entity", headers=ADMIN, json={
+        "entities": [{"eClass": "Sample", "name": "upkept sample"}]})
+    assert response.status_code == 201, response.get_json()
+    queued, unfolded = _waiting(app)
+    assert queued and unfolded
+
+    stop = threading.Event()
+
+    def work() -> None:
+        with app.app_context():
+            run(stop)
+
+    thread = threading.Thread(target=work, name="test-worker")
+    thread.start()
+    try:
+        wait_for(lambda: _waiting(app) == (0, 0), "the worker to drain and fold", timeout=30)
+    finally:
+        stop.set()
+        thread.join(timeout=60)
+    assert not thread.is_alive()
+    found = app.test_client().get("/api/search/fulltext/upkept", headers=ADMIN)
+    assert [item["name"] for item in found.get_json()["data"]] == ["upkept sample"]
+    with app.app_context():
+        assert not worker_alive(), "a worker that stops removes its heartbeat"
+        if BACKEND == "sqlite":
+            assert sqlite_stats._recorded_entities(), "the statistics were gathered"
+        db.session.remove()
+
+
+def test_an_upkeep_the_database_refused_is_tried_again(fresh_app: Callable[..., Flask],
+                                                       caplog: pytest.LogCaptureFixture) -> None:
+    app = fresh_app()
+    stop = threading.Event()
+    calls: list[str] = []
+
+    def flaky() -> bool:
+        calls.append("flaky")
+        if len(calls) == 1:
+            raise OperationalError("ANALYZE", {}, Exception("database is locked"))
+        stop.set()
+        return False
+
+    with app.app_context():
+        run(stop, [Upkeep("flaky job", flaky)])
+    assert calls == ["flaky", "flaky"]
+    assert "flaky job not kept up" in caplog.text
+    assert "database is locked" in caplog.text
+
+
+def test_a_periodic_upkeep_waits_for_its_period(fresh_app: Callable[..., Flask]) -> None:
+    app = fresh_app()
+    stop = threading.Event()
+    calls = {"hourly": 0, "always": 0}
+
+    def hourly() -> bool:
+        calls["hourly"] += 1
+        return True
+
+    def always() -> bool:
+        calls["always"] += 1
+        if calls["always"] == 5:
+            stop.set()
+        return True
+
+    with app.app_context():
+        run(stop, [Upkeep("hourly", hourly, every=3600), Upkeep("always", always)])
+    assert calls == {"hourly": 1, "always": 5}
+
+
+def test_search_worker_is_the_old_name_of_the_worker(app: Flask) -> None:
+    assert search_cli.commands["worker"] is worker_command
+    assert app.cli.commands["worker"] is worker_command
+    result = app.test_cli_runner().invoke(args=["search", "worker", "--help"])
+    assert result.exit_code == 0, result.output
+    assert "search index, the dashboard tallies and SQLite's statistics" in result.output
