@@ -10,7 +10,7 @@ from typing import Any
 from marshmallow import Schema, ValidationError, fields, post_load, validate, validates_schema
 
 from labapp.dashboards.widgets import APP, WIDGETS, load_config
-from labapp.schemafields import UtcDateTime
+from labapp.schemafields import UtcDateTime, WriteBackSchema
 
 GRID_COLUMNS = 12
 MAX_WIDGETS = 40
@@ -65,9 +65,10 @@ class SharesSchema(Schema):
                             validate=validate.Length(max=100))
 
 
-class DashboardInputSchema(Schema):
+class DashboardInputSchema(WriteBackSchema):
     """``POST``/``PUT /api/dashboard``: a full dashboard. ``id`` and ``userID`` may be sent
-    back as read; they are ignored (the path names the dashboard, the owner never changes)."""
+    back as read; they are ignored (the path names the dashboard, the owner never changes),
+    as are the read-only fields."""
 
     id = fields.String(load_default=None, allow_none=True, validate=_ID,
                        metadata={"description": "ignored (read-only)"})
@@ -79,6 +80,9 @@ class DashboardInputSchema(Schema):
     widgets = fields.List(fields.Nested(WidgetSchema), load_default=list,
                           validate=validate.Length(max=MAX_WIDGETS))
     shares = fields.Nested(SharesSchema, load_default=dict)
+    createdUtc = UtcDateTime(dump_only=True)
+    modifiedUtc = UtcDateTime(dump_only=True)
+    canWrite = fields.Boolean(dump_only=True)
 
     @post_load
     def _complete(self, data: dict[str, Any], **_kwargs: Any) -> dict[str, Any]:

@@ -4,20 +4,30 @@ from __future__ import annotations
 from marshmallow import INCLUDE, Schema, fields, validate
 
 from labapp.model.access import ACCESS_TYPES
+from labapp.schemafields import WriteBackSchema
 
 _ID = validate.Length(min=1, max=64)
 
 
-class DepartmentGrantSchema(Schema):
+class DepartmentGrantSchema(WriteBackSchema):
+    """A grant to add or update (an entry as read may be sent back)."""
+
     accessType = fields.String(required=True, validate=validate.OneOf(ACCESS_TYPES))
     userID = fields.String(load_default=None, allow_none=True, validate=_ID)
     accessDepartmentID = fields.String(load_default=None, allow_none=True, validate=_ID)
+    isMember = fields.Boolean(dump_only=True)
+    user = fields.Dict(dump_only=True)
+    department = fields.Dict(dump_only=True)
 
 
-class ProjectGrantSchema(Schema):
+class ProjectGrantSchema(WriteBackSchema):
+    """A grant to add or update (an entry as read may be sent back)."""
+
     accessType = fields.String(required=True, validate=validate.OneOf(ACCESS_TYPES))
     userID = fields.String(load_default=None, allow_none=True, validate=_ID)
     departmentID = fields.String(load_default=None, allow_none=True, validate=_ID)
+    user = fields.Dict(dump_only=True)
+    department = fields.Dict(dump_only=True)
 
 
 class GranteeUserSchema(Schema):

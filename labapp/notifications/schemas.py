@@ -4,7 +4,7 @@ from __future__ import annotations
 from marshmallow import Schema, fields, validate
 
 from labapp.model.boards import NOTIFICATION_STATUSES
-from labapp.schemafields import UtcDateTime
+from labapp.schemafields import UtcDateTime, WriteBackSchema
 
 
 class NotificationSchema(Schema):
@@ -22,11 +22,19 @@ class NotificationSchema(Schema):
     createdBy = fields.String(allow_none=True)
 
 
-class NotificationStatusSchema(Schema):
-    """``POST /api/notification``: the new status of one of the caller's notifications."""
+class NotificationStatusSchema(WriteBackSchema):
+    """``POST /api/notification``: the new status of one of the caller's notifications (the
+    notification as read may be sent back; only its status changes)."""
 
     id = fields.String(required=True, validate=validate.Length(min=1, max=64))
     status = fields.String(required=True, validate=validate.OneOf(NOTIFICATION_STATUSES))
+    userID = fields.String(dump_only=True)
+    kind = fields.String(dump_only=True)
+    subjectClass = fields.String(dump_only=True)
+    subjectID = fields.String(dump_only=True)
+    message = fields.String(dump_only=True)
+    createdUtc = UtcDateTime(dump_only=True)
+    createdBy = fields.String(dump_only=True)
 
 
 class MarkedSchema(Schema):

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from marshmallow import Schema, ValidationError, fields, validate
 
+from labapp.schemafields import WriteBackSchema
 from labapp.sequences.service import MAX_NEXT_VALUE, pattern_of
 
 
@@ -35,7 +36,7 @@ class SequenceSchema(Schema):
                                  "(prefix SAM, minDigits 5, nextValue 1: SAM00001)."})
 
 
-class SequenceInputSchema(Schema):
+class SequenceInputSchema(WriteBackSchema):
     """``POST /api/sequence``: a sequence to add, or the fields of one to change."""
 
     id = fields.String(required=True, validate=WholeMatch(
@@ -53,3 +54,4 @@ class SequenceInputSchema(Schema):
                                                         "may not go below the stored value "
                                                         "(409)"})
     type = fields.String(allow_none=True, validate=validate.Length(max=64))
+    pattern = fields.String(dump_only=True)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from marshmallow import Schema, fields, validate
 
-from labapp.schemafields import UtcDateTime
+from labapp.schemafields import UtcDateTime, WriteBackSchema
 
 
 class UserSchema(Schema):
@@ -20,7 +20,7 @@ class UserSchema(Schema):
     settings = fields.Dict()
 
 
-class UserUpdateSchema(Schema):
+class UserUpdateSchema(WriteBackSchema):
     """``PUT /api/user``: the user to change (absent = the caller) and the new values."""
 
     userID = fields.String(validate=validate.Length(min=1, max=64))
@@ -33,6 +33,9 @@ class UserUpdateSchema(Schema):
     isActive = fields.Boolean()
     password = fields.String(validate=validate.Length(max=1024),
                              metadata={"description": "ADMIN: reset the password"})
+    roles = fields.List(fields.String(), dump_only=True,
+                        metadata={"description": "read-only: change with /api/userRole"})
+    lastLoginUtc = UtcDateTime(dump_only=True)
 
 
 class RoleSchema(Schema):

@@ -106,7 +106,11 @@ def update_user(actor: Actor, changes: dict[str, Any]) -> User:
         raise Forbidden("Only an administrator may change another user.", code="missing_scope")
     user = get_user(target_id)
     allowed = ADMIN_EDITABLE if actor.is_admin else SELF_EDITABLE
-    refused = sorted(set(changes) - set(allowed))
+    # A field the caller may not change is refused only when its value would change: the user
+    # as GET answered it can be sent back (decisions §4).
+    refused = sorted(name for name in set(changes) - set(allowed)
+                     if name not in _ATTRIBUTES
+                     or changes[name] != getattr(user, _ATTRIBUTES[name]))
     if refused:
         raise Forbidden(f"You may not change {', '.join(refused)}.", code="forbidden_field")
     if "departmentID" in changes and db.session.get(Department, changes["departmentID"]) is None:

@@ -138,7 +138,6 @@ def test_lowering_below_drawn_values_is_a_conflict(admin: ApiClient, stored: Sto
     ({"id": "B", "nextValue": "a"}, "nextValue"),
     ({"id": "B", "nextValue": 2**31}, "nextValue"),
     ({"id": "B", "type": "t" * 65}, "type"),
-    ({"id": "B", "pattern": "B00001"}, "pattern"),
     ({"id": "B", "bogus": 1}, "bogus"),
 ])
 def test_invalid_fields_are_refused(admin: ApiClient, stored: Stored, body: dict[str, Any],

@@ -114,8 +114,8 @@ def test_nobody_but_admin_raises_their_own_roles(app: Flask, member: Callable[..
 
     assert_problem(api.put("/api/userRole/assign", json={"name": "ADMIN", "userID": "alice"}),
                    403, "missing_scope")
-    assert_problem(api.put("/api/user", json={"roles": ["ADMIN"]}), 400, "validation_failed",
-                   errors=True)
+    # roles are read-only in PUT /api/user: sent back, they are ignored (decisions §4).
+    assert body_of(api.put("/api/user", json={"roles": ["ADMIN"]}), 200)["roles"] == list(role)
     assert_problem(api.post("/api/entity", json={"entities": [
         {"eClass": "User", "id": "alice", "name": "Alice"}]}), 403, "forbidden")
 
