@@ -15,6 +15,7 @@ from werkzeug.middleware.proxy_fix import ProxyFix
 
 from labapp.config import ensure_secret_key, load_settings
 from labapp.db import configure_engine, create_sqlite_file, db, sqlite_path
+from labapp.web.units import LabFlask
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 MIGRATIONS_DIR = PROJECT_ROOT / "migrations"
@@ -29,9 +30,9 @@ def create_app(overrides: Mapping[str, Any] | None = None) -> Flask:
     """
     settings = load_settings(overrides)
     instance_path = Path(settings["INSTANCE_PATH"])
-    app = Flask(__name__, instance_path=str(instance_path),
-                template_folder=str(PROJECT_ROOT / "templates"),
-                static_folder=str(PROJECT_ROOT / "static"))
+    app = LabFlask(__name__, instance_path=str(instance_path),
+                   template_folder=str(PROJECT_ROOT / "templates"),
+                   static_folder=str(PROJECT_ROOT / "static"))
     app.config.update(
         LABAPP=settings,
         SECRET_KEY=settings["SECRET_KEY"] or ensure_secret_key(instance_path),

@@ -137,6 +137,11 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("ODATA_PAGE_SIZE", 1000,
             "Rows per page of an OData feed; longer feeds continue through `@odata.nextLink`.",
             _parse_positive_int),
+    Setting("READ_UNITS", True,
+            "Run the requests of routes that only read without the write lock (SQLite: a "
+            "plain `BEGIN`, not `BEGIN IMMEDIATE`). False makes every request's unit of work "
+            "take it, as before issue 20; only `bench/readlock.py` sets it, to compare.",
+            _parse_bool),
 )
 
 SETTINGS_BY_NAME = {setting.name: setting for setting in SETTINGS}

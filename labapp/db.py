@@ -6,15 +6,16 @@ import logging
 import sqlite3
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from flask import Flask
+from flask import Flask, current_app
 from flask_sqlalchemy import SQLAlchemy
-from sqlalchemy import MetaData, event
-from sqlalchemy.engine import Engine, make_url
-from sqlalchemy.orm import DeclarativeBase, Session
+from sqlalchemy import Executable, MetaData, Table, event
+from sqlalchemy.engine import CursorResult, Engine, make_url
+from sqlalchemy.orm import DeclarativeBase, ORMExecuteState, Session
 
 NAMING_CONVENTION = {
     "ix": "ix_%(column_0_label)s",
@@ -33,8 +34,36 @@ class Base(DeclarativeBase):
 
 db = SQLAlchemy(model_class=Base, session_options={"expire_on_commit": False})
 
+if TYPE_CHECKING:
+    # db.Model is built at run time from Base (plus Flask-SQLAlchemy's table-name and query
+    # mixins), which a type checker cannot follow; to it the models derive from Base.
+    Model = Base
+else:
+    Model = db.Model
+
+
+def table_of(model: type[Base]) -> Table:
+    """The table a model is declared on (every model here has exactly one)."""
+    table = model.__table__
+    if not isinstance(table, Table):
+        raise TypeError(f"{model.__name__} is not mapped to one table")
+    return table
+
+
+def rows_matched(statement: Executable) -> int:
+    """Run an UPDATE or DELETE in the current session and return how many rows it matched.
+
+    Raises TypeError if the statement returned rows instead (a SELECT)."""
+    result = db.session.execute(statement)
+    if not isinstance(result, CursorResult):
+        raise TypeError(f"not an UPDATE or DELETE: {statement}")
+    return result.rowcount
+
 _UNIT = "labapp.unit_of_work"
 _WRITE_OPTION = "labapp_write"
+# Whether an outermost transaction() begun now is a write unit: true unless a request
+# handler declared its view as reading (see :func:`units`).
+_WRITING: ContextVar[bool] = ContextVar("labapp.db.writing", default=True)
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -48,10 +77,32 @@ class _UnitOfWork:
     after_commit: list[Callable[[], None]] = field(default_factory=list)
     after_rollback: list[Callable[[], None]] = field(default_factory=list)
     state: dict[str, Any] = field(default_factory=dict)
+    reading: bool = False
+
+
+class ReadUnitWrote(RuntimeError):
+    """A read unit of work tried to write: its route must be declared as writing
+    (``labapp.web.units.writes``), or the write done in a write unit of its own."""
 
 
 @contextmanager
-def transaction() -> Iterator[Session]:
+def units(*, writing: bool) -> Iterator[None]:
+    """Within the block, every outermost :func:`transaction` is a write unit (``writing``)
+    or a read unit (not ``writing``).
+
+    The request handler runs each view in the units its route declares
+    (:mod:`labapp.web.units`); everywhere else (CLI, worker, threads, what runs around a view)
+    units write.
+    """
+    token = _WRITING.set(writing)
+    try:
+        yield
+    finally:
+        _WRITING.reset(token)
+
+
+@contextmanager
+def transaction(*, write: bool = False) -> Iterator[Session]:
     """Run a unit of work: commit once when the block succeeds, roll back on any exception.
 
     Nested uses join the outermost block, so a service called from another service never
@@ -59,14 +110,25 @@ def transaction() -> Iterator[Session]:
     :func:`after_rollback` run once the outermost block has ended, outside it (a callback may
     open a unit of work of its own). In the test suite, where the session works in savepoints
     of an outer transaction, "commit" is the release of the block's savepoint.
+
+    A write unit takes SQLite's write lock first (``BEGIN IMMEDIATE``). A read unit (inside a
+    view declared as reading, see :func:`units`) reads one snapshot and takes no lock
+    (``BEGIN``); any write in it raises :class:`ReadUnitWrote`. ``write`` makes this block a
+    write unit whatever the route declared (the rare write of a page that reads, such as the
+    starter dashboard of a first visit); it raises :class:`ReadUnitWrote` inside a read unit.
+    The setting ``READ_UNITS = false`` makes every unit write, as before issue 20.
     """
     session = db.session()
     if _UNIT in session.info:
+        if write and session.info[_UNIT].reading:
+            raise ReadUnitWrote("a write unit cannot join the read unit in progress")
         yield session
         return
-    unit = session.info[_UNIT] = _UnitOfWork()
+    reading = not (write or _WRITING.get()) and current_app.config["LABAPP"]["READ_UNITS"]
+    unit = session.info[_UNIT] = _UnitOfWork(reading=reading)
     try:
-        _begin_for_writing(session)
+        if not reading:
+            _begin_for_writing(session)
         yield session
         session.commit()
     except BaseException:
@@ -146,6 +208,35 @@ def _begin_for_writing(session: Session) -> None:
     session.connection(execution_options={_WRITE_OPTION: True})
 
 
+def _reading(session: Session) -> bool:
+    unit = session.info.get(_UNIT)
+    return unit is not None and unit.reading
+
+
+def _refuse_flush(session: Session, _context: Any, _instances: Any) -> None:
+    """``before_flush``: a read unit never writes (an upgraded SQLite lock would fail or
+    queue behind writers; an undeclared write would go unnoticed)."""
+    if _reading(session) and (session.new or session.deleted or any(
+            session.is_modified(instance) for instance in session.dirty)):
+        changed = [type(item).__name__ for item in (*session.new, *session.dirty,
+                                                    *session.deleted)]
+        raise ReadUnitWrote(f"a read unit tried to write {', '.join(sorted(set(changed)))}")
+
+
+def _refuse_statement(state: ORMExecuteState) -> None:
+    """``do_orm_execute``: the same for INSERT, UPDATE and DELETE statements."""
+    if (state.is_insert or state.is_update or state.is_delete) and _reading(state.session):
+        raise ReadUnitWrote(f"a read unit tried to run {state.statement}")
+
+
+def guard_read_units() -> None:
+    """Make every session refuse writes inside a read unit (idempotent; called by
+    :func:`configure_engine`)."""
+    if not event.contains(Session, "before_flush", _refuse_flush):
+        event.listen(Session, "before_flush", _refuse_flush)
+        event.listen(Session, "do_orm_execute", _refuse_statement)
+
+
 def sqlite_path(url: str) -> Path | None:
     """Return the file of an SQLite URL, or None for other databases and in-memory SQLite."""
     parsed = make_url(url)
@@ -175,7 +266,10 @@ def configure_engine(app: Flask, engine: Engine) -> None:
     its fifth run, and PostgreSQL may then keep a generic plan chosen while a table was
     small: ``id IN (...)`` lookups became full scans as the data grew (bench/RESULTS.md).
     Planning each statement with its values costs little next to that.
+
+    Both: sessions refuse writes in read units (:func:`guard_read_units`).
     """
+    guard_read_units()
     if engine.dialect.name == "postgresql":
         @event.listens_for(engine, "connect")
         def _on_pg_connect(dbapi_connection, _record) -> None:

@@ -7,13 +7,23 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 from flask import Flask
-from sqlalchemy import event, select, text
+from sqlalchemy import event, select, text, update
 from sqlalchemy.exc import IntegrityError
 
-from labapp.db import after_commit, after_rollback, db, sqlite_path, transaction, unit_state
+from labapp.db import (
+    ReadUnitWrote,
+    after_commit,
+    after_rollback,
+    db,
+    sqlite_path,
+    transaction,
+    unit_state,
+    units,
+)
 from labapp.model import Role
 from tests.conftest import BACKEND, run_init
 
@@ -264,3 +274,69 @@ def test_postgresql_connections_never_prepare_statements(app) -> None:
     with app.app_context():
         with db.engine.connect() as connection:
             assert connection.connection.dbapi_connection.prepare_threshold is None
+
+
+# ---------------------------------------------------------------- read and write units
+
+@pytest.fixture
+def begins(database: Flask) -> Iterator[list[str]]:
+    """Every BEGIN statement the engine runs (SQLite: plain or IMMEDIATE)."""
+    seen: list[str] = []
+
+    def record(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
+        if statement.startswith("BEGIN"):
+            seen.append(statement)
+
+    event.listen(db.engine, "before_cursor_execute", record)
+    yield seen
+    event.remove(db.engine, "before_cursor_execute", record)
+
+
+@sqlite_only
+def test_a_read_unit_takes_no_write_lock_and_a_write_unit_does(begins: list[str]) -> None:
+    with units(writing=False):
+        with transaction() as session:
+            assert session.scalars(select(Role.name)).all()
+        with transaction(write=True) as session:
+            session.add(Role(name="T_WRITTEN", description=""))
+    with transaction() as session:  # outside a declared view: CLI, worker, threads
+        session.add(Role(name="T_OUTSIDE", description=""))
+
+    assert begins == ["BEGIN", "BEGIN IMMEDIATE", "BEGIN IMMEDIATE"]
+    assert committed_roles() == {"T_WRITTEN", "T_OUTSIDE"}
+
+
+def test_a_read_unit_that_writes_fails_loudly_and_leaves_nothing(database: Flask) -> None:
+    with units(writing=False):
+        with pytest.raises(ReadUnitWrote, match="Role"):
+            with transaction() as session:
+                session.add(Role(name="T_SNEAKED", description=""))
+                session.flush()
+        with pytest.raises(ReadUnitWrote, match="UPDATE"):
+            with transaction() as session:
+                session.execute(update(Role).where(Role.name == "ADMIN")
+                                .values(description="changed"))
+        with pytest.raises(ReadUnitWrote, match="cannot join"):
+            with transaction(), transaction(write=True):
+                pass
+        with transaction() as session:  # reading back what was read changes nothing
+            role = session.get(Role, "ADMIN")
+            assert role is not None
+            role.description = role.description
+    assert committed_roles() == set()
+    assert db.session.get(Role, "ADMIN").description != "changed"
+
+
+@sqlite_only
+def test_read_units_off_makes_every_unit_write(fresh_app: Callable[..., Flask]) -> None:
+    application = fresh_app(READ_UNITS=False)
+    run_init(application)
+    seen: list[str] = []
+    with application.app_context():
+        event.listen(db.engine, "before_cursor_execute",
+                     lambda _c, _k, statement, *_a: seen.append(statement))
+        with units(writing=False), transaction() as session:
+            session.add(Role(name="T_BEFORE_ISSUE_20", description=""))
+        db.session.remove()
+    assert [statement for statement in seen if statement.startswith("BEGIN")] == [
+        "BEGIN IMMEDIATE"]

@@ -187,11 +187,16 @@ def _starter_widgets() -> list[dict[str, Any]]:
     ]
 
 
+def own_default(actor: Actor) -> Dashboard | None:
+    """The actor's default dashboard (the oldest they own), None when they own none."""
+    return db.session.scalar(select(Dashboard).where(Dashboard.user_id == actor.user_id)
+                             .order_by(Dashboard.created_utc, Dashboard.id).limit(1))
+
+
 def default_for(actor: Actor) -> Dashboard:
-    """The actor's default dashboard (the oldest they own); a starter one is made and stored
+    """The actor's default dashboard (:func:`own_default`); a starter one is made and stored
     for a user who owns none."""
-    own = db.session.scalar(select(Dashboard).where(Dashboard.user_id == actor.user_id)
-                            .order_by(Dashboard.created_utc, Dashboard.id).limit(1))
+    own = own_default(actor)
     if own is not None:
         return own
     empty_shares = {field: [] for field in SHARE_FIELDS}

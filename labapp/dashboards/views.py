@@ -32,10 +32,16 @@ REFRESH_SECONDS = 60
 
 
 def _page(actor: Actor, dashboard_id: str | None) -> Response:
-    """A dashboard's page; the default one (the home page) when ``dashboard_id`` is None."""
+    """A dashboard's page; the default one (the home page) when ``dashboard_id`` is None.
+
+    The page reads; the starter dashboard of a first visit is a write unit of its own."""
     with transaction():
         board = (service.get_visible(actor, dashboard_id) if dashboard_id
-                 else service.default_for(actor))
+                 else service.own_default(actor))
+    if board is None:
+        with transaction(write=True):
+            board = service.default_for(actor)
+    with transaction():
         boards = service.list_dashboards(actor)
         data = service.to_api(actor, board)
     return render_page(PAGE, board=data, boards=[(b.id, b.name, b.user_id) for b in boards],

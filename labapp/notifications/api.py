@@ -14,6 +14,7 @@ from labapp.notifications.schemas import (
 )
 from labapp.web.endpoints import endpoint
 from labapp.web.loader import current_actor
+from labapp.web.units import writes
 
 bp = Blueprint("notification_api", __name__, url_prefix="/api/notification")
 
@@ -28,6 +29,7 @@ def unread() -> Response:
 
 
 @bp.get("/markAllAsSeen")
+@writes
 @endpoint("Turn every Unread notification of the caller into Seen.",
           responses={200: MarkedSchema})
 def mark_all_as_seen() -> Response:

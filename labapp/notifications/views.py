@@ -9,6 +9,7 @@ from labapp.notifications import service
 from labapp.web.blocks import is_htmx, render_block, render_page
 from labapp.web.loader import current_actor
 from labapp.web.pages import members_only
+from labapp.web.units import writes
 
 bp = members_only(Blueprint("notification_views", __name__, url_prefix="/notifications"))
 
@@ -69,7 +70,8 @@ def mark_all_seen() -> Response:
 
 
 @bp.get("/<notification_id>/open")
-def open_subject(notification_id: str) -> Response:
+@writes
+def open_subject(notification_id: str) -> BaseResponse:
     """Mark the notification Read and go to its subject (back to the list if it has none)."""
     with transaction():
         row = service.set_status(current_actor(), notification_id, "Read")

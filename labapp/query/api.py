@@ -17,6 +17,7 @@ from labapp.query.schemas import (
 from labapp.query.views import find_view
 from labapp.web.endpoints import endpoint, json_payload
 from labapp.web.loader import current_actor
+from labapp.web.units import reads
 
 bp = Blueprint("query_api", __name__, url_prefix="/api/query")
 
@@ -35,6 +36,7 @@ def view_rows(name: str, query: dict[str, Any]) -> Response:
 
 
 @bp.post("/dataset")
+@reads
 @endpoint("Run inter-related queries. The body is a JSON array of queries, each with "
           "collection or entity (its result key), eClass or view, and optional sortings, "
           "filters and select; the answer is an object keyed by result key.",

@@ -1,0 +1,160 @@
+"""Reads never take the write lock (issue 20 §1): every GET of the OpenAPI document and every
+page runs its units of work as reads, unless its route is declared as writing.
+
+The statements the database receives are traced on the application's engine while each GET
+is served to a signed-in administrator, with path parameters naming real rows of a small lab
+(:mod:`tests.contracts.fuzz_lab`). A GET fails the test when it begins ``BEGIN IMMEDIATE``
+(SQLite's write lock), runs INSERT, UPDATE or DELETE, or answers 5xx (a read unit that tried to
+write raises :class:`labapp.db.ReadUnitWrote`). The few GET routes that do write are declared
+with ``@writes`` and listed here, so a new one is a decision, not an accident.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from flask import Flask
+from flask.testing import FlaskClient
+from sqlalchemy import event
+
+from labapp.db import db
+from labapp.web.units import declared_unit
+from tests.conftest import ADMIN_PASSWORD, BACKEND, csrf_of, login, run_init
+from tests.contracts.fuzz_lab import FuzzLab, fuzz_lab
+
+# GET routes that write, each for a reason of its own.
+WRITING_GETS = {
+    "notification_api.mark_all_as_seen",  # the API's name says it: mark every one Seen
+    "notification_views.open_subject",  # opening a notification marks it Read
+}
+_ARGUMENT = re.compile(r"<(?:([^<>:]*):)?(\w+)>")
+_WRITES = re.compile(r"\s*(INSERT|UPDATE|DELETE|BEGIN IMMEDIATE)\b", re.IGNORECASE)
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FuzzLab]:
+    """A lab in a database of its own, whose sessions really commit (no test transaction)."""
+    yield from fuzz_lab(tmp_path_factory.mktemp("read-units"))
+
+
+@pytest.fixture(scope="module")
+def browser(lab: FuzzLab) -> FlaskClient:
+    """The administrator's browser, signed in by cookie, with a dashboard and a
+    notification to look at."""
+    client = lab.app.test_client()
+    login(client, "admin", ADMIN_PASSWORD)
+    assert client.get("/").status_code == 200  # the first visit makes the starter dashboard
+    return client
+
+
+class Trace:
+    """The statements the engine of an application runs while the trace is on."""
+
+    def __init__(self, app: Flask) -> None:
+        with app.app_context():
+            self.engine = db.engine
+        self.statements: list[str] = []
+
+    def _record(self, _conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
+        self.statements.append(statement)
+
+    def __enter__(self) -> Trace:
+        event.listen(self.engine, "before_cursor_execute", self._record)
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        event.remove(self.engine, "before_cursor_execute", self._record)
+
+    def writes(self) -> list[str]:
+        """The statements that write or take SQLite's write lock."""
+        return [statement.strip().split("\n")[0][:80] for statement in self.statements
+                if _WRITES.match(statement)]
+
+
+def _values(lab: FuzzLab, browser: FlaskClient) -> dict[str, str]:
+    """A real value for every path parameter name of the application's GET routes."""
+    dashboards = browser.get("/api/dashboard").get_json()
+    known = {name: values[0] for name, values in lab.known.items()}
+    sample = lab.known["entity_id"][6]
+    return {**known, "eclass": "Sample", "entity_id": sample, "dashboard_id": dashboards[0]["id"],
+            "index": "0", "term": "Alpha", "area_slug": "departments",
+            "target_id": lab.known["department_id"][0], "filename": "none.zip",
+            "notification_id": "0" * 32, "path": "missing.txt"}
+
+
+def _paths(app: Flask, values: dict[str, str]) -> Iterator[tuple[str, str]]:
+    """``(endpoint, path)`` of every GET route, its parameters filled in from ``values``."""
+    for rule in app.url_map.iter_rules():
+        if "GET" not in (rule.methods or ()) or rule.endpoint == "static":
+            continue
+        yield rule.endpoint, _ARGUMENT.sub(lambda match: values[match.group(2)], rule.rule)
+
+
+def _openapi_gets(browser: FlaskClient) -> set[str]:
+    document = browser.get("/api/openapi.json").get_json()
+    return {path for path, item in document["paths"].items() if "get" in item}
+
+
+def _served(browser: FlaskClient, path: str, trace: Trace) -> list[str]:
+    """What is wrong with serving ``path`` (empty when it read only)."""
+    for headers in ({}, {"HX-Request": "true"}):  # the page, then its htmx fragment
+        trace.statements.clear()
+        with trace:
+            response = browser.get(path, headers=headers)
+            response.close()
+        problems = [f"{path} wrote: {statement}" for statement in trace.writes()]
+        if response.status_code >= 500:
+            problems.append(f"{path} answered {response.status_code}")
+        if problems:
+            return problems
+    return []
+
+
+def test_no_get_takes_the_write_lock(lab: FuzzLab, browser: FlaskClient) -> None:
+    values = _values(lab, browser)
+    trace = Trace(lab.app)
+    reading = [(name, path) for name, path in _paths(lab.app, values)
+               if name not in WRITING_GETS]
+    documented = _openapi_gets(browser)
+    walked = {_ARGUMENT.sub(r"{\2}", rule.rule) for rule in lab.app.url_map.iter_rules()
+              if "GET" in (rule.methods or ())}
+    assert documented <= walked  # every documented GET is among those walked
+    assert len(reading) > 60
+    problems = [problem for _, path in reading for problem in _served(browser, path, trace)]
+    assert problems == []
+
+
+def test_only_the_listed_gets_declare_writes(lab: FuzzLab) -> None:
+    declared = {rule.endpoint for rule in lab.app.url_map.iter_rules()
+                if "GET" in (rule.methods or ())
+                and declared_unit(lab.app.view_functions[rule.endpoint], "GET") == "write"}
+    assert declared == WRITING_GETS
+
+
+@pytest.mark.skipif(BACKEND != "sqlite", reason="SQLite's write lock")
+def test_the_trace_sees_a_get_that_takes_the_write_lock(
+        fresh_app: Any, tmp_path: Path) -> None:
+    """With ``READ_UNITS`` off every unit writes, as before issue 20: the bell's GET then
+    begins ``BEGIN IMMEDIATE``, and the trace above would report it."""
+    app = fresh_app(READ_UNITS=False)
+    run_init(app)
+    client = app.test_client()
+    login(client, "admin", ADMIN_PASSWORD)
+    trace = Trace(app)
+    assert _served(client, "/notifications/bell", trace) == [
+        "/notifications/bell wrote: BEGIN IMMEDIATE"]
+
+
+def test_a_post_declared_as_reading_takes_no_write_lock(lab: FuzzLab,
+                                                        browser: FlaskClient) -> None:
+    trace = Trace(lab.app)
+    with trace:
+        response = browser.post("/api/query/dataset",
+                                json=[{"collection": "rows", "eClass": "Sample"}],
+                                headers={"X-CSRF-Token": csrf_of(browser)})
+    assert response.status_code == 200, response.get_json()
+    assert response.get_json()["rows"]
+    assert trace.writes() == []
