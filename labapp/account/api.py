@@ -5,7 +5,7 @@ from typing import Any
 
 from flask import Blueprint, Response, jsonify, request
 
-from labapp.access.actor import Actor
+from labapp.account import service
 from labapp.account.schemas import (
     AuthContextSchema,
     CreatedPatSchema,
@@ -17,7 +17,7 @@ from labapp.account.schemas import (
     RefreshSchema,
     TokenPairSchema,
 )
-from labapp.auth import passwords, pats, sessions, throttle
+from labapp.auth import pats, sessions
 from labapp.auth.sessions import InvalidToken, RefreshTokenReused, TokenPair
 from labapp.db import db, transaction
 from labapp.model import User
@@ -33,7 +33,6 @@ from labapp.web.loader import (
     rotate_csrf_token,
     set_login_cookies,
     verify_csrf,
-    verify_password,
 )
 
 bp = Blueprint("account_api", __name__, url_prefix="/api")
@@ -48,22 +47,13 @@ def _token_response(pair: TokenPair) -> Response:
     return response
 
 
-def login_with_password(username: str, password: str, keep_alive: bool) -> TokenPair:
-    """Log in and commit; a failed attempt is recorded (committed) before the 401 is raised.
-
-    The password is verified before the write transaction that opens the login begins.
-    """
-    verified = verify_password(username, password)
-    with transaction():
-        return sessions.login(verified, keep_alive, client_address())
-
-
 @bp.post("/auth/login")
 @csrf_exempt
 @endpoint("Log in with username and password; answers a token pair and sets the cookies.",
           body=LoginSchema, responses={200: TokenPairSchema}, public=True, throttled=True)
 def login(body: dict[str, Any]) -> Response:
-    pair = login_with_password(body["username"], body["password"], body["keepAlive"])
+    pair = service.login_with_password(body["username"], body["password"], body["keepAlive"],
+                                       client_address())
     rotate_csrf_token()
     return _token_response(pair)
 
@@ -161,21 +151,6 @@ def revoke_pat(pat_id: str) -> Response:
 @endpoint("Change the caller's password; their other logins end.",
           body=PasswordChangeSchema, responses={204: "Changed"}, throttled=True)
 def change_password(body: dict[str, Any]) -> Response:
-    change_own_password(current_actor(), body["password"], body["repeatPassword"],
-                        body["confirmPassword"])
+    service.change_own_password(current_actor(), body["password"], body["repeatPassword"],
+                                body["confirmPassword"], client_address())
     return Response(status=204)
-
-
-def change_own_password(actor: Actor, password: str, repeat: str, current: str) -> None:
-    """Throttled like a login; the passwords are checked before the short write that stores
-    the change, and a wrong current password is recorded as a failed attempt."""
-    address = client_address()
-    throttle.check(actor.user_id, address)
-    try:
-        change = passwords.check_change(actor, password, repeat, current)
-    except passwords.WrongCurrentPassword:
-        with transaction():
-            throttle.record_failure(actor.user_id, address)
-        raise
-    with transaction():
-        passwords.apply_change(change, actor.session_id)

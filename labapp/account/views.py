@@ -15,7 +15,7 @@ from flask import Blueprint, Response, flash, redirect, request, url_for
 from marshmallow import Schema, ValidationError
 
 from labapp.access.actor import Actor
-from labapp.account.api import change_own_password, login_with_password
+from labapp.account import service
 from labapp.account.schemas import LoginSchema, PasswordChangeSchema, PatCreateSchema
 from labapp.auth import pats, sessions
 from labapp.auth.sessions import InvalidCredentials
@@ -26,6 +26,7 @@ from labapp.model.types import utc_now
 from labapp.web.blocks import is_htmx, render_page
 from labapp.web.loader import (
     clear_login_cookies,
+    client_address,
     current_actor,
     rotate_csrf_token,
     set_login_cookies,
@@ -111,7 +112,7 @@ def login() -> Response:
     if errors:
         return _login_page(status=400, next_path=next_path, form=form, errors=errors)
     try:
-        pair = login_with_password(username, password, keep_alive)
+        pair = service.login_with_password(username, password, keep_alive, client_address())
     except InvalidCredentials:
         return _login_page(status=401, next_path=next_path, form=form,
                            error="Invalid username or password.")
@@ -180,7 +181,7 @@ def change_password() -> Response:
         return _profile(actor, status=400, password_errors=errors,
                         password_error="The password was not changed; correct the fields below.")
     try:
-        change_own_password(actor, password, repeat, current)
+        service.change_own_password(actor, password, repeat, current, client_address())
     except TooManyRequests as exc:
         return _with_headers(_profile(actor, status=429, password_error=exc.detail), exc.headers)
     except InvalidInput as exc:

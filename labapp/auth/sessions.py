@@ -16,7 +16,7 @@ from sqlalchemy import select, update
 
 from labapp.auth import basic_cache, throttle
 from labapp.auth import secrets as tokens
-from labapp.db import db
+from labapp.db import db, transaction
 from labapp.errors import NotAuthenticated
 from labapp.model import LoginSession, RefreshToken, User
 from labapp.model.types import utc_now
@@ -87,6 +87,27 @@ def check_password(username: str, password: str) -> VerifiedPassword:
         raise InvalidCredentials()
     fresh = tokens.hash_password(password) if tokens.needs_rehash(stored) else None
     return VerifiedPassword(user.id, stored, fresh)
+
+
+def verify_password(username: str, password: str, address: str) -> VerifiedPassword:
+    """Check throttling, then the password, holding no write lock while Argon2 runs.
+
+    A failure is recorded in a short write of its own before :class:`InvalidCredentials`
+    propagates; a throttled attempt (:class:`~labapp.errors.TooManyRequests`) is not a failure.
+    """
+    throttle.check(username, address)
+    return check_password_recording_failure(username, password, address)
+
+
+def check_password_recording_failure(username: str, password: str,
+                                     address: str) -> VerifiedPassword:
+    """:func:`check_password`; a failure is recorded (committed) before it propagates."""
+    try:
+        return check_password(username, password)
+    except InvalidCredentials:
+        with transaction():
+            throttle.record_failure(username, address)
+        raise
 
 
 def _still_valid(verified: VerifiedPassword) -> User:

@@ -26,7 +26,7 @@ from labapp.access.actor import ANONYMOUS, Actor
 from labapp.access.grant_sets import actor_for
 from labapp.auth import basic_cache, pats, sessions, throttle
 from labapp.auth.secrets import PAT_PREFIX, same
-from labapp.auth.sessions import InvalidCredentials, TokenPair, VerifiedPassword
+from labapp.auth.sessions import TokenPair
 from labapp.db import db, transaction
 from labapp.errors import Forbidden, NotAuthenticated, wants_problem_json
 from labapp.model import User
@@ -54,26 +54,6 @@ def _actor(user: User, method: str, session_id: str | None = None) -> Actor:
                      on_premises=current_app.config["LABAPP"]["ON_PREMISES"])
 
 
-def verify_password(username: str, password: str) -> VerifiedPassword:
-    """Check throttling, then the password, holding no write lock while Argon2 runs.
-
-    A failure is recorded in a short write of its own before :class:`InvalidCredentials`
-    propagates; a throttled attempt (:class:`TooManyRequests`) is not a failure.
-    """
-    address = client_address()
-    throttle.check(username, address)
-    return _checked_password(username, password, address)
-
-
-def _checked_password(username: str, password: str, address: str) -> VerifiedPassword:
-    try:
-        return sessions.check_password(username, password)
-    except InvalidCredentials:
-        with transaction():
-            throttle.record_failure(username, address)
-        raise
-
-
 def _from_basic_password(username: str, password: str) -> Actor:
     """Basic ``username:password``; a success is remembered briefly (:mod:`basic_cache`).
 
@@ -86,7 +66,7 @@ def _from_basic_password(username: str, password: str) -> Actor:
     if (user is not None and user.is_active and user.password_hash
             and memory.recalls(username, password, user.password_hash)):
         return _actor(user, "basic")
-    verified = _checked_password(username, password, address)
+    verified = sessions.check_password_recording_failure(username, password, address)
     if verified.fresh_hash is not None or pair_failures:
         with transaction():
             sessions.store_fresh_hash(verified)
