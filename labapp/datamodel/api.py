@@ -2,20 +2,13 @@
 that keeps every worker on the model the database was last synchronised to."""
 from __future__ import annotations
 
-from typing import Any
-
 from flask import Blueprint, Response, current_app, jsonify
 
 from labapp.access.actor import ADMIN
 from labapp.datamodel import service
-from labapp.datamodel.running import (
-    apply_migrations,
-    follow_synced_model,
-    mark_synced,
-    reload_model,
-)
+from labapp.datamodel.running import follow_synced_model, reload_model
+from labapp.datamodel.synchronise import run_sync
 from labapp.db import transaction
-from labapp.search.rebuild import rebuild_index
 from labapp.web.endpoints import endpoint
 from labapp.web.loader import require_scope
 
@@ -62,18 +55,4 @@ def diff() -> Response:
           "answers what was done (nothing, when run again).",
           responses={200: "The sync report"})
 def sync() -> Response:
-    return jsonify(run_sync())
-
-
-def run_sync(progress: Any = None) -> dict[str, Any]:
-    """Re-read the extension files, migrate, then sync in one transaction."""
-    extensions = reload_model(current_app)
-    applied = apply_migrations(current_app)
-    with transaction():
-        report = service.sync(str(current_app.extensions["migrate"].directory),
-                              extensions.digest, progress=progress, migrations=applied)
-    mark_synced(current_app)
-    # Search documents hold only common fields, but a new model may bring classes whose
-    # entities the index has never seen (restored or written before the sync).
-    report["searchIndex"] = rebuild_index() if report["modelChanged"] else None
-    return report
+    return jsonify(run_sync(current_app))

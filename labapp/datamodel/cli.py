@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 
 import click
+from flask import current_app
 from flask.cli import with_appcontext
 
-from labapp.datamodel.api import run_sync
 from labapp.datamodel.service import STEPS
+from labapp.datamodel.synchronise import run_sync
 from labapp.errors import AppError
 
 
@@ -22,7 +23,7 @@ def sync_cli(context: click.Context) -> None:
     try:
         with click.progressbar(length=len(STEPS), label="Synchronising",
                                item_show_func=lambda step: step) as bar:
-            report = run_sync(progress=lambda step: bar.update(1, step))
+            report = run_sync(current_app, progress=lambda step: bar.update(1, step))
     except AppError as error:
         raise click.ClickException(error.detail) from None
     click.echo(json.dumps(report, indent=2))

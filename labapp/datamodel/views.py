@@ -7,9 +7,9 @@ from flask import Blueprint, Response, current_app
 
 from labapp.access.actor import ADMIN
 from labapp.datamodel import service
-from labapp.datamodel.api import run_sync
 from labapp.datamodel.diagram import diagram
 from labapp.datamodel.running import extension_folder, extension_problem, reload_model
+from labapp.datamodel.synchronise import run_sync
 from labapp.db import transaction
 from labapp.errors import AppError
 from labapp.model.registry import find_class
@@ -65,7 +65,7 @@ def diff() -> Response:
 def sync() -> Response:
     """Run the sync; answer the diff page (block ``diff`` for htmx) with its report."""
     try:
-        report = run_sync()
+        report = run_sync(current_app)
     except AppError as error:
         return _diff_page("diff", error=error.detail)
     return _diff_page("diff", report=report)
