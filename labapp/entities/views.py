@@ -21,11 +21,12 @@ from flask import Blueprint, Response, flash, redirect, request, url_for
 from labapp.access.actor import Actor
 from labapp.db import transaction
 from labapp.entities import display, editing, navigation, reading, service
+from labapp.entities.detail import back_to, render_detail
 from labapp.entities.editing import may_create
 from labapp.entities.forms import label_of
 from labapp.entities.navigation import PAGE_SIZE
 from labapp.errors import Conflict, InvalidInput
-from labapp.model.registry import ClassSpec, classes, find_class
+from labapp.model.registry import ClassSpec, classes
 from labapp.query.fields import entity_fields
 from labapp.query.filter import FilterError
 from labapp.query.listing import parse_select
@@ -48,12 +49,9 @@ bp.add_app_template_filter(display.moment, "moment")
 bp.add_app_template_filter(display.person, "person")
 
 LIST_TEMPLATE = "entities/list.html"
-DETAIL_TEMPLATE = "entities/detail.html"
 # Columns every table starts with, before a few of the class's own fields.
 COMMON_COLUMNS = ("name", "status", "type", "modifiedUtc")
 OWN_COLUMNS = 3
-# A copy of a file would have no content, a copy of a user no password.
-NOT_CLONED = frozenset({"File", "User"})
 
 
 # ---- Classes ----------------------------------------------------------------------------------
@@ -200,50 +198,10 @@ def browse(eclass: str) -> Response:
 
 # ---- One entity: the detail page and what may be added to it ----------------------------------
 
-def _notes(actor: Actor, entity_id: str) -> list[dict[str, Any]]:
-    """The visible notes about an entity, newest first."""
-    quoted = entity_id.replace("'", "''")
-    return reading.list_entities(actor, find_class("Note"),
-                                 filter_text=f"subjectID eq '{quoted}'",
-                                 orderby="createdUtc desc").data
-
-
-def render_detail(actor: Actor, spec: ClassSpec, entity_id: str, *, block: str | None = None,
-                  status: int = 200, **extra: Any) -> Response:
-    """The detail page (or one of its blocks for htmx) of a visible entity; 404 otherwise.
-
-    ``extra`` overrides the context, e.g. ``storage_error`` (a refused check-in or
-    check-out) and ``checkin`` (``{"locationID", "position"}`` as typed, to show again)."""
-    entity = reading.entity_detail(actor, spec, entity_id)
-    notes = _notes(actor, entity["id"])
-    names = reading.visible_names(actor, display.referenced_ids(spec, [entity], spec.fields)
-                                  | display.page_people(entity, notes))
-    places = navigation.stored_places(actor, display.place_ids(spec, [entity], spec.fields))
-    filled, empty = display.field_rows(spec, entity, names, places)
-    can_write = entity["canWrite"]
-    context: dict[str, Any] = {
-        "spec": spec, "entity": entity, "fields": filled, "empty_fields": empty,
-        "names": names, "attributes": sorted((entity.get("attributes") or {}).items()),
-        "notes": notes, "audit": display.audit_rows(entity["auditEvents"]),
-        "can_write": can_write,
-        "can_clone": can_write and spec.name not in NOT_CLONED and may_create(actor, spec),
-        "note_error": None, "note_text": "", "note_notice": None, "file_error": None,
-        "status_error": None, "storage": display.storage(spec, entity, places),
-        "storage_error": None, "checkin": None,
-        **navigation.detail_context(actor, spec, entity)}
-    context.update(extra)
-    return render_page(DETAIL_TEMPLATE, block=block, status=status, **context)
-
-
 @bp.get("/<eclass>/<path:entity_id>")
 def detail(eclass: str, entity_id: str) -> Response:
     """Fields, attributes, notes, files, audit trail and events of one entity."""
     return render_detail(current_actor(), class_named(eclass), entity_id)
-
-
-def back_to(spec: ClassSpec, entity_id: str, section: str) -> Response:
-    """Back to one section of the detail page after a change (303)."""
-    return redirect(f"{display.detail_url(spec.name, entity_id)}#{section}", 303)
 
 
 @bp.post("/<eclass>/<path:entity_id>/notes")

@@ -5,7 +5,7 @@ from flask import Blueprint, Response, flash, request
 
 from labapp.blobs import staged
 from labapp.db import transaction
-from labapp.entities.views import back_to, render_detail
+from labapp.entities.detail import back_to, render_detail
 from labapp.errors import InvalidInput
 from labapp.files import service
 from labapp.reading.entities import class_named, load_visible

@@ -14,9 +14,9 @@ from flask import Blueprint, Response, flash, redirect, request
 
 from labapp.access.actor import Actor
 from labapp.db import transaction
+from labapp.entities.detail import render_detail
 from labapp.entities.display import detail_url
 from labapp.entities.navigation import stored_places
-from labapp.entities.views import render_detail
 from labapp.errors import AppError, InvalidInput
 from labapp.reading.entities import class_named, load_visible
 from labapp.storage import checkin, service
