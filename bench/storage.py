@@ -40,6 +40,8 @@ from labapp.model import (
     Sample,
     StorageLogEntry,
 )
+from labapp.storage.service import StoredItem
+from labapp.storage.views import BoxGrid, Slot
 
 BOXES = 1_000  # of 10 × 10: 100,000 stored samples
 BOX_SIDE = 10
@@ -206,9 +208,13 @@ def core_checkin(bench: Bench, box: str, ids: list[str]) -> None:
         connection.commit()
 
 
+TAKEN_CELL = 'class="slot slot-taken'
+
+
 def api_page(bench: Bench, box: str) -> None:
     response = bench.client.get(f"/storage/locations/{box}", headers=bench.admin_headers)
-    if response.status_code != 200 or response.get_data().count(b"slot-taken") != 100:
+    if (response.status_code != 200
+            or response.get_data(as_text=True).count(TAKEN_CELL) != 100):
         raise RuntimeError(f"box page failed: {response.status_code}")
 
 
@@ -232,9 +238,12 @@ def _core_reads(connection: Connection, box: str) -> dict:
     log = [dict(row) for row in connection.execute(
         select(_LOG).where(_LOG.c.location_id == box).order_by(_LOG.c.id.desc())
         .limit(50)).mappings()]
-    assert len(contents) == 100 and stored == 100
+    occupied = set(connection.scalars(select(_SAMPLE.c.position).where(
+        _SAMPLE.c.location_id == box, _SAMPLE.c.plate_id.is_(None),
+        _SAMPLE.c.position.is_not(None))))
+    assert len(contents) == 100 and stored == 100 == len(occupied)
     return {"location": location, "parents": parents, "stored": stored, "counts": counts,
-            "contents": contents, "log": log}
+            "contents": contents, "log": log, "occupied": occupied}
 
 
 def core_page(bench: Bench, box: str) -> None:
@@ -256,11 +265,18 @@ def core_page_rendered(bench: Bench, box: str) -> None:
                 "available": capacity - data["stored"],
                 "checkin": data["counts"].get("checkin", 0),
                 "checkout": data["counts"].get("checkout", 0)}
-    items = [SimpleNamespace(id=item["id"], eclass="Sample", name=item["name"],
-                             position=item["position"]) for item in data["contents"]]
+    items = [StoredItem(item["id"], "Sample", item["name"], item["barcode"], item["position"])
+             for item in data["contents"]]
     by_position = {item.position: item for item in items}
-    grid = [(chr(65 + r), [(f"{chr(65 + r)}{c + 1}", by_position.get(f"{chr(65 + r)}{c + 1}"))
-                           for c in range(row["columns"])]) for r in range(row["rows"])]
+    cells = []
+    for r in range(row["rows"]):
+        letter = chr(65 + r)
+        positions = [f"{letter}{c + 1}" for c in range(row["columns"])]
+        cells.append((letter, [
+            Slot(position, "taken" if position in by_position else
+                 "occupied" if position in data["occupied"] else "free",
+                 by_position.get(position)) for position in positions]))
+    grid = BoxGrid(cells, len(data["occupied"]), 0, None)
     log = [{"timestampUtc": entry["timestamp_utc"], "userID": entry["user_id"],
             "action": entry["action"], "eClass": entry["eclass"],
             "entityID": entry["entity_id"], "position": entry["position"]}
@@ -269,9 +285,9 @@ def core_page_rendered(bench: Bench, box: str) -> None:
         html = render_template(
             "storage/location.html", location=location, items=items, grid=grid,
             ancestors=[SimpleNamespace(**parent) for parent in data["parents"]], children=[],
-            log_entries=log, log_total=len(log), log_skip=0, log_rows=50, can_write=True,
-            error=None)
-    assert html.count("slot-taken") == 100
+            within={row["id"]: data["stored"]}, log_entries=log, log_total=len(log),
+            log_skip=0, log_rows=50, can_write=True, error=None, confirm=None)
+    assert html.count(TAKEN_CELL) == 100
 
 
 def run(backend: str, *, boxes: int = BOXES, rounds: int = 5, page_runs: int = 50,
