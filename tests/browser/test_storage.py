@@ -6,6 +6,7 @@ finding nothing serious on the storage pages."""
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 from urllib.request import Request, urlopen
 
@@ -295,3 +296,35 @@ def test_the_storage_pages_pass_axe(page: Page, live_server: str) -> None:
     page.goto("/storage")
     expect(page.locator(f'li[data-location="{boxes[0]["parentID"]}"] > .fill-text')
            ).to_have_text("9 stored")
+
+
+@pytest.mark.parametrize("viewport", [DESKTOP, TABLET], ids=["1366", "768"])
+def test_moves_say_where_the_tube_came_from(page: Page, live_server: str,
+                                            viewport: dict[str, int]) -> None:
+    """Issue 19 §1, §3: a tube moved within its box says 'moved A1 → C4'; one scanned into
+    another box in bench mode says where it was."""
+    rack, first, second = create_locations(
+        live_server, {"id": "#rack", "name": "Rack 3"},
+        {"name": "Box 12", "parentID": "#rack", "rows": 9, "columns": 9},
+        {"name": "Box 13", "parentID": "#rack", "rows": 9, "columns": 9, "barcode": "BOX-13"})
+    tube, = create_entities(live_server, {"eClass": "Sample", "name": "Serum", "barcode": "S-1"})
+    _check_in(live_server, first["id"], [{"eClass": "Sample", "id": tube["id"],
+                                          "position": "A1"}])
+    page.set_viewport_size(viewport)
+    log_in(page, live_server)
+    page.goto(f"/storage/locations/{first['id']}?slot=C4")
+    page.fill("#slot-code", "S-1")
+    page.press("#slot-code", "Enter")
+    expect(page.locator(".flash-success")).to_have_text(
+        f"Sample {tube['id']} (Serum) moved A1 → C4.")
+    expect(page.locator('td[data-slot="C4"]')).to_have_class(re.compile(r"\bslot-taken\b"))
+    expect(page.locator('td[data-slot="A1"]')).to_have_class(re.compile(r"\bslot-free\b"))
+    page.goto("/storage/bench")
+    scan(page, "BOX-13")
+    scan(page, "S-1")
+    moved = page.locator("#scan-results li").first
+    expect(moved).to_have_class("scan-ok")
+    expect(moved).to_contain_text("moved from Rack 3 / Box 12, slot C4 → Rack 3 / Box 13, "
+                                  "slot A1")
+    assert page.evaluate("document.documentElement.scrollWidth"
+                         " <= document.documentElement.clientWidth")
