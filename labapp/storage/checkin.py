@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from marshmallow import Schema, ValidationError
 from sqlalchemy import bindparam, insert, select, update
 
 from labapp.access.actor import Actor
@@ -20,11 +21,10 @@ from labapp.db import db
 from labapp.entities.audit import json_value
 from labapp.errors import Conflict, Forbidden, InvalidInput, NotFound
 from labapp.model import AuditEvent, Entity, EntityEvent, Location, Plate, Sample
-from labapp.model.registry import find_class
 from labapp.model.types import utc_now
 from labapp.storage import log, slots
+from labapp.storage.schemas import MAX_ITEMS, ItemRefSchema, StoredItemSchema
 from labapp.storage.service import (
-    STORABLE_CLASSES,
     get_location,
     has_grid,
     limit_of,
@@ -32,7 +32,6 @@ from labapp.storage.service import (
     stored_counts,
 )
 
-MAX_ITEMS = 10_000
 _ENTITY = Entity.__table__
 _TABLES = {"Sample": Sample.__table__, "Plate": Plate.__table__}
 
@@ -76,39 +75,39 @@ class Item:
 
 
 def read_request(raw: Any, *, positions: bool) -> list[Item]:
-    """The items of a body: an array of ``{eClass, id}`` (plus ``position`` on check-in)."""
+    """The items of a body: an array of ``{eClass, id}`` (plus ``position`` on check-in),
+    each loaded through its schema (:mod:`labapp.storage.schemas`); the first error found
+    is a 400 naming the item's index and field."""
     if not isinstance(raw, list) or not raw:
         raise StorageInputError("The body must be a non-empty JSON array of {eClass, id}.")
     if len(raw) > MAX_ITEMS:
         raise StorageInputError(f"At most {MAX_ITEMS} items per request.")
+    schema = StoredItemSchema() if positions else ItemRefSchema()
     items: list[Item] = []
     seen: dict[str, int] = {}
-    allowed = {"eClass", "id", "position"} if positions else {"eClass", "id"}
     for index, entry in enumerate(raw):
         if not isinstance(entry, dict):
             raise _item_error(index, "_item", "expected an object {eClass, id}")
-        unknown = sorted(set(entry) - allowed)
-        if unknown:
-            raise _item_error(index, unknown[0], "unknown property")
-        eclass, entity_id = entry.get("eClass"), entry.get("id")
-        if not isinstance(eclass, str) or not eclass:
-            raise _item_error(index, "eClass", "required, Sample or Plate")
-        if not isinstance(entity_id, str) or not entity_id:
-            raise _item_error(index, "id", "required, the id of the item")
-        spec = find_class(eclass)
-        if spec is None:
-            raise _item_error(index, "eClass", f"unknown class {eclass!r}")
-        if spec.name not in STORABLE_CLASSES:
-            raise _item_error(index, "eClass", f"{spec.name} entities cannot be stored "
-                                               "(only Sample and Plate)")
+        try:
+            loaded = schema.load(entry)
+        except ValidationError as error:
+            raise _item_error(index, *_first_error(schema, error)) from None
+        entity_id = loaded["id"]
         if entity_id in seen:
             raise _item_error(index, "id", f"{entity_id!r} is also items[{seen[entity_id]}]")
         seen[entity_id] = index
-        position = entry.get("position")
-        if position is not None and (not isinstance(position, str) or not position.strip()):
-            raise _item_error(index, "position", "a slot such as 'B7'")
-        items.append(Item(index, spec.name, entity_id, position))
+        items.append(Item(index, loaded["eClass"], entity_id, loaded.get("position")))
     return items
+
+
+def _first_error(schema: Schema, error: ValidationError) -> tuple[str, str]:
+    """The field and message to report: an unknown property first, then the schema's
+    fields in their order."""
+    messages = error.normalized_messages()
+    order = list(schema.fields)
+    field = min(messages, key=lambda name: (order.index(name) if name in order else -1, name))
+    found = messages[field]
+    return field, found[0] if isinstance(found, list) else str(found)
 
 
 def _load_items(actor: Actor, items: list[Item]) -> None:

@@ -1,26 +1,44 @@
 """Bodies and answers of the storage endpoints (for loading and for the OpenAPI document).
 
-Item arrays are loaded by the service itself (its errors name the item's index); these
-schemas document them.
+Check-in and check-out items are loaded through :class:`ItemRefSchema` and
+:class:`StoredItemSchema` (by :func:`labapp.storage.checkin.read_request`, whose errors name
+the item's index), so the document and the check are one statement. Location arrays are
+checked by the entity batch.
 """
 from __future__ import annotations
 
-from marshmallow import INCLUDE, Schema, fields
+from typing import Any
+
+from marshmallow import INCLUDE, Schema, fields, pre_load, validate
 
 from labapp.entities.schemas import EntityQuerySchema
+from labapp.model.registry import find_class
 from labapp.reading.schemas import ODataQuerySchema
+from labapp.storage.service import STORABLE_CLASSES
 
-
-class StoredItemSchema(Schema):
-    eClass = fields.String(required=True, metadata={"description": "Sample or Plate"})
-    id = fields.String(required=True)
-    position = fields.String(metadata={"description": "a free slot such as 'B7' (check-in "
-                                                      "into a grid location only)"})
+MAX_ITEMS = 10_000
 
 
 class ItemRefSchema(Schema):
-    eClass = fields.String(required=True, metadata={"description": "Sample or Plate"})
-    id = fields.String(required=True)
+    eClass = fields.String(required=True, validate=validate.OneOf(STORABLE_CLASSES),
+                           error_messages={"required": "required, Sample or Plate"})
+    id = fields.String(required=True, validate=validate.Length(min=1, max=64),
+                       error_messages={"required": "required, the id of the item"})
+
+    @pre_load
+    def _class_as_named(self, data: Any, **_kwargs: Any) -> Any:
+        """Class names are case-insensitive, as everywhere: ``sample`` is ``Sample``."""
+        if isinstance(data, dict) and isinstance(data.get("eClass"), str):
+            spec = find_class(data["eClass"])
+            if spec is not None:
+                data = {**data, "eClass": spec.name}
+        return data
+
+
+class StoredItemSchema(ItemRefSchema):
+    position = fields.String(validate=validate.Regexp(r"\s*\S", error="a slot such as 'B7'"),
+                             metadata={"description": "a free slot such as 'B7' (check-in "
+                                                      "into a grid location only)"})
 
 
 class LocationQuerySchema(EntityQuerySchema):

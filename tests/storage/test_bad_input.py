@@ -4,6 +4,7 @@ from __future__ import annotations
 import pytest
 from flask import Flask
 
+from labapp.storage.schemas import StoredItemSchema
 from tests.conftest import ApiClient
 from tests.storage.conftest import body_of, make_items, make_locations, storage_snapshot
 
@@ -56,3 +57,22 @@ def test_not_json_is_415(admin: ApiClient) -> None:
     assert response.status_code == 415
     assert admin.post(f"/api/storage/location/{box['id']}/checkin", data="[",
                       content_type="application/json").status_code == 400
+
+
+@pytest.mark.parametrize(("body", "field"), [
+    (body, field) for body, field in BAD_BODIES
+    if isinstance(body, list) and len(body) == 1 and isinstance(body[0], dict)])
+def test_the_documented_item_schema_is_the_check(app: Flask, body, field) -> None:
+    """What the endpoint refuses, the schema the OpenAPI document shows refuses too, naming
+    the same field: the schema is the one statement of an item."""
+    with app.app_context():
+        errors = StoredItemSchema().validate(body[0])
+    assert field.removeprefix("[0].") in errors
+
+
+def test_class_names_are_case_insensitive(admin: ApiClient) -> None:
+    box, = make_locations(admin, {"name": "Box"})
+    sample, = make_items(admin, "Sample", 1)
+    answer = body_of(admin.post(f"/api/storage/location/{box['id']}/checkin",
+                                json=[{"eClass": "sample", "id": sample}]), 200)
+    assert answer["stored"] == 1
