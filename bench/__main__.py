@@ -25,6 +25,9 @@ For each backend: a fresh app and database (``flask init``), then
    memory (``--odata-only`` runs just this part).
 10. (issue 14, ``bench/sync.py``, only with ``--sync-only``) on databases of their own:
    export and restore of the entities against a plain Core select + JSON write.
+11. (issue 20, ``bench/readlock.py``, only with ``--readlock-only``) on a database of its
+   own, served by gunicorn: 30 browsers polling the bell and widgets while 4 clients write,
+   with every unit taking the write lock (before) and with read units (after), alternating.
 The summary goes to stdout and into the generated blocks of ``bench/RESULTS.md``.
 """
 from __future__ import annotations
@@ -39,7 +42,18 @@ from pathlib import Path
 
 from sqlalchemy import func, select, text
 
-from bench import auth, dashboards, odata, query, read, search, storage, sync, write
+from bench import (
+    auth,
+    dashboards,
+    odata,
+    query,
+    read,
+    readlock,
+    search,
+    storage,
+    sync,
+    write,
+)
 from bench.harness import BATCH, matching, open_bench
 from bench.report import (
     QUERY_BEGIN,
@@ -96,6 +110,12 @@ def _arguments(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--sync-only", action="store_true",
                         help="issue 14 part only: export and restore against a plain Core "
                              "select + JSON write")
+    parser.add_argument("--readlock-only", action="store_true",
+                        help="issue 20 part only: browsers polling the bell and widgets "
+                             "while clients write, before and after read units")
+    parser.add_argument("--readlock-seconds", type=float, default=readlock.SECONDS,
+                        help=f"length of each phase of the issue 20 part (default "
+                             f"{readlock.SECONDS:.0f})")
     parser.add_argument("--auth-seconds", type=float, default=auth.SECONDS,
                         help=f"length of each load run of the issue 9 part (default "
                              f"{auth.SECONDS:.0f})")
@@ -204,6 +224,9 @@ def main(argv: list[str] | None = None) -> int:
                                     None if args.no_save else args.output, shlex.join(argv))
     if args.odata_only:
         return _odata_part(backends, args, os.getloadavg())
+    if args.readlock_only:
+        return readlock.main_part(backends, args.readlock_seconds,
+                                  None if args.no_save else args.output, shlex.join(argv))
     if args.sync_only:
         return sync.main_part(backends, args.entities, None if args.no_save else args.output,
                               shlex.join(argv))
