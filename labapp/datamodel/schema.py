@@ -5,7 +5,7 @@ indexes (name, table, columns) and views (name, columns), so the diff is a compa
 dictionaries. The expected side is the models' tables (extension classes and fields of the
 registry's current model included), the structures migrations create with raw SQL (the
 expression indexes of the suggestions, SQLite's search tables) and the views of
-:mod:`labapp.query.views`. The actual side is reflected with SQLAlchemy's inspector, the same
+:mod:`labapp.query.dbviews`. The actual side is reflected with SQLAlchemy's inspector, the same
 way on SQLite and PostgreSQL; SQLite's expression indexes, which it cannot reflect, are read
 from its catalogue.
 """
@@ -20,7 +20,7 @@ from sqlalchemy import Column, Connection, Index, Table, inspect
 from labapp.db import db
 from labapp.model.extensions import EXTENSION_METADATA
 from labapp.model.registry import classes
-from labapp.query.views import views
+from labapp.query.dbviews import views
 
 # Expression indexes of the suggestions (migration 3ac19168d4c7): the SQL that makes each.
 SEARCHED = ("id", "name", "barcode")

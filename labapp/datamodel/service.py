@@ -23,7 +23,7 @@ from labapp.db import db
 from labapp.model import ModelState, Role, Sequence
 from labapp.model.registry import PARENT_LINKS, classes, find_class, is_built_in
 from labapp.model.types import utc_now
-from labapp.query.views import views
+from labapp.query.dbviews import views
 from labapp.sequences.service import ensure_default_sequences
 from labapp.users.service import ensure_roles
 

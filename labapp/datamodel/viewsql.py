@@ -15,7 +15,7 @@ from pathlib import Path
 
 from labapp.model import Entity
 from labapp.model.registry import ClassSpec
-from labapp.query.views import ViewSpec
+from labapp.query.dbviews import ViewSpec
 
 VIEWS_MIGRATION = "20261121_e2b2e5c79bf7_database_views.py"
 

@@ -13,7 +13,7 @@ from labapp.odata.errors import ODATA_VERSION
 from labapp.odata.feed import count_matching, open_feed
 from labapp.odata.metadata import csdl, service_document
 from labapp.odata.options import parse_options
-from labapp.query.views import ViewSpec, find_view
+from labapp.query.dbviews import ViewSpec, find_view
 from labapp.web.loader import current_actor
 
 JSON_MEDIA_TYPE = "application/json;odata.metadata=minimal;odata.streaming=true"

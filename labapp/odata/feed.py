@@ -1,7 +1,7 @@
 """One page of an OData feed, read and written as a stream (decisions §13).
 
 :func:`open_feed` resolves the options against the view (the one ``$filter`` parser, the
-view's row-level security and column guards of :mod:`labapp.query.views`) and builds the
+view's row-level security and column guards of :mod:`labapp.query.dbviews`) and builds the
 statement (and runs ``$count``), so every error of the request's own making is raised before
 the response starts. :meth:`Feed.chunks` then runs the query and writes the JSON page while
 the rows arrive from a server-side cursor: one page is never held in memory, nor is the
@@ -42,7 +42,7 @@ from labapp.odata.options import FeedOptions, invalid
 from labapp.query.filter import compile_filter
 from labapp.query.listing import parse_select, parse_sort_keys, sort_clause, sort_expression
 from labapp.query.rows import Target, count_rows, view_target
-from labapp.query.views import ViewSpec
+from labapp.query.dbviews import ViewSpec
 
 log = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """The service document and the CSDL ``$metadata`` of the OData feed (decisions §13).
 
-Both describe the database views of :mod:`labapp.query.views` and nothing else: one
+Both describe the database views of :mod:`labapp.query.dbviews` and nothing else: one
 EntityType (key ``id``) and one EntitySet per view, named like the view. Registry types map to
 EDM types here and nowhere else; ``attributes`` (JSON) is served as its JSON text, an
 ``Edm.String``, so every OData client can read it.
@@ -12,7 +12,7 @@ from typing import Any
 from xml.etree import ElementTree as ET
 
 from labapp.model.registry import generation
-from labapp.query.views import ViewColumn, ViewSpec, views
+from labapp.query.dbviews import ViewColumn, ViewSpec, views
 
 NAMESPACE = "labapp"
 CONTAINER = "Container"

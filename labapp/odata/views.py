@@ -11,7 +11,7 @@ from labapp.errors import InvalidInput
 from labapp.odata.feed import open_feed
 from labapp.odata.metadata import edm_type, feed_views
 from labapp.odata.options import FeedOptions
-from labapp.query.views import find_view
+from labapp.query.dbviews import find_view
 from labapp.web.blocks import render_page
 from labapp.web.loader import current_actor
 from labapp.web.pages import members_only

@@ -14,7 +14,7 @@ from labapp.query.schemas import (
     ViewQuerySchema,
     load_queries,
 )
-from labapp.query.views import find_view
+from labapp.query.dbviews import find_view
 from labapp.web.endpoints import endpoint, json_payload
 from labapp.web.loader import current_actor
 from labapp.web.units import reads

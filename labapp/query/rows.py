@@ -20,7 +20,7 @@ from labapp.model.registry import ClassSpec
 from labapp.query.fields import FieldSource, entity_fields
 from labapp.query.filter import compile_filter
 from labapp.query.listing import Page, parse_orderby, parse_paging, parse_select
-from labapp.query.views import ViewSpec
+from labapp.query.dbviews import ViewSpec
 
 _ATTRIBUTE_PREFIX = "attributes."
 

@@ -1,7 +1,7 @@
 """database views
 
 The views of datamodel.md "Database views", served by /api/query/view, the dataset and OData
-(labapp/query/views.py describes them): one flat view per entity class (every stored field,
+(labapp/query/dbviews.py describes them): one flat view per entity class (every stored field,
 ``attributes`` as JSON text) and the overviews SampleOverview, StorageOverview,
 StepSampleInput and ExperimentProgress. Columns are snake_case.
 

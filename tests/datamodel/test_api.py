@@ -9,7 +9,7 @@ from flask.testing import FlaskClient
 
 from labapp.db import db
 from labapp.model.registry import classes
-from labapp.query.views import views
+from labapp.query.dbviews import views
 from labapp.schema import schema_state
 from tests.conftest import BACKEND
 from tests.datamodel.conftest import admin_client

@@ -10,7 +10,7 @@ from sqlalchemy import text
 
 from labapp.db import db
 from labapp.model.registry import classes
-from labapp.query.views import VIEWS, find_view
+from labapp.query.dbviews import VIEWS, find_view
 from tests.conftest import ApiClient
 from tests.contracts.problem import assert_problem
 from tests.entities.conftest import Grants, body_of, listing

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from labapp.query.views import VIEWS
+from labapp.query.dbviews import VIEWS
 from tests.contracts.visibility import oracle
 from tests.contracts.visibility.build import LiveWorld, closed
 from tests.contracts.visibility.paths import MatrixPath, Outcome
