@@ -39,10 +39,10 @@ from labapp.db import db
 from labapp.jsonprovider import format_utc
 from labapp.odata import paging
 from labapp.odata.options import FeedOptions, invalid
+from labapp.query.dbviews import ViewSpec
 from labapp.query.filter import compile_filter
 from labapp.query.listing import parse_select, parse_sort_keys, sort_clause, sort_expression
 from labapp.query.rows import Target, count_rows, view_target
-from labapp.query.dbviews import ViewSpec
 
 log = logging.getLogger(__name__)
 

@@ -7,6 +7,7 @@ from flask import Blueprint, Response, jsonify
 
 from labapp.errors import NotFound
 from labapp.query.dataset import run_dataset
+from labapp.query.dbviews import find_view
 from labapp.query.rows import list_view
 from labapp.query.schemas import (
     DatasetQuerySchema,
@@ -14,7 +15,6 @@ from labapp.query.schemas import (
     ViewQuerySchema,
     load_queries,
 )
-from labapp.query.dbviews import find_view
 from labapp.web.endpoints import endpoint, json_payload
 from labapp.web.loader import current_actor
 from labapp.web.units import reads

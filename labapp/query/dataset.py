@@ -37,10 +37,10 @@ from labapp.query.conditions import (
     ConditionError,
     compile_condition,
 )
+from labapp.query.dbviews import find_view
 from labapp.query.fields import FilterField, UnknownField, resolve_field
 from labapp.query.listing import sort_clause
 from labapp.query.rows import Target, entity_target, field_value, read_rows, view_target
-from labapp.query.dbviews import find_view
 
 MAX_QUERIES = 20
 MAX_COLLECTION = 5000

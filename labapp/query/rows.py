@@ -17,10 +17,10 @@ from labapp.access.actor import Actor
 from labapp.access.visibility import readable
 from labapp.db import db
 from labapp.model.registry import ClassSpec
+from labapp.query.dbviews import ViewSpec
 from labapp.query.fields import FieldSource, entity_fields
 from labapp.query.filter import compile_filter
 from labapp.query.listing import Page, parse_orderby, parse_paging, parse_select
-from labapp.query.dbviews import ViewSpec
 
 _ATTRIBUTE_PREFIX = "attributes."
 
