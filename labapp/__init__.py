@@ -73,7 +73,7 @@ def _init_extensions(app: Flask) -> None:
     init_auth(app)
     init_security_headers(app)
     init_odata_errors(app)
-    _install_class_rules()
+    _install_class_rules(app)
     _install_place_picker(app)
     _init_search(app)
     _load_data_model(app)
@@ -89,34 +89,49 @@ def _install_place_picker(app: Flask) -> None:
 
 
 def _init_search(app: Flask) -> None:
-    """Drain the search queue after every commit that wrote entities, and at start-up."""
+    """Drain the search queue after every commit that wrote entities, and at start-up. The
+    Whoosh workarounds are checked first: the start fails loudly when Whoosh changed."""
+    from labapp.search.index.whoosh_patches import apply as apply_whoosh_patches
     from labapp.search.indexer import init_app
 
+    apply_whoosh_patches()
     init_app(app)
 
 
 def _load_data_model(app: Flask) -> None:
     """The model is the code plus the instance's extension files (decisions §14); a bad
-    file stops the start-up with a message naming it and its field."""
-    from labapp.datamodel.running import load_model
+    file stops the start-up with a message naming it and its field. Every request (static
+    files aside) first follows a sync another worker made."""
+    from flask import request
+
+    from labapp.datamodel.running import follow_synced_model, load_model
 
     load_model(app)
 
+    def follow_the_synced_model() -> None:
+        if request.endpoint != "static":
+            follow_synced_model(app)
 
-def _install_class_rules() -> None:
-    """Give the entity batch the rules of the classes other features own."""
-    from labapp.entities.rules import install, install_planner, observe_changes
+    app.before_request(follow_the_synced_model)
+
+
+def _install_class_rules(app: Flask) -> None:
+    """Give the entity batch the rules of the classes other features own (this
+    application's, in ``app.extensions``)."""
+    from labapp.entities.rules import init_app, install, install_planner, observe_changes
     from labapp.grants.service import observe_grants
     from labapp.notifications.service import on_entity_change, on_grant
     from labapp.storage import placement
     from labapp.storage.rules import LocationRules
     from labapp.users.rules import UserRules
 
-    install("User", UserRules())
-    install("Location", LocationRules())
-    install_planner(placement.plan)
-    observe_changes(on_entity_change)
-    observe_grants(on_grant)
+    init_app(app)
+    with app.app_context():
+        install("User", UserRules())
+        install("Location", LocationRules())
+        install_planner(placement.plan)
+        observe_changes(on_entity_change)
+        observe_grants(on_grant)
 
 
 def _register_blueprints(app: Flask) -> None:

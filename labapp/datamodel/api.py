@@ -1,23 +1,17 @@
-"""``/api/datamodel`` (expected, actual, diff) and ``POST /api/sync``; the per-request check
-that keeps every worker on the model the database was last synchronised to."""
+"""``/api/datamodel`` (expected, actual, diff) and ``POST /api/sync``."""
 from __future__ import annotations
 
 from flask import Blueprint, Response, current_app, jsonify
 
 from labapp.access.actor import ADMIN
 from labapp.datamodel import service
-from labapp.datamodel.running import follow_synced_model, reload_model
+from labapp.datamodel.running import reload_model
 from labapp.datamodel.synchronise import run_sync
 from labapp.db import transaction
 from labapp.web.endpoints import endpoint
 from labapp.web.loader import require_scope
 
 bp = Blueprint("datamodel_api", __name__)
-
-
-@bp.before_app_request
-def _current_model() -> None:
-    follow_synced_model(current_app)
 
 
 @bp.get("/api/datamodel")

@@ -1,19 +1,22 @@
 """The model a running application uses: loaded from the extension files at start-up,
 re-read by the admin pages and by sync, and followed after a sync made by another worker.
 
-The registry is one per process while a process may hold several applications (tests do),
-each with its own instance folder: every request first puts its application's model back
-when another one is installed. A sync records a new generation in ``model_state`` and then
-writes it to the stamp file :data:`SYNC_STAMP` in the instance folder the workers share.
-Every request reads that small file and, when it names a generation this worker has not
-loaded, checks the database and re-reads the extension files, so the first request after a
-sync returned is served with the new model by every worker, without a restart. The
-database is also asked at most once per :data:`CHECK_SECONDS` in case the stamp is lost.
+Each application holds its own model (``app.extensions``, :mod:`labapp.model.registry`),
+replaced whole when the files are re-read, so requests in other threads keep reading a
+whole model. A sync records a new generation in ``model_state`` and then writes it to the
+stamp file :data:`SYNC_STAMP` in the instance folder the workers share. Every request
+(:func:`follow_synced_model`, a hook :func:`labapp.create_app` registers; static files
+skip it) reads that small file and, when it names a generation this worker has not loaded,
+checks the database and re-reads the extension files, so the first request after a sync
+returned is served with the new model by every worker, without a restart. The database is
+also asked at most once per :data:`CHECK_SECONDS` in case the stamp is lost. One request
+thread at a time does that check.
 """
 from __future__ import annotations
 
 import logging
 import os
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -26,7 +29,8 @@ from sqlalchemy.exc import SQLAlchemyError
 from labapp.db import db
 from labapp.errors import InvalidInput
 from labapp.model import ModelState
-from labapp.model.extensions import ExtensionError, Extensions, install, installed, read
+from labapp.model.extensions import ExtensionError, Extensions, install, read
+from labapp.model.registry import publish
 from labapp.schema import schema_state
 
 CHECK_SECONDS = 1.0
@@ -45,20 +49,22 @@ def load_model(app: Flask) -> None:
     :class:`ExtensionError` (naming the file and the field), nothing of it loaded."""
     stamp = _stamped_generation(app)  # before the files: a sync in between is followed
     extensions = read(extension_folder(app))
-    install(extensions)
+    with app.app_context():
+        install(extensions)
     app.extensions["labapp_model"] = {"extensions": extensions, "seen": _UNSEEN, "checked": 0.0,
-                                     "stamp": stamp}
+                                     "stamp": stamp, "lock": threading.Lock()}
 
 
 def reload_model(app: Flask) -> Extensions:
-    """Re-read the files now (a file added since start-up becomes expected); a bad file is
-    a 400 naming it, and the model stays as it was."""
+    """Re-read the files now: the model they make is this application context's (a file
+    added since start-up becomes expected), while the other requests keep the synchronised
+    one until :func:`mark_synced`; a bad file is a 400 naming it, and the model stays as it
+    was."""
     try:
         extensions = read(extension_folder(app))
     except ExtensionError as error:
         raise InvalidInput(f"Data-model extension file: {error}") from None
-    install(extensions)
-    app.extensions["labapp_model"]["extensions"] = extensions
+    install(extensions, publish=False)
     return extensions
 
 
@@ -72,10 +78,14 @@ def extension_problem(app: Flask) -> str | None:
 
 
 def follow_synced_model(app: Flask) -> None:
-    """Install this application's model, and re-read the files when another worker synced."""
+    """Re-read the files when another worker synced (in a request of ``app``; one thread
+    of the application at a time, the others wait for its answer)."""
     state: dict[str, Any] = app.extensions["labapp_model"]
-    if installed() is not state["extensions"]:
-        install(state["extensions"])
+    with state["lock"]:
+        _follow(app, state)
+
+
+def _follow(app: Flask, state: dict[str, Any]) -> None:
     now = time.monotonic()
     stamped = _stamped_generation(app)
     if now - state["checked"] < CHECK_SECONDS and stamped == state["stamp"]:
@@ -97,13 +107,19 @@ def follow_synced_model(app: Flask) -> None:
 
 
 def mark_synced(app: Flask) -> None:
-    """This worker made the sync: its model is the synchronised one. Tell the other
-    workers through the stamp file (written whole, then renamed into place)."""
+    """This worker made the sync: the model of this application context is the
+    synchronised one, served from now on by every thread. Tell the other workers through
+    the stamp file (written whole, then renamed into place)."""
+    synced = publish().source
     generation = _synced_generation()
-    app.extensions["labapp_model"]["seen"] = generation
+    state = app.extensions["labapp_model"]
+    with state["lock"]:
+        state["seen"] = generation
+        if isinstance(synced, Extensions):
+            state["extensions"] = synced
     stamp = Path(app.instance_path) / SYNC_STAMP
     stamp.parent.mkdir(parents=True, exist_ok=True)
-    staging = stamp.with_name(f"{stamp.name}.{os.getpid()}")
+    staging = stamp.with_name(f"{stamp.name}.{os.getpid()}.{threading.get_ident()}")
     staging.write_text(str(generation))
     os.replace(staging, stamp)
 

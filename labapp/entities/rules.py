@@ -13,12 +13,19 @@ Features above the batch that must react to any change (notifications) install a
 observer* the same way: it is called inside the batch's transaction with the actor and an
 :class:`EntityChange`, after the change is written, so what it writes commits or rolls back
 with the change.
+
+What is installed belongs to the application (:class:`Hooks`, bound in ``app.extensions``
+by :func:`init_app`), not to the process: two applications in one process (tests build
+many) never share rules, and requests in other threads read tuples that are replaced
+whole, never changed in place.
 """
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
+
+from flask import Flask, current_app
 
 from labapp.access.actor import Actor
 from labapp.entities.batch import PreparedItem
@@ -42,18 +49,55 @@ class ClassRules:
         """Do what follows from changes just applied to ``entity`` by ``actor``."""
 
 
+WritePlan = Callable[[], None]
+BatchPlanner = Callable[[Actor, list[PreparedItem]], WritePlan | None]
 _NO_RULES = ClassRules()
-_INSTALLED: dict[str, ClassRules] = {}
+HOOKS = "labapp.hooks"  # the app.extensions key of the application's Hooks
+
+
+@dataclass
+class Hooks:
+    """What one application installed: the rules of each class, the batch planners and
+    the observers of each kind of change (``observers["entity"]``, ``observers["grant"]``)."""
+
+    rules: dict[str, ClassRules] = field(default_factory=dict)
+    planners: tuple[BatchPlanner, ...] = ()
+    observers: dict[str, tuple[Callable[..., None], ...]] = field(default_factory=dict)
+
+
+def init_app(app: Flask) -> None:
+    """Give ``app`` its empty :class:`Hooks` (``create_app`` then installs them)."""
+    app.extensions[HOOKS] = Hooks()
+
+
+def _hooks() -> Hooks:
+    hooks: Hooks = current_app.extensions[HOOKS]
+    return hooks
 
 
 def install(class_name: str, rules: ClassRules) -> None:
     """Make ``rules`` those of ``class_name`` (installing again replaces them)."""
-    _INSTALLED[class_name] = rules
+    hooks = _hooks()
+    hooks.rules = {**hooks.rules, class_name: rules}
 
 
 def rules_of(class_name: str) -> ClassRules:
     """The rules of ``class_name``, or the no-op rules."""
-    return _INSTALLED.get(class_name, _NO_RULES)
+    return _hooks().rules.get(class_name, _NO_RULES)
+
+
+def observe(kind: str, observer: Callable[..., None]) -> None:
+    """Call ``observer`` on every change of ``kind`` the owning feature announces (once per
+    observer, however often it is installed)."""
+    hooks = _hooks()
+    known = hooks.observers.get(kind, ())
+    if observer not in known:
+        hooks.observers = {**hooks.observers, kind: (*known, observer)}
+
+
+def observers(kind: str) -> tuple[Callable[..., None], ...]:
+    """The application's observers of ``kind``, in the order they were installed."""
+    return _hooks().observers.get(kind, ())
 
 
 @dataclass(frozen=True)
@@ -71,36 +115,31 @@ class EntityChange:
 
 
 ChangeObserver = Callable[[Actor, EntityChange], None]
-_OBSERVERS: list[ChangeObserver] = []
+ENTITY_CHANGES = "entity"
 
 
 def observe_changes(observer: ChangeObserver) -> None:
     """Call ``observer`` after every entity the batch creates or changes (once per observer,
-    however often the application is built)."""
-    if observer not in _OBSERVERS:
-        _OBSERVERS.append(observer)
+    however often it is installed)."""
+    observe(ENTITY_CHANGES, observer)
 
 
 def announce(actor: Actor, change: EntityChange) -> None:
     """Tell every installed observer about ``change`` (inside the caller's transaction)."""
-    for observer in _OBSERVERS:
+    for observer in observers(ENTITY_CHANGES):
         observer(actor, change)
-
-
-WritePlan = Callable[[], None]
-BatchPlanner = Callable[[Actor, list[PreparedItem]], WritePlan | None]
-_PLANNERS: list[BatchPlanner] = []
 
 
 def install_planner(planner: BatchPlanner) -> None:
     """Call ``planner`` on every batch before it is written (once per planner, however often
-    the application is built)."""
-    if planner not in _PLANNERS:
-        _PLANNERS.append(planner)
+    it is installed)."""
+    hooks = _hooks()
+    if planner not in hooks.planners:
+        hooks.planners = (*hooks.planners, planner)
 
 
 def plan_batch(actor: Actor, items: list[PreparedItem]) -> list[WritePlan]:
     """Run every installed planner on a checked batch; what each asks to do once the batch
     is written."""
-    plans = [planner(actor, items) for planner in _PLANNERS]
+    plans = [planner(actor, items) for planner in _hooks().planners]
     return [plan for plan in plans if plan is not None]

@@ -16,6 +16,7 @@ from sqlalchemy import Column, ColumnElement, delete, exists, or_, select, updat
 from labapp.access.actor import Actor
 from labapp.db import db
 from labapp.entities.audit import record_updated_rows
+from labapp.entities.rules import observe, observers
 from labapp.errors import Conflict, Forbidden, InvalidInput, NotFound
 from labapp.model import Department, Entity, Project, ProjectSetting, User
 from labapp.model.access import ACCESS_TYPES, DepartmentAccess, ProjectAccess
@@ -59,18 +60,17 @@ class GrantGiven:
 
 
 GrantObserver = Callable[[GrantGiven], None]
-_GRANT_OBSERVERS: list[GrantObserver] = []
+GRANTS = "grant"  # the application's observers of grants (labapp.entities.rules.Hooks)
 
 
 def observe_grants(observer: GrantObserver) -> None:
     """Call ``observer`` inside the transaction of every grant that gives access (once per
-    observer, however often the application is built)."""
-    if observer not in _GRANT_OBSERVERS:
-        _GRANT_OBSERVERS.append(observer)
+    observer, however often it is installed)."""
+    observe(GRANTS, observer)
 
 
 def _announce_grant(given: GrantGiven) -> None:
-    for observer in _GRANT_OBSERVERS:
+    for observer in observers(GRANTS):
         observer(given)
 
 

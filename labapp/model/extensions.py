@@ -26,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -319,8 +320,22 @@ def _add_column(model: type[Entity], field: FieldDef) -> None:
     model.__mapper__.eager_defaults = False
 
 
-def install(extensions: Extensions) -> None:
-    """Map what ``extensions`` define and make it the registry's model."""
+# Mapping changes the process's mappers (a class mapped once, columns added to it): one
+# thread at a time, however many applications or request threads install a model.
+_MAPPING = threading.Lock()
+
+
+def install(extensions: Extensions, publish: bool = True) -> None:
+    """Map what ``extensions`` define and make it the current application's model (a whole
+    new :class:`registry.Registry`, swapped in); with ``publish=False`` only the current
+    application context's, until :func:`registry.publish`. The columns fields add to
+    existing classes are deferred and filled by the database, so requests with the
+    model before it never name them."""
+    with _MAPPING:
+        _install(extensions, publish)
+
+
+def _install(extensions: Extensions, publish: bool) -> None:
     class_specs = []
     for class_def in extensions.classes:
         model = _map_class(class_def)
@@ -331,19 +346,10 @@ def install(extensions: Extensions) -> None:
             spec, {**spec.fields, **{field.name: field for field in own}}))
     added: dict[str, list[registry.FieldSpec]] = {}
     for class_name, field, _source in extensions.fields:
-        model = _mapped.get(class_name) or registry.CLASSES[class_name].model
+        model = _mapped.get(class_name) or registry.built_in(class_name).model
         _add_column(model, field)
         added.setdefault(class_name, []).append(
             registry.field_of(field.attr, model.__table__.c[field.attr]))
     registry.install(class_specs, added,
-                     {c.name: c.parent_links for c in extensions.classes if c.parent_links})
-    _installed[0] = extensions
-
-
-
-_installed: list[Extensions | None] = [None]
-
-
-def installed() -> Extensions | None:
-    """The extensions the registry holds now (None before the first :func:`install`)."""
-    return _installed[0]
+                     {c.name: c.parent_links for c in extensions.classes if c.parent_links},
+                     source=extensions, publish=publish)

@@ -4,13 +4,24 @@ Everything that needs to know the data model — validation, ``$filter``/``$sele
 the datamodel endpoint, OData metadata, forms, the hierarchy — reads it from here. The
 fields are derived from the SQLAlchemy models (column types plus their ``info``), so the
 registry and the schema cannot disagree.
+
+The model in use is one immutable :class:`Registry` per application, bound in
+``app.extensions`` (:data:`REGISTRY`): :func:`install` builds a new one and swaps the
+reference, so a request that is reading the model (in another thread) keeps a whole one and
+never sees a half-filled dict. A model installed with ``publish=False`` is seen by the
+installing application context alone (a sync works with the model it brings while the
+other requests keep the one the database has) until :func:`publish`. Outside an
+application context the model published last is read. ``CLASSES`` and ``PARENT_LINKS`` are
+read-only views of the current model.
 """
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import itertools
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from flask import current_app, g, has_app_context
 from sqlalchemy import JSON, BigInteger, Boolean, Date, Float, Integer, String, Text
 from sqlalchemy.orm import ColumnProperty
 
@@ -222,7 +233,7 @@ def class_spec(model: type[Entity], prefix: str | None, workflow: Workflow,
 
 _ROLES_FIELD = FieldSpec("roles", None, "json", read_only=True)
 
-CLASSES: dict[str, ClassSpec] = {spec.name: spec for spec in (
+_BUILT_IN: dict[str, ClassSpec] = {spec.name: spec for spec in (
     class_spec(Department, "DEP", ACTIVE_INACTIVE),
     class_spec(Project, "PRJ", PROJECT_WORKFLOW),
     class_spec(User, None, ACTIVE_INACTIVE, (_ROLES_FIELD,), frozenset({"password"})),
@@ -238,11 +249,8 @@ CLASSES: dict[str, ClassSpec] = {spec.name: spec for spec in (
     class_spec(File, "FIL", INITIAL_ONLY),
 )}
 
-_BY_LOWER = {name.lower(): spec for name, spec in CLASSES.items()}
-_BUILT_IN = dict(CLASSES)
-
 # Parent links (child field -> parent) used by hierarchy, inheritance and views.
-PARENT_LINKS: dict[str, tuple[str, ...]] = {
+_BUILT_IN_LINKS: dict[str, tuple[str, ...]] = {
     "Step": ("experimentID",),
     "StepInput": ("stepID",),
     "Sample": ("parentID", "stepID", "experimentID", "plateID"),
@@ -253,18 +261,73 @@ PARENT_LINKS: dict[str, tuple[str, ...]] = {
     "Note": ("subjectID",),
     "File": ("subjectID",),
 }
-_BUILT_IN_LINKS = dict(PARENT_LINKS)
-_generation = [0]
+REGISTRY = "labapp.registry"  # the app.extensions key of the application's model
+_UNPUBLISHED = "labapp_registry"  # the g attribute of a model not published yet
+_generations = itertools.count(1)
+
+
+@dataclass(frozen=True)
+class Registry:
+    """One whole model: never changed once built (a new model is a new :class:`Registry`);
+    ``source`` is what it was built from (the extension files), ``generation`` unique."""
+
+    classes: Mapping[str, ClassSpec]
+    parent_links: Mapping[str, tuple[str, ...]]
+    generation: int = 0
+    source: object = None
+    by_lower: Mapping[str, ClassSpec] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "by_lower",
+                           {name.lower(): spec for name, spec in self.classes.items()})
+
+
+_latest = [Registry(dict(_BUILT_IN), dict(_BUILT_IN_LINKS))]
+
+
+def current() -> Registry:
+    """The model of the current application context: the one it installed without
+    publishing, else its application's (the one published last outside a context)."""
+    if has_app_context():
+        registry: Registry | None = (g.get(_UNPUBLISHED)
+                                     or current_app.extensions.get(REGISTRY))
+        if registry is not None:
+            return registry
+    return _latest[0]
+
+
+class _View(Mapping[str, Any]):
+    """A read-only mapping that always reads the current model's ``part``."""
+
+    def __init__(self, part: str) -> None:
+        self._part = part
+
+    def _now(self) -> Mapping[str, Any]:
+        part: Mapping[str, Any] = getattr(current(), self._part)
+        return part
+
+    def __getitem__(self, key: str) -> Any:
+        return self._now()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._now())
+
+    def __len__(self) -> int:
+        return len(self._now())
+
+
+CLASSES: Mapping[str, ClassSpec] = _View("classes")
+PARENT_LINKS: Mapping[str, tuple[str, ...]] = _View("parent_links")
 
 
 def find_class(name: str) -> ClassSpec | None:
     """The class called ``name`` (case-insensitive), or None."""
-    return _BY_LOWER.get(name.lower())
+    return current().by_lower.get(name.lower())
 
 
 def classes() -> list[ClassSpec]:
     """Every entity class, in declaration order."""
-    return list(CLASSES.values())
+    return list(current().classes.values())
 
 
 def is_built_in(name: str) -> bool:
@@ -285,26 +348,41 @@ def replace_fields(spec: ClassSpec, fields: Mapping[str, FieldSpec]) -> ClassSpe
 def generation() -> int:
     """A number that changes every time :func:`install` changes the model: whatever is
     derived from the registry (views, hierarchy links) is recomputed when it moved."""
-    return _generation[0]
+    return current().generation
 
 
 def install(added_classes: Sequence[ClassSpec], added_fields: Mapping[str, Sequence[FieldSpec]],
-            links: Mapping[str, tuple[str, ...]]) -> None:
-    """Make the model the built-in classes plus these extensions (decisions §14).
+            links: Mapping[str, tuple[str, ...]], source: object = None,
+            publish: bool = True) -> Registry:
+    """Make the current application's model the built-in classes plus these extensions
+    (decisions §14), and return it; with ``publish=False`` only for the current
+    application context, until :func:`publish`.
 
     ``added_classes`` are the lab-defined classes (already mapped), ``added_fields`` the
-    fields added to any class by name, ``links`` the parent links of the added classes.
-    The dicts of this module are updated in place, so every importer sees the new model.
+    fields added to any class by name, ``links`` the parent links of the added classes,
+    ``source`` what they were read from. A new :class:`Registry` replaces the old one whole.
     """
     model: dict[str, ClassSpec] = dict(_BUILT_IN)
     model.update({spec.name: spec for spec in added_classes})
     for name, extra in added_fields.items():
         spec = model[name]
         model[name] = replace(spec, fields={**spec.fields, **{f.name: f for f in extra}})
-    CLASSES.clear()
-    CLASSES.update(model)
-    _BY_LOWER.clear()
-    _BY_LOWER.update({name.lower(): spec for name, spec in model.items()})
-    PARENT_LINKS.clear()
-    PARENT_LINKS.update({**_BUILT_IN_LINKS, **links})
-    _generation[0] += 1
+    registry = Registry(model, {**_BUILT_IN_LINKS, **links}, next(_generations), source)
+    if has_app_context() and not publish:
+        setattr(g, _UNPUBLISHED, registry)
+        return registry
+    return _publish(registry)
+
+
+def publish() -> Registry:
+    """Make the model the current application context installed (without publishing) its
+    application's, for every request from now on; return it."""
+    return _publish(g.pop(_UNPUBLISHED, None) or current())
+
+
+def _publish(registry: Registry) -> Registry:
+    if has_app_context():
+        g.pop(_UNPUBLISHED, None)
+        current_app.extensions[REGISTRY] = registry
+    _latest[0] = registry
+    return registry

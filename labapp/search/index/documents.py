@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import os
 import re
-import secrets
 import shutil
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -11,11 +10,11 @@ from pathlib import Path
 
 from whoosh import index as whoosh_index
 from whoosh.analysis import SpaceSeparatedTokenizer
-from whoosh.codec import base as codec_base
-from whoosh.codec import whoosh3
 from whoosh.fields import ID, KEYWORD, TEXT, Schema
 from whoosh.support.charset import accent_map
 from whoosh.writing import CLEAR
+
+from labapp.search.index import whoosh_patches
 
 Clause = tuple[str, str]  # ("word" | "phrase" | "prefix", text)
 WORD, PHRASE, PREFIX = "word", "phrase", "prefix"
@@ -24,31 +23,6 @@ PREFIX_MIN, PREFIX_MAX = 2, 12
 # Identifiers: word characters joined by - . : / + (K-12, pH7.4, E.coli, 10/20, β-actin).
 _TOKEN = r"\w+(?:[-.:/+]\w+)*"
 _PART = r"[-.:/+]"
-
-
-def _segment_id(_cls: type, size: int = 16) -> str:
-    return secrets.token_hex(size // 2)
-
-
-# Whoosh names new segments from the global ``random`` state, which other code may seed
-# (Hypothesis seeds it for every example): two commits then pick the same name and the
-# second fails half-way. Names from ``secrets`` never repeat.
-codec_base.Segment._random_id = classmethod(_segment_id)
-
-_column_reader = whoosh3.W3PerDocReader._cached_reader
-
-
-def _cached_column_reader(self, fieldname: str, column):
-    """Whoosh caches a field's length column once found but asks the file system again for
-    every posting of a field that has none (ids, labels, prefixes): ~40% of a commit's
-    time. A segment's files never change, so the absence is cached too."""
-    readers = self._readers
-    if fieldname not in readers:
-        readers[fieldname] = _column_reader(self, fieldname, column)
-    return readers[fieldname]
-
-
-whoosh3.W3PerDocReader._cached_reader = _cached_column_reader
 
 
 class IndexUnavailable(Exception):
@@ -132,6 +106,9 @@ def exists(path: Path) -> bool:
 
 
 def open_index(path: Path):
+    """The index in ``path`` (:class:`IndexUnavailable` when missing or unreadable), with
+    the Whoosh workarounds applied."""
+    whoosh_patches.apply()
     if not exists(path):
         raise IndexUnavailable(f"No search index in {path.name}/.")
     try:
@@ -233,6 +210,7 @@ def _build_fresh(path: Path, documents: Iterable[Document],
     staging = path.with_name(path.name + ".new")
     shutil.rmtree(staging, ignore_errors=True)
     staging.mkdir(parents=True)
+    whoosh_patches.apply()
     index = whoosh_index.create_in(str(staging), SCHEMA)
     writer = index.writer()
     try:

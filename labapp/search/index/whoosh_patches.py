@@ -1,0 +1,107 @@
+"""The workarounds this index needs in Whoosh (whoosh-reloaded 2.7.5), in one place.
+
+Each replaces one private method of Whoosh, so each first checks that the method is still
+there and still does what the workaround assumes; :func:`apply` (called by
+:func:`labapp.create_app` and before any index is opened or created) raises
+:class:`WhooshChanged`, naming the internal, instead of patching something that is no
+longer what it was. Nothing is patched at import time.
+
+- **Segment names** (``Segment._random_id``): Whoosh names a new segment from the global
+  ``random`` state, which other code may seed (Hypothesis seeds it for every example): two
+  commits then pick the same name and the second fails half-way. Names from ``secrets``
+  never repeat.
+- **Missing length columns** (``W3PerDocReader._cached_reader``): Whoosh caches a field's
+  column reader once found but asks the file system again, for every posting, about a
+  field that has none (ids, labels, prefixes): ~40% of a commit's time. A segment's files
+  never change, so the absence is cached too.
+
+:func:`labapp.search.index.searching.term_ids` reads a block of posting ids at a time
+through ``W3LeafMatcher``'s private attributes; :func:`check` covers those too.
+tests/search/test_whoosh_patches.py shows each unpatched behaviour is still wrong or slow.
+"""
+from __future__ import annotations
+
+import inspect
+import secrets
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from whoosh.codec import base as codec_base
+from whoosh.codec import whoosh3
+
+
+class WhooshChanged(RuntimeError):
+    """An internal of Whoosh a workaround relies on is gone or changed: check the
+    workaround against the installed Whoosh before starting."""
+
+
+def _segment_id(_cls: type, size: int = 16) -> str:
+    return secrets.token_hex(size // 2)
+
+
+ORIGINAL_RANDOM_ID: Callable[..., str] = vars(codec_base.Segment)["_random_id"].__func__
+ORIGINAL_CACHED_READER: Callable[..., Any] = vars(whoosh3.W3PerDocReader)["_cached_reader"]
+
+
+def _cached_column_reader(self: Any, fieldname: str, column: Any) -> Any:
+    readers = self._readers
+    if fieldname not in readers:
+        readers[fieldname] = ORIGINAL_CACHED_READER(self, fieldname, column)
+    return readers[fieldname]
+
+
+def _source(thing: Any) -> str:
+    try:
+        return inspect.getsource(thing)
+    except (OSError, TypeError):
+        return ""
+
+
+def _require(condition: bool, internal: str) -> None:
+    if not condition:
+        raise WhooshChanged(f"Whoosh changed: {internal}; the search index's workarounds "
+                            "(labapp/search/index/whoosh_patches.py) must be checked again.")
+
+
+def check() -> None:
+    """Raise :class:`WhooshChanged` unless every internal a workaround relies on is as
+    it was in whoosh-reloaded 2.7.5."""
+    segment = codec_base.Segment
+    _require(isinstance(vars(segment).get("_random_id"), classmethod)
+             and "random_name(" in _source(ORIGINAL_RANDOM_ID),
+             "Segment._random_id is no longer a classmethod calling random_name()")
+    _require("self._random_id(" in _source(segment.__init__),
+             "Segment.__init__ no longer names the segment through _random_id()")
+    perdoc = whoosh3.W3PerDocReader
+    reader = vars(perdoc).get("_cached_reader")
+    _require(callable(reader) and list(inspect.signature(reader).parameters)
+             == ["self", "fieldname", "column"],
+             "W3PerDocReader._cached_reader(self, fieldname, column) is gone")
+    original = _source(ORIGINAL_CACHED_READER)
+    _require("self._readers" in original and "has_column" in original,
+             "W3PerDocReader._cached_reader no longer caches in _readers after has_column()")
+    _require("self._readers = {}" in _source(perdoc.__init__),
+             "W3PerDocReader no longer keeps its column readers in _readers")
+    matcher = whoosh3.W3LeafMatcher
+    block = _source(matcher)
+    _require(all(callable(getattr(matcher, name, None))
+                 for name in ("block_min_id", "_next_block", "is_active"))
+             and "self._ids" in block and "self._i " in block,
+             "W3LeafMatcher no longer decodes a block's ids into _ids, read from _i")
+
+
+_applied = [False]
+_applying = threading.Lock()
+
+
+def apply() -> None:
+    """Check Whoosh's internals (:func:`check`), then install the workarounds; once per
+    process, however often it is called."""
+    with _applying:
+        if _applied[0]:
+            return
+        check()
+        codec_base.Segment._random_id = classmethod(_segment_id)
+        whoosh3.W3PerDocReader._cached_reader = _cached_column_reader
+        _applied[0] = True

@@ -1,0 +1,114 @@
+"""The Whoosh workarounds (labapp/search/index/whoosh_patches.py): each is still needed (Whoosh
+alone is still wrong or wasteful, measured by a result or a call count), each still works
+on a real index, and a changed internal stops the start with a clear error."""
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from flask import Flask
+from whoosh.codec import base as codec_base
+from whoosh.codec import whoosh3
+
+from labapp.search.index import Document, rebuild, whoosh_patches, write
+from labapp.search.index.documents import open_index
+from labapp.search.index.whoosh_patches import (
+    ORIGINAL_CACHED_READER,
+    ORIGINAL_RANDOM_ID,
+    WhooshChanged,
+)
+
+LOOKS = 50  # column lookups of one field in the call-count tests
+
+
+@pytest.fixture
+def seeded() -> Iterator[Callable[[], None]]:
+    """Seed the global ``random`` as other code does (Hypothesis, per example); its state
+    is put back afterwards."""
+    state = random.getstate()
+    yield lambda: random.seed(20)
+    random.setstate(state)
+
+
+def _document(number: int) -> Document:
+    return Document(id=f"SAM{number:05d}", eclass="Sample", labels=frozenset({"dept:D1"}),
+                    key_text=f"SAM{number:05d} patched {number}",
+                    text=f"SAM{number:05d} patched {number}")
+
+
+def test_unpatched_segment_names_repeat_after_a_seed(seeded: Callable[[], None]) -> None:
+    seeded()
+    first = ORIGINAL_RANDOM_ID(codec_base.Segment)
+    seeded()
+    assert ORIGINAL_RANDOM_ID(codec_base.Segment) == first  # two commits, one segment name
+
+
+def test_patched_segment_names_stay_apart_after_a_seed(tmp_path: Path,
+                                                       seeded: Callable[[], None]) -> None:
+    path = tmp_path / "index"
+    rebuild(path, [], timeout=5)  # applies the workarounds before creating the index
+    for number in range(3):
+        seeded()
+        write(path, lambda number=number: ([_document(number)], []), timeout=5)
+    index = open_index(path)
+    names = [segment.segment_id() for segment in index._segments()]
+    assert len(names) == len(set(names))
+    with index.searcher() as searcher:
+        assert sorted(fields["id"] for fields in searcher.all_stored_fields()) == [
+            "SAM00000", "SAM00001", "SAM00002"]
+
+
+def _per_document_reader(tmp_path: Path) -> Any:
+    path = tmp_path / "index"
+    rebuild(path, [_document(number) for number in range(3)], timeout=5)
+    return open_index(path).reader()._perdoc
+
+
+def _count_column_checks(reader: Any) -> list[str]:
+    """Record every file-system check of a column ``reader`` makes from now on."""
+    checks: list[str] = []
+    has_column = reader.has_column
+
+    def counted(fieldname: str) -> bool:
+        checks.append(fieldname)
+        return bool(has_column(fieldname))
+
+    reader.has_column = counted
+    return checks
+
+
+def test_unpatched_a_missing_column_is_looked_for_at_every_call(tmp_path: Path) -> None:
+    reader = _per_document_reader(tmp_path)
+    checks = _count_column_checks(reader)
+    for _ in range(LOOKS):
+        assert ORIGINAL_CACHED_READER(reader, "id", None) is None  # ids have no length column
+    assert checks == ["id"] * LOOKS
+
+
+def test_patched_a_missing_column_is_looked_for_once(tmp_path: Path) -> None:
+    reader = _per_document_reader(tmp_path)
+    assert whoosh3.W3PerDocReader._cached_reader is not ORIGINAL_CACHED_READER
+    checks = _count_column_checks(reader)
+    for _ in range(LOOKS):
+        assert reader._cached_reader("id", None) is None
+    assert checks == ["id"]
+
+
+def test_the_workarounds_are_applied_by_create_app(app: Flask) -> None:
+    assert whoosh3.W3PerDocReader._cached_reader is whoosh_patches._cached_column_reader
+    assert codec_base.Segment._random_id() != codec_base.Segment._random_id()
+
+
+@pytest.mark.parametrize(("owner", "name", "message"), [
+    (whoosh3.W3PerDocReader, "_cached_reader", "W3PerDocReader._cached_reader"),
+    (codec_base.Segment, "_random_id", "Segment._random_id"),
+    (whoosh3.W3LeafMatcher, "_next_block", "W3LeafMatcher"),
+])
+def test_a_changed_internal_fails_loudly(monkeypatch: pytest.MonkeyPatch, owner: type,
+                                         name: str, message: str) -> None:
+    monkeypatch.delattr(owner, name)  # as a Whoosh release without it would be
+    with pytest.raises(WhooshChanged, match=message):
+        whoosh_patches.check()
