@@ -14,7 +14,7 @@ from labapp.entities.schemas import (
     EntityPageSchema,
     EntityQuerySchema,
 )
-from labapp.reading.entities import class_named
+from labapp.reading.lookup import class_named
 from labapp.web.endpoints import endpoint
 from labapp.web.loader import current_actor
 

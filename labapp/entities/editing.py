@@ -20,7 +20,7 @@ from labapp.entities.display import detail_url
 from labapp.entities.forms import FORM_ERROR, EntityForm
 from labapp.errors import AppError, Conflict, Forbidden, InvalidInput, NotFound
 from labapp.model.registry import ClassSpec
-from labapp.reading.entities import class_named
+from labapp.reading.lookup import class_named
 from labapp.web.blocks import is_htmx, render_page
 from labapp.web.loader import current_actor
 

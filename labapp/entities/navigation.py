@@ -31,7 +31,7 @@ from labapp.query.hierarchy import ancestor_entities, child_page
 from labapp.query.listing import parse_paging
 from labapp.query.status import status_info
 from labapp.query.suggest import is_unique
-from labapp.reading.entities import class_named, load_visible
+from labapp.reading.lookup import class_named, load_visible
 from labapp.web.blocks import is_htmx, render_block
 from labapp.web.loader import current_actor
 

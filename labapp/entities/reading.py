@@ -15,7 +15,7 @@ from labapp.model.registry import ClassSpec
 from labapp.query.fields import entity_fields
 from labapp.query.filter import compile_filter
 from labapp.query.listing import Page, parse_orderby, parse_paging, parse_select
-from labapp.reading.entities import load_visible, to_api
+from labapp.reading.lookup import load_visible, to_api
 
 # Events that name another entity (a note or file added to this one) in ``data["id"]``.
 _NAMING_EVENTS = frozenset({"NoteAdded", "FileAdded"})

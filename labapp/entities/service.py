@@ -33,7 +33,7 @@ from labapp.entities.update import apply_update, check_writable
 from labapp.errors import Conflict, InvalidInput, NotFound
 from labapp.model import Entity
 from labapp.model.registry import ClassSpec
-from labapp.reading.entities import load_visible, to_api
+from labapp.reading.lookup import load_visible, to_api
 
 NOT_CLONABLE = frozenset({"File", "User"})
 # Fields a clone never copies (decisions §6): it is a new entity with its own history.

@@ -30,7 +30,7 @@ from labapp.model.registry import ClassSpec, classes
 from labapp.query.fields import entity_fields
 from labapp.query.filter import FilterError
 from labapp.query.listing import parse_select
-from labapp.reading.entities import class_named, load_visible
+from labapp.reading.lookup import class_named, load_visible
 from labapp.web.blocks import is_htmx, render_page
 from labapp.web.loader import current_actor
 from labapp.web.pages import members_only

@@ -19,7 +19,7 @@ from labapp.entities.service import create_stored_file
 from labapp.errors import AppError, NotFound
 from labapp.mediatypes import is_media_type
 from labapp.model.registry import CLASSES
-from labapp.reading.entities import load_visible, to_api
+from labapp.reading.lookup import load_visible, to_api
 
 DEFAULT_MEDIA_TYPE = "application/octet-stream"
 

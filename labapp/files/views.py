@@ -8,7 +8,7 @@ from labapp.db import transaction
 from labapp.entities.detail import back_to, render_detail
 from labapp.errors import InvalidInput
 from labapp.files import service
-from labapp.reading.entities import class_named, load_visible
+from labapp.reading.lookup import class_named, load_visible
 from labapp.web.loader import current_actor
 from labapp.web.pages import members_only
 

@@ -33,7 +33,7 @@ from labapp.model.registry import (
     generation,
 )
 from labapp.query.listing import Page
-from labapp.reading.entities import load_visible, to_api
+from labapp.reading.lookup import load_visible, to_api
 
 MAX_DEPTH = 10
 _STORED_CLASSES = ("Sample", "Plate")

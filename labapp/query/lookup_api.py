@@ -12,7 +12,7 @@ from flask import Blueprint, Response, jsonify
 from marshmallow import fields
 
 from labapp.query import entity_suggest, hierarchy, status, suggest
-from labapp.reading.entities import class_named, load_visible
+from labapp.reading.lookup import class_named, load_visible
 from labapp.reading.schemas import ODataQuerySchema
 from labapp.web.endpoints import endpoint
 from labapp.web.loader import current_actor

@@ -37,7 +37,7 @@ from labapp.query.entity_suggest import TRIGRAM
 from labapp.query.filter import compile_filter
 from labapp.query.listing import parse_paging
 from labapp.query.textmatch import fold
-from labapp.reading.entities import to_api
+from labapp.reading.lookup import to_api
 from labapp.search import index
 from labapp.search.fields import common_fields
 from labapp.search.indexer import index_path

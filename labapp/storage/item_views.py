@@ -18,7 +18,7 @@ from labapp.entities.detail import render_detail
 from labapp.entities.display import detail_url
 from labapp.entities.navigation import stored_places
 from labapp.errors import AppError, InvalidInput
-from labapp.reading.entities import class_named, load_visible
+from labapp.reading.lookup import class_named, load_visible
 from labapp.storage import checkin, service
 from labapp.web.loader import current_actor
 from labapp.web.pages import members_only

@@ -26,7 +26,7 @@ from labapp.errors import InvalidInput
 from labapp.model import Entity, Location, Plate, Sample
 from labapp.model.registry import find_class
 from labapp.query.listing import Page
-from labapp.reading.entities import load_visible, to_api
+from labapp.reading.lookup import load_visible, to_api
 from labapp.storage import log
 
 LOCATION = "Location"

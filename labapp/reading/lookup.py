@@ -1,4 +1,6 @@
-"""Entities as every reader sees them: a class by name, one visible entity, its API form."""
+"""Looking entities up as every reader sees them: a class by name, one visible entity, its API
+form (the entity feature's own reads, with files, events and audit trail, are
+:mod:`labapp.entities.reading`)."""
 from __future__ import annotations
 
 from collections.abc import Iterable
