@@ -9,7 +9,7 @@ from marshmallow import Schema, ValidationError, fields, pre_load
 from labapp.jsonprovider import format_utc
 
 
-class UtcDateTime(fields.AwareDateTime):
+class UtcTimestamp(fields.AwareDateTime):
     """A timestamp: loads ISO 8601 with an offset (converted to UTC), dumps ``...123Z``."""
 
     def _serialize(self, value: datetime | None, attr: Any, obj: Any, **kwargs: Any) -> str | None:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from marshmallow import Schema, fields, validate
 
-from labapp.schemafields import UtcDateTime
+from labapp.schemafields import UtcTimestamp
 from labapp.users.schemas import UserSchema
 
 
@@ -45,15 +45,15 @@ class AuthContextSchema(Schema):
 
 class PatCreateSchema(Schema):
     name = fields.String(required=True, validate=validate.Length(min=1, max=255))
-    expiresUtc = UtcDateTime(load_default=None, allow_none=True)
+    expiresUtc = UtcTimestamp(load_default=None, allow_none=True)
 
 
 class PatSchema(Schema):
     id = fields.String()
     name = fields.String()
-    createdUtc = UtcDateTime(attribute="created_utc")
-    expiresUtc = UtcDateTime(attribute="expires_utc", allow_none=True)
-    lastUsedUtc = UtcDateTime(attribute="last_used_utc", allow_none=True)
+    createdUtc = UtcTimestamp(attribute="created_utc")
+    expiresUtc = UtcTimestamp(attribute="expires_utc", allow_none=True)
+    lastUsedUtc = UtcTimestamp(attribute="last_used_utc", allow_none=True)
 
 
 class CreatedPatSchema(PatSchema):

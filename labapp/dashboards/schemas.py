@@ -10,7 +10,7 @@ from typing import Any
 from marshmallow import Schema, ValidationError, fields, post_load, validate, validates_schema
 
 from labapp.dashboards.widgets import APP, WIDGETS, load_config
-from labapp.schemafields import UtcDateTime, WriteBackSchema
+from labapp.schemafields import UtcTimestamp, WriteBackSchema
 
 GRID_COLUMNS = 12
 MAX_WIDGETS = 40
@@ -80,8 +80,8 @@ class DashboardInputSchema(WriteBackSchema):
     widgets = fields.List(fields.Nested(WidgetSchema), load_default=list,
                           validate=validate.Length(max=MAX_WIDGETS))
     shares = fields.Nested(SharesSchema, load_default=dict)
-    createdUtc = UtcDateTime(dump_only=True)
-    modifiedUtc = UtcDateTime(dump_only=True)
+    createdUtc = UtcTimestamp(dump_only=True)
+    modifiedUtc = UtcTimestamp(dump_only=True)
     canWrite = fields.Boolean(dump_only=True)
 
     @post_load
@@ -100,8 +100,8 @@ class DashboardSchema(Schema):
     userID = fields.String(required=True)
     widgets = fields.List(fields.Nested(WidgetSchema), required=True)
     shares = fields.Nested(SharesSchema, required=True)
-    createdUtc = UtcDateTime(required=True)
-    modifiedUtc = UtcDateTime(required=True)
+    createdUtc = UtcTimestamp(required=True)
+    modifiedUtc = UtcTimestamp(required=True)
     canWrite = fields.Boolean(required=True, metadata={
         "description": "whether the caller may update it (owner or ADMIN)"})
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 from marshmallow import Schema, fields, validate
 
 from labapp.model.boards import NOTIFICATION_STATUSES
-from labapp.schemafields import UtcDateTime, WriteBackSchema
+from labapp.schemafields import UtcTimestamp, WriteBackSchema
 
 
 class NotificationSchema(Schema):
@@ -18,7 +18,7 @@ class NotificationSchema(Schema):
     subjectID = fields.String(allow_none=True)
     message = fields.String(required=True)
     status = fields.String(required=True, validate=validate.OneOf(NOTIFICATION_STATUSES))
-    createdUtc = UtcDateTime(required=True)
+    createdUtc = UtcTimestamp(required=True)
     createdBy = fields.String(allow_none=True)
 
 
@@ -33,7 +33,7 @@ class NotificationStatusSchema(WriteBackSchema):
     subjectClass = fields.String(dump_only=True)
     subjectID = fields.String(dump_only=True)
     message = fields.String(dump_only=True)
-    createdUtc = UtcDateTime(dump_only=True)
+    createdUtc = UtcTimestamp(dump_only=True)
     createdBy = fields.String(dump_only=True)
 
 

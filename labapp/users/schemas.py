@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from marshmallow import Schema, fields, validate
 
-from labapp.schemafields import UtcDateTime, WriteBackSchema
+from labapp.schemafields import UtcTimestamp, WriteBackSchema
 
 
 class UserSchema(Schema):
@@ -16,7 +16,7 @@ class UserSchema(Schema):
     departmentID = fields.String(attribute="department_id", allow_none=True)
     isActive = fields.Boolean(attribute="is_active")
     roles = fields.List(fields.String())
-    lastLoginUtc = UtcDateTime(attribute="last_login_utc", allow_none=True)
+    lastLoginUtc = UtcTimestamp(attribute="last_login_utc", allow_none=True)
     settings = fields.Dict()
 
 
@@ -35,7 +35,7 @@ class UserUpdateSchema(WriteBackSchema):
                              metadata={"description": "ADMIN: reset the password"})
     roles = fields.List(fields.String(), dump_only=True,
                         metadata={"description": "read-only: change with /api/userRole"})
-    lastLoginUtc = UtcDateTime(dump_only=True)
+    lastLoginUtc = UtcTimestamp(dump_only=True)
 
 
 class RoleSchema(Schema):
