@@ -2,11 +2,14 @@
 
 The state lives in ``sync/.progress.json`` (state, done, total, filename, error), so every
 worker process answers the page's polls alike. One export runs at a time per instance folder:
-a run is "running" while its file says so and was updated within :data:`STALE_SECONDS` (a
-process that died mid-export does not block the next one for long).
+a run holds an exclusive lock (``flock``) on ``sync/.export.lock`` from its start to its end,
+which every process sharing the folder sees, and which the system drops when a process dies
+mid-export. The page shows a run as "running" while its file says so and was updated within
+:data:`STALE_SECONDS`.
 """
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import threading
@@ -18,8 +21,8 @@ from typing import Any
 from labapp.sync.service import ExportResult, Progress, export_folder
 
 STATE_FILE = ".progress.json"
+LOCK_FILE = ".export.lock"
 STALE_SECONDS = 120
-_start_lock = threading.Lock()
 
 
 def _path(instance_path: str | Path) -> Path:
@@ -41,6 +44,17 @@ def _write(instance_path: str | Path, state: dict[str, Any]) -> None:
     os.replace(partial, path)
 
 
+def _claim(instance_path: str | Path) -> int | None:
+    """An open descriptor holding the export lock, or None while another run holds it."""
+    descriptor = os.open(export_folder(instance_path) / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(descriptor)
+        return None
+    return descriptor
+
+
 def is_running(state: dict[str, Any]) -> bool:
     """Whether ``state`` is an export still under way."""
     return (state.get("state") == "running"
@@ -49,23 +63,36 @@ def is_running(state: dict[str, Any]) -> bool:
 
 def start(instance_path: str | Path, work: Callable[[Progress], ExportResult]) -> bool:
     """Run ``work`` (an export given a progress callback) in a thread; False when an export
-    is already under way."""
-    with _start_lock:
-        if is_running(read_state(instance_path)):
-            return False
+    is already under way, in this process or another one sharing the instance folder."""
+    lock = _claim(instance_path)
+    if lock is None:
+        return False
+    try:
         _write(instance_path, {"state": "running", "done": 0, "total": 0})
+    except BaseException:
+        os.close(lock)
+        raise
 
     def progress(done: int, total: int) -> None:
         _write(instance_path, {"state": "running", "done": done, "total": total})
 
     def run() -> None:
         try:
-            result = work(progress)
-        except Exception as error:  # reported on the page; the export left nothing behind
-            _write(instance_path, {"state": "failed", "error": str(error)})
-            return
-        _write(instance_path, {"state": "done", "filename": result.filename,
-                               "entities": result.entities, "bytes": result.bytes})
+            _finish(instance_path, work, progress)
+        finally:
+            os.close(lock)  # releases the lock
 
     threading.Thread(target=run, name="labapp-export", daemon=True).start()
     return True
+
+
+def _finish(instance_path: str | Path, work: Callable[[Progress], ExportResult],
+            progress: Progress) -> None:
+    """Run ``work`` and record how it ended."""
+    try:
+        result = work(progress)
+    except Exception as error:  # reported on the page; the export left nothing behind
+        _write(instance_path, {"state": "failed", "error": str(error)})
+        return
+    _write(instance_path, {"state": "done", "filename": result.filename,
+                           "entities": result.entities, "bytes": result.bytes})

@@ -2,6 +2,9 @@
 its progress until the new export is listed with a download link."""
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 import threading
 from collections.abc import Callable
 
@@ -9,7 +12,7 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 from labapp.sync import progress
-from labapp.sync.service import ExportResult, Progress
+from labapp.sync.service import ExportResult, Progress, export_folder
 from tests.conftest import ADMIN_PASSWORD
 from tests.web.test_pages import page_login, post_form
 
@@ -89,3 +92,52 @@ def test_the_page_is_for_admins_only(app: Flask, make_user: Callable[..., str]) 
     anonymous = app.test_client()
     response = anonymous.get("/admin/exports")
     assert response.status_code == 302 and "/login" in response.headers["Location"]
+
+
+_HOLDER = """
+import sys, threading
+from labapp.sync import progress
+from labapp.sync.service import ExportResult
+
+def work(report):
+    sys.stdin.readline()  # until the parent says so
+    return ExportResult("held.jsonl.gz", 0, 0)
+
+print("started" if progress.start(sys.argv[1], work) else "refused", flush=True)
+for thread in threading.enumerate():
+    if thread.name == "labapp-export":
+        thread.join()
+"""
+
+
+def test_one_export_at_a_time_across_processes(tmp_path) -> None:
+    """The lock is the instance folder's, not the process's: while another process exports,
+    this one is refused; once it ends (and releases the lock), this one may start."""
+    instance = str(tmp_path)
+    holder = subprocess.Popen([sys.executable, "-c", _HOLDER, instance], text=True,
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        assert holder.stdout.readline().strip() == "started"
+        assert progress.read_state(instance)["state"] == "running"
+        # A slow step reports no progress for longer than STALE_SECONDS: the state file
+        # looks abandoned, but the lock still says the other export is alive.
+        state_file = export_folder(instance) / progress.STATE_FILE
+        state_file.write_text(json.dumps({"state": "running", "updated": 0}))
+        assert not progress.start(instance, _never_run)
+        holder.stdin.write("\n")
+        holder.stdin.flush()
+        assert holder.wait(timeout=60) == 0
+    finally:
+        holder.stdin.close()
+        holder.stdout.close()
+        if holder.poll() is None:
+            holder.kill()
+            holder.wait()
+    assert progress.read_state(instance)["state"] == "done"
+    assert progress.start(instance, lambda report: ExportResult("mine.jsonl.gz", 1, 2))
+    _wait_for_export()
+    assert progress.read_state(instance)["filename"] == "mine.jsonl.gz"
+
+
+def _never_run(report: Progress) -> ExportResult:
+    raise AssertionError("a second export started while the first held the lock")
