@@ -162,8 +162,8 @@ def _register_blueprints(app: Flask) -> None:
     from labapp.storage.views import bp as storage_views
     from labapp.users.api import bp as user_api
     from labapp.users.views import bp as user_views
+    from labapp.web.health import bp as web_views
     from labapp.web.openapi import bp as openapi_bp
-    from labapp.web.views import bp as web_views
 
     api = (account_api, user_api, grant_api, entity_api, file_api, sequence_api, query_api,
            query_lookup_api, storage_api, openapi_bp, notification_api, dashboard_api,
