@@ -15,7 +15,6 @@ thread at a time does that check.
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
 from pathlib import Path
@@ -26,6 +25,7 @@ from flask_migrate import upgrade
 from sqlalchemy import select
 from sqlalchemy.exc import SQLAlchemyError
 
+from labapp.atomic import write_whole
 from labapp.db import db
 from labapp.errors import InvalidInput
 from labapp.model import ModelState
@@ -119,9 +119,7 @@ def mark_synced(app: Flask) -> None:
             state["extensions"] = synced
     stamp = Path(app.instance_path) / SYNC_STAMP
     stamp.parent.mkdir(parents=True, exist_ok=True)
-    staging = stamp.with_name(f"{stamp.name}.{os.getpid()}.{threading.get_ident()}")
-    staging.write_text(str(generation))
-    os.replace(staging, stamp)
+    write_whole(stamp, str(generation))
 
 
 def _stamped_generation(app: Flask) -> str | None:

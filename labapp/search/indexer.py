@@ -31,6 +31,7 @@ from sqlalchemy import delete, event, func, select
 from sqlalchemy.orm import Session
 
 from labapp.access.labels import entity_labels
+from labapp.atomic import write_whole
 from labapp.db import after_commit, db, transaction, unit_state
 from labapp.model import Entity, File, Note, SearchQueue
 from labapp.search import index
@@ -65,9 +66,7 @@ def heartbeat_path() -> Path:
 def beat(path: Path) -> None:
     """Record that the worker is alive (its pid in the file, the time in its mtime)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    staging = path.with_name(f"{path.name}.{os.getpid()}")
-    staging.write_text(str(os.getpid()))
-    os.replace(staging, path)
+    write_whole(path, str(os.getpid()))
 
 
 def worker_alive() -> bool:

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from labapp.atomic import write_whole
 from labapp.sync.service import ExportResult, Progress, export_folder
 
 STATE_FILE = ".progress.json"
@@ -39,9 +40,7 @@ def read_state(instance_path: str | Path) -> dict[str, Any]:
 
 def _write(instance_path: str | Path, state: dict[str, Any]) -> None:
     path = _path(instance_path)
-    partial = path.with_name(f"{STATE_FILE}.{os.getpid()}.{threading.get_ident()}")
-    partial.write_text(json.dumps({**state, "updated": time.time()}), encoding="utf-8")
-    os.replace(partial, path)
+    write_whole(path, json.dumps({**state, "updated": time.time()}))
 
 
 def _claim(instance_path: str | Path) -> int | None:

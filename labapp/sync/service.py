@@ -24,6 +24,7 @@ from typing import Any
 from sqlalchemy import Column, String, Table, func, inspect, select
 from sqlalchemy.engine import Connection, Engine
 
+from labapp.atomic import write_whole
 from labapp.datamodel.schema import expected_columns, expected_tables
 from labapp.db import db
 from labapp.errors import NotFound
@@ -138,9 +139,7 @@ def _export_name(now: datetime) -> str:
 
 
 def _write_json(path: Path, value: Any) -> None:
-    partial = path.with_name(f".{path.name}.partial")
-    partial.write_text(json.dumps(value, indent=1), encoding="utf-8")
-    os.replace(partial, path)
+    write_whole(path, json.dumps(value, indent=1))
 
 
 def save_export(engine: Engine, instance_path: str | Path, blob_of: Callable[[str], Path | None],
