@@ -12,6 +12,7 @@ from typing import Any
 from sqlalchemy import ColumnElement, false, or_, true
 
 from labapp.access.actor import Actor
+from labapp.errors import Forbidden, NotFound
 from labapp.model import Entity
 
 DIRECTORY_CLASSES = ("User", "Department")
@@ -62,6 +63,18 @@ def access_type(actor: Actor, eclass: str, department_id: str | None,
     if department_id in actor.read_departments or project_id in actor.read_projects:
         return READ
     return NONE
+
+
+def require_writable(actor: Actor, eclass: str, department_id: str | None,
+                     project_id: str | None, *, hidden: str, read_only: str) -> None:
+    """Let the actor change one entity: :class:`NotFound` (``hidden``) when they cannot see
+    it, so a hidden entity is answered like a missing one, and :class:`Forbidden`
+    (``read_only``) when they may only read it."""
+    access = access_type(actor, eclass, department_id, project_id)
+    if access == NONE:
+        raise NotFound(hidden)
+    if access != WRITE:
+        raise Forbidden(read_only)
 
 
 def may_write_into(actor: Actor, department_id: str | None, project_id: str | None) -> bool:

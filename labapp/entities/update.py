@@ -8,12 +8,12 @@ from __future__ import annotations
 from typing import Any
 
 from labapp.access.actor import Actor
-from labapp.access.visibility import NONE, WRITE, access_type, may_write_into
+from labapp.access.visibility import may_write_into, require_writable
 from labapp.entities.audit import record_event, record_updated
 from labapp.entities.batch import BatchInputError, PreparedItem
 from labapp.entities.notation import item_error
 from labapp.entities.rules import EntityChange, announce, rules_of
-from labapp.errors import Conflict, Forbidden, NotFound
+from labapp.errors import Conflict, Forbidden
 from labapp.model import Entity
 from labapp.model.types import utc_now
 
@@ -23,11 +23,10 @@ _OWN_ID_FIELDS = {("Department", "departmentID"), ("Project", "projectID")}
 
 def check_writable(actor: Actor, item: PreparedItem, entity: Entity) -> None:
     """404 when the actor cannot see the entity (never revealing it), 403 when read-only."""
-    access = access_type(actor, entity.eclass, entity.department_id, entity.project_id)
-    if access == NONE:
-        raise NotFound(f"entities[{item.index}]: no {item.spec.name} {item.id!r}.")
-    if access != WRITE:
-        raise Forbidden(f"entities[{item.index}]: you may read but not change {item.id!r}.")
+    require_writable(
+        actor, entity.eclass, entity.department_id, entity.project_id,
+        hidden=f"entities[{item.index}]: no {item.spec.name} {item.id!r}.",
+        read_only=f"entities[{item.index}]: you may read but not change {item.id!r}.")
 
 
 def merged_attributes(current: dict[str, Any], item: PreparedItem) -> dict[str, Any]:

@@ -16,10 +16,10 @@ from marshmallow import Schema, ValidationError
 from sqlalchemy import bindparam, insert, select, update
 
 from labapp.access.actor import Actor
-from labapp.access.visibility import NONE, WRITE, access_type
+from labapp.access.visibility import require_writable
 from labapp.db import db
 from labapp.entities.audit import json_value
-from labapp.errors import Conflict, Forbidden, InvalidInput, NotFound
+from labapp.errors import Conflict, InvalidInput, NotFound
 from labapp.model import AuditEvent, Entity, EntityEvent, Location, Plate, Sample
 from labapp.model.types import utc_now
 from labapp.storage import log, slots
@@ -123,12 +123,11 @@ def _load_items(actor: Actor, items: list[Item]) -> None:
             found[row.id] = (row.eclass, row.department_id, row.project_id)
     for item in items:
         stored = found.get(item.id)
-        access = NONE if stored is None else access_type(actor, *stored)
-        if access == NONE or stored[0] != item.eclass:
-            raise NotFound(f"[{item.index}]: no {item.eclass} {item.id!r}.")
-        if access != WRITE:
-            raise Forbidden(f"[{item.index}]: you may read but not move {item.eclass} "
-                            f"{item.id!r}.")
+        hidden = f"[{item.index}]: no {item.eclass} {item.id!r}."
+        if stored is None or stored[0] != item.eclass:
+            raise NotFound(hidden)
+        require_writable(actor, *stored, hidden=hidden, read_only=(
+            f"[{item.index}]: you may read but not move {item.eclass} {item.id!r}."))
     lock_items(items)
     for item in items:
         refuse_plated(item)
@@ -166,9 +165,9 @@ def lock_target(actor: Actor, location_id: str) -> Location:
     """The location items go into: visible (404), writable (403), Active (409), its row
     locked until the transaction ends."""
     location = get_location(actor, location_id)
-    if access_type(actor, location.eclass, location.department_id,
-                   location.project_id) != WRITE:
-        raise Forbidden(f"You may read but not store into location {location_id!r}.")
+    require_writable(actor, location.eclass, location.department_id, location.project_id,
+                     hidden=f"No location {location_id!r}.",
+                     read_only=f"You may read but not store into location {location_id!r}.")
     if location.status != "Active":
         raise Conflict(f"Location {location_id} is {location.status}; nothing can be "
                        "checked in.", code="location_inactive")
