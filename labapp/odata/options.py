@@ -9,16 +9,14 @@ Options without ``$`` are custom options and are ignored, as the standard says.
 """
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from labapp.errors import InvalidInput
+from labapp.query.listing import paging_value
 
 SUPPORTED = ("$filter", "$select", "$orderby", "$top", "$skip", "$count", "$skiptoken",
              "$format")
-MAX_COUNT = 10 ** 15
-_NUMBER = re.compile(r"\d+")
 
 
 def invalid(option: str, message: str, code: str = "invalid_option") -> InvalidInput:
@@ -37,14 +35,6 @@ class FeedOptions:
     skip: int = 0
     count: bool = False
     skiptoken: str | None = None
-
-
-def _number(option: str, raw: str) -> int:
-    text = raw.strip()
-    if not _NUMBER.fullmatch(text) or int(text) > MAX_COUNT:
-        raise invalid(option, f"{option} must be a non-negative integer, not '{raw}'",
-                      "invalid_paging")
-    return int(text)
 
 
 def parse_options(args: Mapping[str, str]) -> FeedOptions:
@@ -69,6 +59,6 @@ def parse_options(args: Mapping[str, str]) -> FeedOptions:
     skip = found.get("$skip")
     return FeedOptions(filter=found.get("$filter"), select=found.get("$select"),
                        orderby=found.get("$orderby"),
-                       top=None if top is None else _number("$top", top),
-                       skip=0 if skip is None else _number("$skip", skip),
+                       top=None if top is None else paging_value("$top", top),
+                       skip=0 if skip is None else paging_value("$skip", skip),
                        count=count == "true", skiptoken=found.get("$skiptoken"))

@@ -118,9 +118,9 @@ def parse_select(text: str | None, source: FieldSource,
     return names
 
 
-def _count(option: str, raw: str | int | None, default: int) -> int:
-    if raw is None or (isinstance(raw, str) and not raw.strip()):
-        return default
+def paging_value(option: str, raw: str | int) -> int:
+    """The value of ``$top`` or ``$skip`` (named by ``option``): a non-negative integer up to
+    :data:`MAX_SKIP`. Raises InvalidInput ``invalid_paging`` naming the option."""
     text = str(raw).strip()
     if isinstance(raw, bool) or not _COUNT.fullmatch(text):
         raise _invalid(option, "invalid_paging",
@@ -129,6 +129,12 @@ def _count(option: str, raw: str | int | None, default: int) -> int:
     if value > MAX_SKIP:
         raise _invalid(option, "invalid_paging", f"{option} is too large")
     return value
+
+
+def _count(option: str, raw: str | int | None, default: int) -> int:
+    if raw is None or (isinstance(raw, str) and not raw.strip()):
+        return default
+    return paging_value(option, raw)
 
 
 def parse_paging(top: str | int | None, skip: str | int | None,
