@@ -5,10 +5,12 @@ record. An update that changes nothing leaves the version alone.
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from labapp.access.actor import Actor
 from labapp.access.visibility import may_write_into, require_writable
+from labapp.changes import assign, diff
 from labapp.entities.audit import record_event, record_updated
 from labapp.entities.batch import BatchInputError, PreparedItem
 from labapp.entities.notation import item_error
@@ -27,6 +29,11 @@ def check_writable(actor: Actor, item: PreparedItem, entity: Entity) -> None:
         actor, entity.eclass, entity.department_id, entity.project_id,
         hidden=f"entities[{item.index}]: no {item.spec.name} {item.id!r}.",
         read_only=f"entities[{item.index}]: you may read but not change {item.id!r}.")
+
+
+def _stored_attributes(item: PreparedItem, names: Iterable[str]) -> dict[str, str]:
+    """The model attribute of each named field of the item's class."""
+    return {name: str(item.spec.fields[name].attr) for name in names}
 
 
 def merged_attributes(current: dict[str, Any], item: PreparedItem) -> dict[str, Any]:
@@ -62,16 +69,11 @@ def apply_update(actor: Actor, item: PreparedItem) -> dict[str, tuple[Any, Any]]
         raise Conflict(f"entities[{item.index}]: {item.id} is at version {entity.version}, not "
                        f"{item.version}; reload it and apply your change again.",
                        code="stale_version")
-    changes: dict[str, tuple[Any, Any]] = {}
-    for name, value in item.values.items():
-        field = item.spec.fields[name]
-        if name == "status":
-            _check_status(item, entity, value)
-        if (item.spec.name, name) in _OWN_ID_FIELDS:
-            continue
-        old = getattr(entity, field.attr)
-        if old != value:
-            changes[name] = (old, value)
+    if "status" in item.values:
+        _check_status(item, entity, item.values["status"])
+    values = {name: value for name, value in item.values.items()
+              if (item.spec.name, name) not in _OWN_ID_FIELDS}
+    changes = diff(entity, values, _stored_attributes(item, values))
     if item.attributes is not None or item.attribute_keys:
         new_attributes = merged_attributes(entity.attributes, item)
         if new_attributes != (entity.attributes or {}):
@@ -86,8 +88,7 @@ def apply_update(actor: Actor, item: PreparedItem) -> dict[str, tuple[Any, Any]]
         return changes
     rules = rules_of(item.spec.name)
     rules.before_update(entity, changes)
-    for name, (_, new) in changes.items():
-        setattr(entity, item.spec.fields[name].attr, new)
+    assign(entity, changes, _stored_attributes(item, changes))
     entity.version += 1
     entity.modified_by = actor.user_id
     entity.modified_utc = utc_now()

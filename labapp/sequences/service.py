@@ -7,6 +7,7 @@ from typing import Any
 from sqlalchemy import select, update
 from sqlalchemy.exc import IntegrityError
 
+from labapp import changes
 from labapp.db import db
 from labapp.errors import Conflict, InvalidInput
 from labapp.model import Sequence
@@ -16,6 +17,7 @@ DEFAULT_MIN_DIGITS = 5
 # ``next_value`` is a 32-bit integer column (PostgreSQL ``integer``).
 MAX_NEXT_VALUE = 2**31 - 1
 EDITABLE = frozenset({"prefix", "min_digits", "next_value", "type"})
+_ATTRIBUTES = {name: name for name in EDITABLE}
 
 
 def ensure_default_sequences() -> list[str]:
@@ -60,9 +62,6 @@ def save_sequence(sequence_id: str, values: Mapping[str, Any]) -> tuple[Sequence
     (every value below it has been handed out) or when a concurrent request created the same
     sequence first.
     """
-    unknown = set(values) - EDITABLE
-    if unknown:
-        raise ValueError(f"not editable on a sequence: {', '.join(sorted(unknown))}")
     sequence = db.session.get(Sequence, sequence_id, with_for_update=True,
                               populate_existing=True)
     created = sequence is None
@@ -74,8 +73,7 @@ def save_sequence(sequence_id: str, values: Mapping[str, Any]) -> tuple[Sequence
         raise Conflict(f"Sequence {sequence_id!r} has handed out every value below "
                        f"{sequence.next_value}; nextValue may not go below it.",
                        code="sequence_value_issued")
-    for attribute, value in values.items():
-        setattr(sequence, attribute, value)
+    changes.update(sequence, values, _ATTRIBUTES)
     try:
         db.session.flush()
     except IntegrityError:

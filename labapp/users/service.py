@@ -10,6 +10,7 @@ from sqlalchemy import Select, select
 from labapp.access.actor import ADMIN, BUILT_IN_ROLES, Actor
 from labapp.auth import pats, sessions
 from labapp.auth.passwords import set_password
+from labapp.changes import assign, diff
 from labapp.db import db
 from labapp.entities.audit import record_created, record_updated, stamp_created
 from labapp.errors import Conflict, Forbidden, InvalidInput, NotFound
@@ -127,14 +128,10 @@ def update_user(actor: Actor, changes: dict[str, Any]) -> User:
             # A reset: the account may be compromised, so nothing that was issued survives.
             sessions.revoke_other_sessions(user.id, None)
             pats.revoke_all(user.id)
-    audited = {}
-    for name, value in changes.items():
-        attribute = _ATTRIBUTES[name]
-        old = getattr(user, attribute)
-        if old != value:
-            setattr(user, attribute, value)
-            if name != "settings":
-                audited[name] = (old, value)
+    changed = diff(user, changes, _ATTRIBUTES)
+    assign(user, changed, _ATTRIBUTES)
+    # Settings are the user's preferences: stored, never audited.
+    audited = {name: change for name, change in changed.items() if name != "settings"}
     if "isActive" in audited:
         status = "Active" if user.is_active else "Inactive"
         if status != user.status:
