@@ -38,9 +38,9 @@ from bench.write import core_seed
 from labapp import create_app
 from labapp.blobs import stored_blob
 from labapp.db import db
-from labapp.sync import service
-from labapp.sync.archive import decode_value
-from labapp.sync.restore import restore
+from labapp.exports import service
+from labapp.exports.archive import decode_value
+from labapp.exports.restore import restore
 from tests.databases import new_database
 
 SYNC_BEGIN = ("<!-- bench: generated sync section begins; `python -m bench --sync-only` "

@@ -181,8 +181,8 @@ def _register_blueprints(app: Flask) -> None:
 
 def _register_exports(app: Flask) -> None:
     """Exports (issue 14): their API and administration page."""
-    from labapp.sync.api import bp as export_api
-    from labapp.sync.views import bp as export_views
+    from labapp.exports.api import bp as export_api
+    from labapp.exports.views import bp as export_views
 
     app.register_blueprint(export_api)
     app.register_blueprint(export_views)
@@ -191,9 +191,9 @@ def _register_exports(app: Flask) -> None:
 def _register_cli(app: Flask) -> None:
     from labapp.cli import init_command, users_cli
     from labapp.datamodel.cli import sync_cli
+    from labapp.exports.cli import restore_command, save_command
     from labapp.files.cli import files_cli
     from labapp.search.cli import search_cli
-    from labapp.sync.cli import restore_command, save_command
     from labapp.worker import worker_command
 
     app.cli.add_command(init_command)

@@ -11,8 +11,8 @@ from sqlalchemy import func, insert, select
 
 from labapp.blobs import stored_blob
 from labapp.db import db
+from labapp.exports import service
 from labapp.model import Entity, Sequence
-from labapp.sync import service
 from tests.conftest import ADMIN_PASSWORD, ApiClient, basic_header
 from tests.sync.conftest import admin_api, decoded, populate, save
 

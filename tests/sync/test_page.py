@@ -11,8 +11,8 @@ from collections.abc import Callable
 from flask import Flask
 from flask.testing import FlaskClient
 
-from labapp.sync import progress
-from labapp.sync.service import ExportResult, Progress, export_folder
+from labapp.exports import progress
+from labapp.exports.service import ExportResult, Progress, export_folder
 from tests.conftest import ADMIN_PASSWORD
 from tests.web.test_pages import page_login, post_form
 
@@ -96,8 +96,8 @@ def test_the_page_is_for_admins_only(app: Flask, make_user: Callable[..., str]) 
 
 _HOLDER = """
 import sys, threading
-from labapp.sync import progress
-from labapp.sync.service import ExportResult
+from labapp.exports import progress
+from labapp.exports.service import ExportResult
 
 def work(report):
     sys.stdin.readline()  # until the parent says so

@@ -11,8 +11,8 @@ from flask import Flask
 from sqlalchemy import func, inspect, select
 
 from labapp.db import db
+from labapp.exports import service
 from labapp.model import Entity
-from labapp.sync import service
 from tests.conftest import ApiClient, basic_header
 from tests.sync.conftest import admin_api, decoded, populate, restore, save
 

@@ -17,9 +17,9 @@ from labapp import sqlite_stats
 from labapp.blobs import stored_blob
 from labapp.dashboards import tallies
 from labapp.db import db
-from labapp.sync import service
-from labapp.sync.archive import ArchiveError
-from labapp.sync.restore import RestoreRefused, restore, verify
+from labapp.exports import service
+from labapp.exports.archive import ArchiveError
+from labapp.exports.restore import RestoreRefused, restore, verify
 
 
 @click.command("save")

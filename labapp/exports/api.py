@@ -7,8 +7,8 @@ from flask import Blueprint, Response, current_app, jsonify, send_file
 from labapp.access.actor import ADMIN_ON_PREMISES
 from labapp.blobs import stored_blob
 from labapp.db import db
-from labapp.sync import service
-from labapp.sync.schemas import ExportInfoSchema, ExportResultSchema
+from labapp.exports import service
+from labapp.exports.schemas import ExportInfoSchema, ExportResultSchema
 from labapp.web.endpoints import endpoint
 from labapp.web.loader import require_scope
 

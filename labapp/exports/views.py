@@ -7,7 +7,7 @@ from flask import Blueprint, Response, current_app, redirect, url_for
 from labapp.access.actor import ADMIN_ON_PREMISES
 from labapp.blobs import stored_blob
 from labapp.db import db
-from labapp.sync import progress, service
+from labapp.exports import progress, service
 from labapp.web.blocks import is_htmx, render_page
 from labapp.web.loader import current_actor
 from labapp.web.pages import members_only, require

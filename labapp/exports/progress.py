@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from labapp.atomic import write_whole
-from labapp.sync.service import ExportResult, Progress, export_folder
+from labapp.exports.service import ExportResult, Progress, export_folder
 
 STATE_FILE = ".progress.json"
 LOCK_FILE = ".export.lock"

@@ -24,8 +24,8 @@ from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import Connection, Engine
 
 from labapp.blobs import staged
-from labapp.sync.archive import FORMAT, VERSION, ArchiveError, decoder, read_lines
-from labapp.sync.service import BATCH, exported_tables, present_columns
+from labapp.exports.archive import FORMAT, VERSION, ArchiveError, decoder, read_lines
+from labapp.exports.service import BATCH, exported_tables, present_columns
 
 Progress = Callable[[int], None]
 

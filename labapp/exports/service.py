@@ -28,7 +28,7 @@ from labapp.atomic import write_whole
 from labapp.datamodel.schema import expected_columns, expected_tables
 from labapp.db import db
 from labapp.errors import NotFound
-from labapp.sync.archive import NAME, PREFIX, SIDECAR, SUFFIX, Writer, encode_value
+from labapp.exports.archive import NAME, PREFIX, SIDECAR, SUFFIX, Writer, encode_value
 
 FOLDER = "sync"
 BATCH = 2000
