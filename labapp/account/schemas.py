@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from marshmallow import Schema, fields, validate
 
+from labapp.auth.secrets import MIN_PASSWORD_LENGTH
 from labapp.schemafields import UtcTimestamp
 from labapp.users.schemas import UserSchema
 
@@ -60,8 +61,16 @@ class CreatedPatSchema(PatSchema):
     value = fields.String(metadata={"description": "shown once, never again"})
 
 
+# A new password: what the server checks of its strength, said for the document.
+_NEW_PASSWORD = {"minLength": MIN_PASSWORD_LENGTH, "pattern": r"\S",
+                 "description": f"at least {MIN_PASSWORD_LENGTH} characters, not blank"}
+
+
 class PasswordChangeSchema(Schema):
-    password = fields.String(required=True, validate=validate.Length(max=1024))
-    repeatPassword = fields.String(required=True, validate=validate.Length(max=1024))
+    password = fields.String(required=True, validate=validate.Length(max=1024),
+                             metadata=_NEW_PASSWORD)
+    repeatPassword = fields.String(required=True, validate=validate.Length(max=1024),
+                                   metadata={**_NEW_PASSWORD,
+                                             "description": "the same as password"})
     confirmPassword = fields.String(required=True, validate=validate.Length(max=1024),
                                     metadata={"description": "the current password"})

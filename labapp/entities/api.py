@@ -13,6 +13,7 @@ from labapp.entities.schemas import (
     EntityListSchema,
     EntityPageSchema,
     EntityQuerySchema,
+    entity_item_schemas,
 )
 from labapp.reading.lookup import class_named
 from labapp.web.endpoints import endpoint
@@ -41,7 +42,8 @@ def get_entity(eclass: str, entity_id: str) -> Response:
 
 @bp.post("")
 @endpoint("Create or update entities in one transaction (functional notation allowed).",
-          body=EntityBatchSchema, responses={200: EntityListSchema, 201: EntityListSchema})
+          body=EntityBatchSchema, responses={200: EntityListSchema, 201: EntityListSchema},
+          components=entity_item_schemas, problems=(404, 409))
 def save_entities(body: dict[str, Any]) -> tuple[Response, int]:
     with transaction():
         result = service.save_batch(current_actor(), body["entities"])

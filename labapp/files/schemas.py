@@ -51,13 +51,27 @@ class FilePart(fields.Field):
         return value
 
 
+# What the document says of each field: the checks of the File entity the upload creates.
+# Blank optional fields count as absent.
+_NAME = {"maxLength": 255}
+_MEDIA_TYPE = {"pattern": r"^(?:[!#$%&'*+\-.^_`|~0-9A-Za-z]+/[!#$%&'*+\-.^_`|~0-9A-Za-z]+|\s*)$",
+               "description": "a media type such as text/csv"}
+# Base64 with line breaks anywhere (they are dropped before decoding).
+_B64 = r"[\r\n]*[A-Za-z0-9+/]"
+_BASE64 = {"type": "string", "contentEncoding": "base64",
+           "pattern": rf"^(?:(?:{_B64}){{4}})*(?:(?:{_B64}){{2}}[\r\n]*=[\r\n]*="
+                      rf"|(?:{_B64}){{3}}[\r\n]*=)?[\r\n]*$"}
+
+
 class _UploadFieldsSchema(Schema):
     """The text fields both encodings share."""
 
-    name = fields.String()
-    media_type = fields.String(data_key="mediaType", validate=_media_type)
-    subject_id = fields.String(data_key="subjectID")
-    file_type = fields.String(data_key="type")
+    name = fields.String(metadata=_NAME)
+    media_type = fields.String(data_key="mediaType", validate=_media_type,
+                               metadata=_MEDIA_TYPE)
+    subject_id = fields.String(data_key="subjectID",
+                               metadata={"maxLength": 64, "description": "the id of an entity"})
+    file_type = fields.String(data_key="type", metadata={"maxLength": 64})
     description = fields.String()
 
     @pre_load
@@ -70,7 +84,7 @@ class MultipartUploadSchema(_UploadFieldsSchema):
     """``multipart/form-data``: ``file`` required; ``name`` defaults to the part's file name
     (cleaned), ``mediaType`` to the part's content type or a guess from the name."""
 
-    file = FilePart(required=True)
+    file = FilePart(required=True, metadata={"type": "string", "format": "binary"})
 
     @post_load
     def _complete(self, data: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
@@ -87,8 +101,9 @@ class Base64UploadSchema(_UploadFieldsSchema):
     """``application/x-www-form-urlencoded``: ``name`` and ``content`` (base64, may encode
     an empty file) required; ``mediaType`` defaults to a guess from the name."""
 
-    name = fields.String(required=True)
-    content = Base64Content(required=True)
+    name = fields.String(required=True, metadata={**_NAME, "pattern": r"\S",
+                                                   "description": "not blank"})
+    content = Base64Content(required=True, metadata=_BASE64)
 
     @post_load
     def _complete(self, data: dict[str, Any], **kwargs: Any) -> dict[str, Any]:

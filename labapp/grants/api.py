@@ -9,6 +9,7 @@ from labapp.access.actor import ADMIN, DATA_MANAGER, DATA_MANAGER_PROJECT_WRITE
 from labapp.db import transaction
 from labapp.grants import service
 from labapp.grants.schemas import (
+    SETTINGS_NAME_PATH,
     DeleteQuerySchema,
     DepartmentAccessEntrySchema,
     DepartmentGrantSchema,
@@ -116,7 +117,7 @@ def delete_project(project_id: str, query: dict[str, Any]) -> Response:
 @bp.get("/project/<project_id>/settings/<settings_name>")
 @require_scope(*_PROJECT_WRITE_SCOPES)
 @endpoint("The named settings object of a project ({} while never saved).",
-          responses={200: ProjectSettingSchema})
+          responses={200: ProjectSettingSchema}, path=SETTINGS_NAME_PATH)
 def project_setting(project_id: str, settings_name: str) -> Response:
     return jsonify(service.project_setting(project_id, settings_name))
 
@@ -124,7 +125,8 @@ def project_setting(project_id: str, settings_name: str) -> Response:
 @bp.post("/project/<project_id>/settings/<settings_name>")
 @require_scope(*_PROJECT_WRITE_SCOPES)
 @endpoint("Insert or replace the named settings object of a project.",
-          body=ProjectSettingSchema, responses={200: ProjectSettingSchema})
+          body=ProjectSettingSchema, responses={200: ProjectSettingSchema},
+          path=SETTINGS_NAME_PATH)
 def save_project_setting(project_id: str, settings_name: str,
                          body: dict[str, Any]) -> Response:
     with transaction():

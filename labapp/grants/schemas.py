@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from marshmallow import INCLUDE, Schema, fields, validate
 
+from labapp.grants.service import SETTING_NAME
 from labapp.model.access import ACCESS_TYPES
 from labapp.schemafields import WriteBackSchema
 
@@ -63,6 +64,10 @@ class ProjectAccessEntrySchema(Schema):
 class DeleteQuerySchema(Schema):
     force = fields.Boolean(load_default=False,
                            metadata={"description": "ADMIN: clear references and delete"})
+
+
+# The settings name in the path of the project settings endpoints.
+SETTINGS_NAME_PATH = {"settings_name": {"pattern": rf"^{SETTING_NAME.pattern}$"}}
 
 
 class ProjectSettingSchema(Schema):

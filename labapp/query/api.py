@@ -10,7 +10,7 @@ from labapp.query.dataset import run_dataset
 from labapp.query.dbviews import find_view
 from labapp.query.rows import list_view
 from labapp.query.schemas import (
-    DatasetQuerySchema,
+    DATASET_BODY,
     ViewPageSchema,
     ViewQuerySchema,
     load_queries,
@@ -40,7 +40,7 @@ def view_rows(name: str, query: dict[str, Any]) -> Response:
 @endpoint("Run inter-related queries. The body is a JSON array of queries, each with "
           "collection or entity (its result key), eClass or view, and optional sortings, "
           "filters and select; the answer is an object keyed by result key.",
-          forms={"application/json": DatasetQuerySchema(many=True)},
+          forms={"application/json": DATASET_BODY},
           responses={200: "Results keyed by each query's collection or entity name"})
 def dataset() -> Response:
     queries = load_queries(json_payload())

@@ -12,8 +12,9 @@ from typing import Any
 from marshmallow import Schema, ValidationError, fields, validates_schema
 
 from labapp.errors import InvalidInput, flatten_messages
+from labapp.query.conditions import OPERATORS
 from labapp.query.dataset import MAX_QUERIES
-from labapp.reading.schemas import ODataQuerySchema
+from labapp.reading.schemas import ENTITY_CLASS, ODataQuerySchema
 
 _INDEX = re.compile(r"\.(\d+)(?=\.|$)")
 
@@ -36,7 +37,8 @@ class ViewPageSchema(Schema):
 
 class DatasetSortingSchema(Schema):
     field = fields.String(required=True)
-    direction = fields.String(metadata={"description": "asc (default) or desc"})
+    direction = fields.String(metadata={"description": "asc (default) or desc",
+                                        "enum": ["asc", "desc"]})
 
 
 class DatasetFilterSchema(Schema):
@@ -44,7 +46,8 @@ class DatasetFilterSchema(Schema):
     op = fields.String(metadata={"description": "A $filter operator: eq (default; in when "
                                                 "values or in is given), ne, gt, ge, lt, le, "
                                                 "contains, startswith, endswith, in, not_in, "
-                                                "isnull, isnotnull, isempty, isnotempty"})
+                                                "isnull, isnotnull, isempty, isnotempty",
+                                 "enum": sorted(OPERATORS)})
     value = fields.Raw(allow_none=True,
                        metadata={"description": "The value; '$key.field' takes it from an "
                                                 "earlier entity result"})
@@ -59,7 +62,8 @@ class DatasetQuerySchema(Schema):
 
     collection = fields.String(metadata={"description": "Result key: all matches"})
     entity = fields.String(metadata={"description": "Result key: the first match or null"})
-    eclass = fields.String(data_key="eClass")
+    eclass = fields.String(data_key="eClass", metadata={
+        "allOf": [{"$ref": f"#/components/schemas/{ENTITY_CLASS}"}]})
     view = fields.String()
     sortings = fields.List(fields.Nested(DatasetSortingSchema))
     filters = fields.List(fields.Nested(DatasetFilterSchema))
@@ -72,6 +76,14 @@ class DatasetQuerySchema(Schema):
                 first, second = (self.fields[name].data_key or name for name in pair)
                 raise ValidationError(f"Give exactly one of '{first}' and '{second}'.",
                                       field_name=first)
+
+
+# The body of POST /api/query/dataset as the document shows it: each query names exactly one
+# result key and exactly one source.
+DATASET_BODY = {"type": "array", "maxItems": MAX_QUERIES, "items": {"allOf": [
+    DatasetQuerySchema,
+    {"oneOf": [{"required": ["collection"]}, {"required": ["entity"]}]},
+    {"oneOf": [{"required": ["eClass"]}, {"required": ["view"]}]}]}}
 
 
 def _path(field: str) -> str:

@@ -1,9 +1,12 @@
-"""The query options every list-like endpoint shares."""
+"""The query options every list-like endpoint shares, and the name of the OpenAPI component
+listing the classes of the data model (built with the document, from the registry)."""
 from __future__ import annotations
 
 from typing import Any
 
 from marshmallow import EXCLUDE, Schema, ValidationError, pre_load
+
+ENTITY_CLASS = "EntityClass"
 
 
 class ODataQuerySchema(Schema):

@@ -9,14 +9,15 @@ from werkzeug.routing import BaseConverter
 from labapp.db import transaction
 from labapp.storage import checkin, log, service
 from labapp.storage.schemas import (
+    LOCATION_ARRAY,
     ItemRefSchema,
-    LocationItemSchema,
     LocationPageSchema,
     LocationQuerySchema,
     LocationSchema,
     LogPageSchema,
     LogQuerySchema,
     StoredItemSchema,
+    item_array,
 )
 from labapp.web.endpoints import endpoint, json_payload
 from labapp.web.loader import current_actor
@@ -50,7 +51,7 @@ def list_locations(query: dict[str, Any]) -> Response:
 @bp.post("/location")
 @endpoint("Create or update locations: the entity batch for Locations (notation included). "
           "The body is a JSON array; the answer is the array of saved locations.",
-          forms={"application/json": LocationItemSchema(many=True)},
+          forms={"application/json": LOCATION_ARRAY},
           responses={200: LocationSchema(many=True), 201: LocationSchema(many=True)},
           problems=(403, 404, 409))
 def save_locations() -> tuple[Response, int]:
@@ -63,7 +64,7 @@ def save_locations() -> tuple[Response, int]:
 @bp.post("/location/checkout")
 @endpoint("Check items out of wherever they are stored, in one transaction. Answers the "
           "location when all came from one, else {locations: [...]}.",
-          forms={"application/json": ItemRefSchema(many=True)},
+          forms={"application/json": item_array(ItemRefSchema)},
           responses={200: "The updated location, or {locations: [...]}"},
           problems=(403, 404, 409))
 def check_out() -> Response:
@@ -107,7 +108,7 @@ def location_log(location_id: str, query: dict[str, Any]) -> Response:
 @bp.post("/location/<locationid:location_id>/checkin")
 @endpoint("Check items into a location in one transaction (capacity and slots enforced; an "
           "item stored elsewhere is moved). Answers the updated location.",
-          forms={"application/json": StoredItemSchema(many=True)},
+          forms={"application/json": item_array(StoredItemSchema)},
           responses={200: LocationSchema}, problems=(403, 404, 409))
 def check_in(location_id: str) -> Response:
     payload = json_payload()

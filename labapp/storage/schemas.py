@@ -11,11 +11,14 @@ from typing import Any
 
 from marshmallow import INCLUDE, Schema, fields, pre_load, validate
 
+from labapp.entities.batch import MAX_BATCH
 from labapp.entities.schemas import EntityQuerySchema
 from labapp.model.registry import find_class
 from labapp.reading.schemas import ODataQuerySchema
 from labapp.storage.service import STORABLE_CLASSES
+from labapp.storage.slots import POSITION
 
+SLOT_PATTERN = rf"^{POSITION.pattern}$"
 MAX_ITEMS = 10_000
 
 
@@ -36,9 +39,18 @@ class ItemRefSchema(Schema):
 
 
 class StoredItemSchema(ItemRefSchema):
+    # Whether the slot exists is checked against the location's grid; the document states
+    # the spelling (as slots.parse reads it, without surrounding spaces).
     position = fields.String(validate=validate.Regexp(r"\s*\S", error="a slot such as 'B7'"),
-                             metadata={"description": "a free slot such as 'B7' (check-in "
+                             metadata={"pattern": SLOT_PATTERN,
+                                       "description": "a free slot such as 'B7' (check-in "
                                                       "into a grid location only)"})
+
+
+def item_array(item: type[Schema]) -> dict[str, Any]:
+    """The body of a check-in or check-out: a non-empty array of items, each id once."""
+    return {"type": "array", "minItems": 1, "maxItems": MAX_ITEMS, "items": item,
+            "description": "each id at most once"}
 
 
 class LocationQuerySchema(EntityQuerySchema):
@@ -50,14 +62,10 @@ class LogQuerySchema(ODataQuerySchema):
     skip = fields.String(data_key="$skip")
 
 
-class LocationItemSchema(Schema):
-    """A location to create or update: any Location property, as in ``POST /api/entity``
-    (checked against the data model by the service)."""
-
-    class Meta:
-        unknown = INCLUDE
-
-    eClass = fields.String(metadata={"description": "Location (the default)"})
+LOCATION_ARRAY = {"type": "array", "minItems": 1, "maxItems": MAX_BATCH,
+                  "items": {"$ref": "#/components/schemas/EntityLocation"},
+                  "description": "Locations to create or update, as in POST /api/entity "
+                                 "(eClass may be left out)."}
 
 
 class LocationSchema(Schema):

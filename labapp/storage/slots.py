@@ -9,7 +9,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 
-_POSITION = re.compile(r"([A-Za-z]{1,3})0*([1-9][0-9]{0,3})")
+# A position as clients may spell it; the OpenAPI document publishes it anchored.
+POSITION = re.compile(r"([A-Za-z]{1,3})0*([1-9][0-9]{0,3})")
 
 
 def row_label(row: int) -> str:
@@ -31,7 +32,7 @@ def _row_index(letters: str) -> int:
 
 def parse(text: str) -> tuple[int, int] | None:
     """``(row, column)``, both 0-based, of a position; None when it is not one."""
-    match = _POSITION.fullmatch(text.strip())
+    match = POSITION.fullmatch(text.strip())
     if match is None:
         return None
     return _row_index(match[1]), int(match[2]) - 1

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from marshmallow import Schema, fields, validate
 
+from labapp.access.actor import BUILT_IN_ROLES
 from labapp.schemafields import UtcTimestamp, WriteBackSchema
 
 
@@ -44,5 +45,6 @@ class RoleSchema(Schema):
 
 
 class RoleChangeSchema(Schema):
-    name = fields.String(required=True, validate=validate.Length(min=1, max=64))
+    name = fields.String(required=True, validate=validate.Length(min=1, max=64),
+                         metadata={"enum": list(BUILT_IN_ROLES)})
     userID = fields.String(required=True, validate=validate.Length(min=1, max=64))

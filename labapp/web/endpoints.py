@@ -23,6 +23,9 @@ from labapp.errors import InvalidInput, NotAuthenticated, UnsupportedMediaType
 from labapp.web.loader import current_actor
 
 SchemaRef = type[Schema] | Schema
+# A body the view loads itself, as the document shows it: a schema, or a JSON Schema object
+# whose "items" or "properties" may name schemas.
+FormSchema = SchemaRef | Mapping[str, Any]
 
 
 @dataclass(frozen=True)
@@ -36,8 +39,10 @@ class ApiDoc:
     optional_body: bool = False
     public: bool = False
     throttled: bool = False
-    forms: Mapping[str, SchemaRef] = field(default_factory=dict)
+    forms: Mapping[str, FormSchema] = field(default_factory=dict)
     problems: tuple[int, ...] = ()
+    path: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    components: Callable[[], Mapping[str, Mapping[str, Any]]] | None = None
 
 
 def _schema_instance(schema: SchemaRef) -> Schema:
@@ -74,17 +79,23 @@ def _holds_nul(value: Any) -> bool:
 def endpoint(summary: str, *, responses: Mapping[int, SchemaRef | str | None],
              body: SchemaRef | None = None, query: SchemaRef | None = None,
              optional_body: bool = False, public: bool = False, throttled: bool = False,
-             forms: Mapping[str, SchemaRef] | None = None,
-             problems: tuple[int, ...] = ()) -> Callable:
+             forms: Mapping[str, FormSchema] | None = None,
+             problems: tuple[int, ...] = (),
+             path: Mapping[str, Mapping[str, Any]] | None = None,
+             components: Callable[[], Mapping[str, Mapping[str, Any]]] | None = None
+             ) -> Callable:
     """Declare an API view (see the module docstring).
 
     With ``optional_body`` an empty request body loads as an empty object. ``forms`` maps
     the media types of a body the view loads itself (form uploads, a JSON array) to its
     schema (documentation only); ``problems`` names further problem statuses the view can
-    answer (such as 409).
+    answer (such as 409); ``path`` gives the JSON Schema of path parameters that are more
+    than any string (such as a pattern the view checks); ``components`` returns further
+    named schemas the view's schemas refer to, computed each time the document is built
+    (such as one per class of the data model).
     """
     doc = ApiDoc(summary, dict(responses), body, query, optional_body, public, throttled,
-                 dict(forms or {}), problems)
+                 dict(forms or {}), problems, dict(path or {}), components)
 
     def decorate(view: Callable) -> Callable:
         @wraps(view)

@@ -6,7 +6,9 @@ its request body, responses and the problem responses it can give.
 """
 from __future__ import annotations
 
+import copy
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from apispec import APISpec
@@ -14,6 +16,7 @@ from apispec.ext.marshmallow import MarshmallowPlugin
 from flask import Blueprint, Flask, Response, current_app, jsonify
 from marshmallow import Schema, fields
 
+from labapp.model.registry import generation
 from labapp.web.endpoints import ApiDoc, endpoint
 
 bp = Blueprint("openapi", __name__, url_prefix="/api")
@@ -91,6 +94,9 @@ def _operation(endpoint_name: str, method: str, doc: ApiDoc, scopes: tuple[str, 
         problems.add(429)
     problems.update(doc.problems)
     responses.update({str(code): _problem(code) for code in sorted(problems)})
+    parameters = [{**parameter, "schema": {**parameter["schema"],
+                                           **doc.path.get(parameter["name"], {})}}
+                  for parameter in parameters]
     operation: dict[str, Any] = {
         "operationId": endpoint_name.replace(".", "_"), "summary": doc.summary,
         "tags": [endpoint_name.split(".")[0]], "responses": responses,
@@ -104,8 +110,10 @@ def _operation(endpoint_name: str, method: str, doc: ApiDoc, scopes: tuple[str, 
         operation["requestBody"] = {"required": not doc.optional_body, "content": {
             "application/json": {"schema": doc.body}}}
     elif doc.forms:
+        # Copies: apispec resolves the schemas named inside a JSON Schema in place.
         operation["requestBody"] = {"required": True, "content": {
-            media_type: {"schema": schema} for media_type, schema in doc.forms.items()}}
+            media_type: {"schema": copy.deepcopy(schema)}
+            for media_type, schema in doc.forms.items()}}
     if doc.public:
         operation["security"] = [{}, {"bearer": []}, {"basic": []}, {"cookie": []}]
     if scopes:
@@ -118,7 +126,8 @@ def build_document(app: Flask) -> dict[str, Any]:
     spec = APISpec(title="labapp API", version="1", openapi_version="3.1.0",
                    plugins=[MarshmallowPlugin()],
                    info={"description": "Laboratory data management HTTP API. Errors are "
-                                        "RFC 9457 problem documents."})
+                                        "RFC 9457 problem documents. No string may hold "
+                                        "NUL (U+0000): such a request is answered 400."})
     spec.components.schema("Problem", schema=ProblemSchema)
     spec.components.security_scheme("bearer", {"type": "http", "scheme": "bearer"})
     spec.components.security_scheme("basic", {"type": "http", "scheme": "basic",
@@ -128,6 +137,7 @@ def build_document(app: Flask) -> dict[str, Any]:
                                                "name": "labapp_session"})
     spec.options["security"] = [{"bearer": []}, {"basic": []}, {"cookie": []}]
     paths: dict[str, dict[str, Any]] = {}
+    components: dict[str, Mapping[str, Any]] = {}
     for rule in sorted(app.url_map.iter_rules(), key=lambda r: r.rule):
         if not rule.rule.startswith("/api/"):
             continue
@@ -135,11 +145,15 @@ def build_document(app: Flask) -> dict[str, Any]:
         doc: ApiDoc | None = getattr(view, "api_doc", None)
         if doc is None:
             continue
+        if doc.components is not None:
+            components.update(doc.components())
         path, parameters = _path_and_parameters(rule.rule)
         scopes = getattr(view, "required_scopes", ())
         for method in sorted(rule.methods - {"HEAD", "OPTIONS"}):
             paths.setdefault(path, {})[method.lower()] = _operation(
                 rule.endpoint, method, doc, scopes, parameters)
+    for name, component in components.items():
+        spec.components.schema(name, dict(component))
     for path, operations in paths.items():
         spec.path(path=path, operations=operations)
     return spec.to_dict()
@@ -148,7 +162,9 @@ def build_document(app: Flask) -> dict[str, Any]:
 @bp.get("/openapi.json")
 @endpoint("This OpenAPI 3.1 document.", responses={200: "The OpenAPI document"}, public=True)
 def openapi_document() -> Response:
-    document = current_app.extensions.get("labapp.web.openapi")
-    if document is None:
-        document = current_app.extensions["labapp.web.openapi"] = build_document(current_app)
-    return jsonify(document)
+    # Built again when the data model changed (a sync installs extension classes and fields).
+    cached = current_app.extensions.get("labapp.web.openapi")
+    if cached is None or cached[0] != generation():
+        cached = current_app.extensions["labapp.web.openapi"] = (
+            generation(), build_document(current_app))
+    return jsonify(cached[1])

@@ -13,6 +13,10 @@ import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 
+from labapp.access.actor import BUILT_IN_ROLES
+from labapp.auth.secrets import MIN_PASSWORD_LENGTH
+from labapp.model.registry import classes, existing_class
+from labapp.storage.slots import parse
 from labapp.web.endpoints import ApiDoc, endpoint
 from tests.conftest import bearer_header
 from tests.contracts.problem import assert_problem
@@ -171,6 +175,7 @@ def test_json_bodies_are_documented(app: Flask, document: dict[str, Any]) -> Non
                 schema = media["schema"]
                 if schema.get("type") == "array":  # a JSON array body (dataset queries)
                     schema = schema["items"]
+                schema = schema.get("allOf", [schema])[0]  # with constraints beside it
                 assert _resolve(document, schema["$ref"])["properties"], path
             continue
         if doc.body is None:
@@ -182,6 +187,72 @@ def test_json_bodies_are_documented(app: Flask, document: dict[str, Any]) -> Non
         schema = request_body["content"]["application/json"]["schema"]
         assert _resolve(document, schema["$ref"])["properties"]
     assert bodies, "at least the login body is documented"
+
+
+def _body(document: dict[str, Any], method: str, path: str) -> Any:
+    return document["paths"][path][method]["requestBody"]["content"]["application/json"][
+        "schema"]
+
+
+def test_entity_items_are_described_per_class_from_the_registry(
+        document: dict[str, Any]) -> None:
+    """Every batch item is one of the classes, keyed on eClass, each with what the batch
+    checks: types, lengths, choices, minimum, formats, statuses, read-only fields."""
+    schemas = document["components"]["schemas"]
+    batch = _resolve(document, _body(document, "post", "/api/entity")["$ref"])
+    assert batch["properties"]["entities"]["minItems"] == 1
+    assert batch["properties"]["entities"]["items"]["allOf"] == [
+        {"$ref": "#/components/schemas/EntityItem"}]
+    item = schemas["EntityItem"]
+    assert item["discriminator"]["propertyName"] == "eClass"
+    assert set(item["discriminator"]["mapping"]) == {spec.name for spec in classes()}
+    assert len(item["oneOf"]) == len(classes())
+    sample = schemas["EntitySample"]
+    assert sample["required"] == ["eClass"] and sample["additionalProperties"] is False
+    properties = sample["properties"]
+    assert properties["eClass"]["const"] == "Sample"
+    assert properties["amount"]["minimum"] == 0
+    assert properties["status"]["enum"] == list(existing_class("Sample").workflow.statuses)
+    assert properties["dateTaken"]["format"] == "date"
+    assert properties["name"] == {"type": "string", "maxLength": 255}
+    assert properties["createdUtc"]["readOnly"] is True
+    assert schemas["EntityFermentation"]["properties"]["startTime"]["format"] == "date-time"
+    assert schemas["EntityRequest"]["properties"]["priority"]["enum"] == [
+        "Low", "Normal", "High", "Urgent", None]
+    user = schemas["EntityUser"]
+    assert user["required"] == ["eClass", "id"]
+    assert user["properties"]["password"]["minLength"] == MIN_PASSWORD_LENGTH
+
+
+def test_storage_bodies_say_which_classes_and_slots(document: dict[str, Any]) -> None:
+    """Check-in and check-out take a non-empty array of Samples and Plates; a position is
+    a slot exactly as the server parses one."""
+    schemas = document["components"]["schemas"]
+    checkin = _body(document, "post", "/api/storage/location/{location_id}/checkin")
+    assert checkin["minItems"] == 1
+    stored = _resolve(document, checkin["items"]["$ref"])
+    assert stored["properties"]["eClass"]["enum"] == ["Sample", "Plate"]
+    slot = re.compile(stored["properties"]["position"]["pattern"])
+    for text in ("A1", "b07", "ZZ999", "AAA1000", "A0", "A", "7", "ABCD1", "A12345", " A1"):
+        assert bool(slot.search(text)) is (parse(text) is not None and text == text.strip())
+    checkout = _body(document, "post", "/api/storage/location/checkout")
+    assert checkout["minItems"] == 1
+    assert schemas["ItemRef"]["properties"]["eClass"]["enum"] == ["Sample", "Plate"]
+
+
+def test_password_rules_role_names_and_setting_names_are_stated(
+        document: dict[str, Any]) -> None:
+    schemas = document["components"]["schemas"]
+    change = schemas["PasswordChange"]["properties"]
+    assert change["password"]["minLength"] == MIN_PASSWORD_LENGTH
+    assert change["repeatPassword"]["minLength"] == MIN_PASSWORD_LENGTH
+    assert schemas["RoleChange"]["properties"]["name"]["enum"] == list(BUILT_IN_ROLES)
+    for method in ("get", "post"):
+        (name,) = [parameter for parameter in document["paths"][
+            "/api/project/{project_id}/settings/{settings_name}"][method]["parameters"]
+            if parameter["name"] == "settings_name"]
+        pattern = re.compile(name["schema"]["pattern"])
+        assert pattern.search("layout.v2") and not pattern.search("a/b")
 
 
 def test_login_body_schema_matches_the_endpoint(document: dict[str, Any]) -> None:
