@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from marshmallow import INCLUDE, Schema, fields, validate
+from marshmallow import INCLUDE, Schema, fields
 
 from labapp.auth.secrets import MIN_PASSWORD_LENGTH
 from labapp.entities.batch import MAX_BATCH
@@ -108,8 +108,9 @@ def entity_item_schemas() -> dict[str, dict[str, Any]]:
 class EntityBatchSchema(Schema):
     entities = fields.List(
         fields.Dict(metadata={"allOf": [{"$ref": f"#/components/schemas/{ENTITY_ITEM}"}]}),
-        required=True, validate=validate.Length(min=1, max=MAX_BATCH),
-        metadata={"description": "Entities to create or update, in one transaction."})
+        required=True,  # the size is checked by the service, whose errors name the batch
+        metadata={"description": "Entities to create or update, in one transaction.",
+                  "minItems": 1, "maxItems": MAX_BATCH})
 
 
 class EntityListSchema(Schema):
