@@ -1,4 +1,5 @@
-"""No input makes the API answer 5xx, and every answer matches the OpenAPI document.
+"""No input makes the API answer 5xx, every answer matches the OpenAPI document, and no
+operation refuses most of the requests generated from its own schema (:class:`Rejections`).
 
 schemathesis reads ``/api/openapi.json`` from the application in-process and fuzzes every
 operation in it, as the administrator and as an ordinary member, with valid and invalid
