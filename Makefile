@@ -64,9 +64,10 @@ run: $(RUN_STAMP) ## install runtime deps, create/upgrade the database, serve wi
 	$(BIN)/flask --app labapp worker & trap 'kill $$! 2>/dev/null; wait' EXIT; \
 	$(BIN)/gunicorn --bind $(BIND) --workers $(WORKERS) --timeout $(TIMEOUT) 'labapp:create_app()'
 
-lint: $(TEST_STAMP) ## ruff (pyflakes, pycodestyle, isort, bugbear) and the import floors (lint-imports)
+lint: $(TEST_STAMP) ## ruff (pyflakes, pycodestyle, isort, bugbear), the import floors (lint-imports), mypy --strict
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports --no-cache
+	$(BIN)/mypy
 
 test: lint ## lint, then run the suite on SQLite, then on PostgreSQL (skipped if unreachable, unless CI=true)
 	@shown_url=$$(sed -E 's#(://[^:/@]*):[^@]*@#\1:***@#' <<<"$$LABAPP_TEST_POSTGRES_URL"); \

@@ -46,7 +46,9 @@ def create_app(overrides: Mapping[str, Any] | None = None) -> Flask:
     )
     if settings["PROXY_COUNT"]:
         count = settings["PROXY_COUNT"]
-        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=count, x_proto=count)
+        # Flask's documented way to add WSGI middleware; Flask types wsgi_app as a method.
+        app.wsgi_app = ProxyFix(  # type: ignore[method-assign]
+            app.wsgi_app, x_for=count, x_proto=count)
     _init_extensions(app)
     _register_blueprints(app)
     _register_cli(app)

@@ -54,7 +54,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from io import BytesIO
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, Protocol
 
 from flask import current_app
 from sqlalchemy import select
@@ -102,8 +102,16 @@ class Blob:
     size: int
 
 
+class Readable(Protocol):
+    """What the store reads content from: a binary file, an upload, a decoding stream."""
+
+    def read(self, size: int = -1, /) -> bytes:
+        """Up to ``size`` bytes; empty at the end."""
+        ...
+
+
 @contextmanager
-def staged(stream: BinaryIO) -> Iterator[Blob]:
+def staged(stream: Readable) -> Iterator[Blob]:
     """Store a stream's content for the unit of work that follows:
     ``with staged(stream) as blob, transaction(): ...``. The content is pinned until the
     block ends; when it ends with an exception it is removed again, unless a committed File
@@ -144,7 +152,7 @@ def _locked() -> Iterator[Path]:
         yield root  # closing the file releases the lock
 
 
-def _write_partial(root: Path, stream: BinaryIO) -> tuple[Path, Blob]:
+def _write_partial(root: Path, stream: Readable) -> tuple[Path, Blob]:
     """Copy the stream into a new temporary file of the store; its path and what it holds."""
     digest = hashlib.sha256()
     size = 0
@@ -204,7 +212,7 @@ class _Unit:
     def _pin(self, root: Path, sha256: str) -> Path:
         return root / _PINS / f"{sha256}.{self.token}"
 
-    def store(self, stream: BinaryIO) -> Blob:
+    def store(self, stream: Readable) -> Blob:
         root = store_root()
         root.mkdir(parents=True, exist_ok=True)
         partial, blob = _write_partial(root, stream)
@@ -264,7 +272,8 @@ class _Unit:
     def _release(self, root: Path) -> None:
         """Stop owning pins; any left behind (after a failure) are stale from now on."""
         (root / _PINS / f"{self.token}{_OWNER}").unlink(missing_ok=True)
-        self._owner.close()
+        if self._owner is not None:
+            self._owner.close()
         self._owner = None
         self.digests.clear()
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from flask import Flask, current_app
 from flask_sqlalchemy import SQLAlchemy
 from sqlalchemy import Executable, MetaData, Table, event
-from sqlalchemy.engine import CursorResult, Engine, make_url
+from sqlalchemy.engine import Connection, CursorResult, Engine, make_url
 from sqlalchemy.orm import DeclarativeBase, ORMExecuteState, Session
 
 NAMING_CONVENTION = {
@@ -142,7 +142,7 @@ def transaction(*, write: bool = False) -> Iterator[Session]:
 
 def _current_unit() -> _UnitOfWork:
     unit = db.session().info.get(_UNIT)
-    if unit is None:
+    if not isinstance(unit, _UnitOfWork):
         raise RuntimeError("not inside labapp.db.transaction()")
     return unit
 
@@ -169,7 +169,8 @@ def unit_state(key: str, make: Callable[[], T]) -> T:
     state = _current_unit().state
     if key not in state:
         state[key] = make()
-    return state[key]
+    value: T = state[key]
+    return value
 
 
 def _run_after_commit(callbacks: list[Callable[[], None]]) -> None:
@@ -272,7 +273,7 @@ def configure_engine(app: Flask, engine: Engine) -> None:
     guard_read_units()
     if engine.dialect.name == "postgresql":
         @event.listens_for(engine, "connect")
-        def _on_pg_connect(dbapi_connection, _record) -> None:
+        def _on_pg_connect(dbapi_connection: Any, _record: Any) -> None:
             dbapi_connection.prepare_threshold = None
         return
     if engine.dialect.name != "sqlite":
@@ -280,7 +281,7 @@ def configure_engine(app: Flask, engine: Engine) -> None:
     busy_timeout = app.config["LABAPP"]["SQLITE_BUSY_TIMEOUT_MS"]
 
     @event.listens_for(engine, "connect")
-    def _on_connect(dbapi_connection, _record) -> None:
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
         cursor.execute(f"PRAGMA busy_timeout={int(busy_timeout)}")
@@ -289,6 +290,6 @@ def configure_engine(app: Flask, engine: Engine) -> None:
         cursor.close()
 
     @event.listens_for(engine, "begin")
-    def _on_begin(connection) -> None:
+    def _on_begin(connection: Connection) -> None:
         immediate = connection.get_execution_options().get(_WRITE_OPTION)
         connection.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")

@@ -116,7 +116,8 @@ def register_error_renderer(app: Flask, prefix: str, render: ErrorRenderer) -> N
 
 def _renderer() -> ErrorRenderer | None:
     path = request.path
-    for prefix, render in current_app.extensions.get(_RENDERERS, ()):
+    renderers: list[tuple[str, ErrorRenderer]] = current_app.extensions.get(_RENDERERS, [])
+    for prefix, render in renderers:
         if path == prefix or path.startswith(prefix + "/"):
             return render
     return None

@@ -33,8 +33,9 @@ def _recorded_entities() -> int | None:
     if not has_table:
         return None
     # Each row's stat starts with the rows its index holds (a partial index fewer).
-    return db.session.scalar(text(
+    counted: int | None = db.session.scalar(text(
         "SELECT max(CAST(stat AS INTEGER)) FROM sqlite_stat1 WHERE tbl = 'entity'"))
+    return counted
 
 
 def refresh() -> bool:

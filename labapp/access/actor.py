@@ -4,6 +4,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from labapp.errors import NotAuthenticated
+
 ADMIN = "ADMIN"
 DATA_MANAGER = "DATA_MANAGER"
 DATA_MANAGER_PROJECT_WRITE = "DATA_MANAGER_PROJECT_WRITE"
@@ -52,6 +54,14 @@ class Actor:
         return self.user_id is None
 
     def get_id(self) -> str | None:
+        return self.user_id
+
+    @property
+    def author_id(self) -> str:
+        """The id of a signed-in actor, for what only signed-in callers do (writes, audit
+        events); NotAuthenticated for an anonymous one."""
+        if self.user_id is None:
+            raise NotAuthenticated()
         return self.user_id
 
     @property

@@ -1,7 +1,7 @@
 """The grant sets of an actor: departments and projects they may read or write."""
 from __future__ import annotations
 
-from sqlalchemy import or_, select
+from sqlalchemy import false, or_, select
 
 from labapp.access.actor import Actor
 from labapp.db import db
@@ -21,11 +21,11 @@ def actor_for(user: User, *, method: str | None, session_id: str | None = None,
     department_grants = db.session.execute(
         select(DepartmentAccess.department_id, DepartmentAccess.access_type).where(or_(
             DepartmentAccess.user_id == user.id,
-            DepartmentAccess.access_department_id == home if home else False))).all()
+            DepartmentAccess.access_department_id == home if home else false()))).all()
     project_grants = db.session.execute(
         select(ProjectAccess.project_id, ProjectAccess.access_type).where(or_(
             ProjectAccess.user_id == user.id,
-            ProjectAccess.department_id == home if home else False))).all()
+            ProjectAccess.department_id == home if home else false()))).all()
     write_departments = {target for target, kind in department_grants if kind == WRITE}
     if home:
         write_departments.add(home)

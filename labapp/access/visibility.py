@@ -45,8 +45,10 @@ def writable(actor: Actor, entity: Any = Entity) -> ColumnElement[bool]:
         return false()
     if actor.is_admin:
         return true()
-    return (entity.eclass.not_in(DIRECTORY_CLASSES)
-            & _grant_predicate(entity, actor.write_departments, actor.write_projects))
+    predicate: ColumnElement[bool] = (
+        entity.eclass.not_in(DIRECTORY_CLASSES)
+        & _grant_predicate(entity, actor.write_departments, actor.write_projects))
+    return predicate
 
 
 def access_type(actor: Actor, eclass: str, department_id: str | None,

@@ -89,7 +89,7 @@ def logout(body: dict[str, Any]) -> Response:
     value = body["refreshToken"]
     with transaction():
         if value is not None:
-            session_id = sessions.session_of_refresh_token(value)
+            session_id: str | None = sessions.session_of_refresh_token(value)
         elif actor.session_id is not None:
             if actor.method == "cookie":
                 verify_csrf()

@@ -30,12 +30,12 @@ def change_own_password(actor: Actor, password: str, repeat: str, current: str,
     Raises :class:`~labapp.errors.InvalidInput` (the fields) or
     :class:`~labapp.errors.TooManyRequests`.
     """
-    throttle.check(actor.user_id, address)
+    throttle.check(actor.author_id, address)
     try:
         change = passwords.check_change(actor, password, repeat, current)
     except passwords.WrongCurrentPassword:
         with transaction():
-            throttle.record_failure(actor.user_id, address)
+            throttle.record_failure(actor.author_id, address)
         raise
     with transaction():
         passwords.apply_change(change, actor.session_id)

@@ -13,6 +13,7 @@ from urllib.parse import urlsplit
 
 from flask import Blueprint, Response, flash, redirect, request, url_for
 from marshmallow import Schema, ValidationError
+from werkzeug.wrappers import Response as BaseResponse
 
 from labapp.access.actor import Actor
 from labapp.account import service
@@ -20,7 +21,7 @@ from labapp.account.schemas import LoginSchema, PasswordChangeSchema, PatCreateS
 from labapp.auth import pats, sessions
 from labapp.auth.sessions import InvalidCredentials
 from labapp.db import db, transaction
-from labapp.errors import InvalidInput, TooManyRequests, flatten_messages
+from labapp.errors import InvalidInput, NotAuthenticated, TooManyRequests, flatten_messages
 from labapp.model import Department, User
 from labapp.model.types import utc_now
 from labapp.web.blocks import is_htmx, render_page
@@ -94,7 +95,7 @@ def _login_page(*, status: int = 200, next_path: str | None = None,
 
 
 @bp.route("/login", methods=["GET", "POST"])
-def login() -> Response:
+def login() -> BaseResponse:
     """The login form; a successful POST sets the login cookies and goes to ``next`` or home."""
     next_path = _local_path(request.values.get("next"))
     if request.method == "GET":
@@ -126,7 +127,7 @@ def login() -> Response:
 
 
 @bp.post("/logout")
-def logout() -> Response:
+def logout() -> BaseResponse:
     """End the login of this browser's cookie (it stops working everywhere) and go to login."""
     actor = current_actor()
     if actor.session_id is not None:
@@ -145,6 +146,8 @@ def _profile(actor: Actor, *, block: str | None = None, status: int = 200,
              **extra: Any) -> Response:
     """The profile page (or its token block for htmx) with the actor's current data."""
     user = db.session.get(User, actor.user_id)
+    if user is None:  # signed out or removed since the request began
+        raise NotAuthenticated()
     department = db.session.get(Department, user.department_id) if user.department_id else None
     now = utc_now()
     context: dict[str, Any] = {
@@ -164,7 +167,7 @@ def profile() -> Response:
 
 @bp.post("/profile/password")
 @login_required("account_views.profile")
-def change_password() -> Response:
+def change_password() -> BaseResponse:
     """Change the password; the actor's other logins end, this one stays."""
     actor = current_actor()
     form = request.form
@@ -228,7 +231,7 @@ def create_pat() -> Response:
 
 @bp.post("/profile/pat/<pat_id>/revoke")
 @login_required("account_views.profile")
-def revoke_pat(pat_id: str) -> Response:
+def revoke_pat(pat_id: str) -> BaseResponse:
     """Revoke one of the actor's tokens; another user's (or an unknown) token is 404."""
     actor = current_actor()
     with transaction():

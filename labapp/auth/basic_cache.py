@@ -101,6 +101,8 @@ def memory() -> VerifiedPasswords:
         found = current_app.extensions.setdefault(_EXTENSION, VerifiedPasswords(
             current_app.config["SECRET_KEY"],
             current_app.config["LABAPP"]["BASIC_AUTH_CACHE_SECONDS"]))
+    if not isinstance(found, VerifiedPasswords):
+        raise TypeError(f"app.extensions[{_EXTENSION!r}] is not a VerifiedPasswords")
     return found
 
 

@@ -54,7 +54,8 @@ def check_change(actor: Actor, password: str, repeat: str, current: str) -> Pass
         raise InvalidInput("The new password and its repetition differ.",
                            errors=[{"field": "repeatPassword", "message": "does not match"}])
     user = db.session.get(User, actor.user_id)
-    if user is None or not tokens.verify_password(user.password_hash, current):
+    if (user is None or not tokens.verify_password(user.password_hash, current)
+            or user.password_hash is None):
         raise WrongCurrentPassword()
     _check_strength(password, "password")
     return PasswordChange(user.id, user.password_hash, tokens.hash_password(password))

@@ -100,9 +100,9 @@ def revoke_all(user_id: str) -> None:
 def count_in_force(user_id: str) -> int:
     """How many of the user's tokens are neither revoked nor expired."""
     now = utc_now()
-    return db.session.scalar(
+    return db.session.execute(
         select(func.count()).select_from(PersonalAccessToken)
         .where(PersonalAccessToken.user_id == user_id,
                PersonalAccessToken.revoked_utc.is_(None),
                or_(PersonalAccessToken.expires_utc.is_(None),
-                   PersonalAccessToken.expires_utc > now)))
+                   PersonalAccessToken.expires_utc > now))).scalar_one()

@@ -16,7 +16,7 @@ from sqlalchemy import select, update
 
 from labapp.auth import basic_cache, throttle
 from labapp.auth import secrets as tokens
-from labapp.db import db, transaction
+from labapp.db import db, rows_matched, transaction
 from labapp.errors import NotAuthenticated
 from labapp.model import LoginSession, RefreshToken, User
 from labapp.model.types import utc_now
@@ -83,7 +83,9 @@ def check_password(username: str, password: str) -> VerifiedPassword:
     """
     user = db.session.get(User, username) if username else None
     stored = user.password_hash if user is not None else None
-    if not tokens.verify_password(stored, password) or not user.is_active:
+    # Verified first, whatever the user: unknown users take as long as known ones.
+    verified = tokens.verify_password(stored, password)
+    if not verified or user is None or stored is None or not user.is_active:
         raise InvalidCredentials()
     fresh = tokens.hash_password(password) if tokens.needs_rehash(stored) else None
     return VerifiedPassword(user.id, stored, fresh)
@@ -175,9 +177,9 @@ def refresh(value: str) -> TokenPair:
     if session.revoked_utc is not None or now >= min(token.expires_utc, session.expires_utc):
         raise InvalidToken("This refresh token has expired or was revoked.")
     # Only one of two concurrent refreshes with the same token can win this update.
-    claimed = db.session.execute(
+    claimed = rows_matched(
         update(RefreshToken).where(RefreshToken.id == token.id, RefreshToken.used_utc.is_(None))
-        .values(used_utc=now).execution_options(synchronize_session=False)).rowcount
+        .values(used_utc=now).execution_options(synchronize_session=False))
     if claimed != 1:
         raise RefreshTokenReused(session.id)
     user = db.session.get(User, session.user_id)

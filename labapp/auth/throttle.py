@@ -90,6 +90,8 @@ def _below_limit_at(condition: ColumnElement[bool], excess: int, since: datetime
     leaving = db.session.scalar(
         select(LoginFailure.at_utc).where(condition, LoginFailure.at_utc > since)
         .order_by(LoginFailure.at_utc).offset(excess).limit(1))
+    if leaving is None:
+        raise LookupError(f"fewer than {excess + 1} failures in the window since {since}")
     return leaving + window
 
 

@@ -48,7 +48,7 @@ def _config(plugin: str, row: dict[str, str]) -> dict[str, Any]:
     return config
 
 
-def body_from_form(form: MultiDict) -> dict[str, Any]:
+def body_from_form(form: MultiDict[str, Any]) -> dict[str, Any]:
     """The ``POST``/``PUT /api/dashboard`` body the editor's form describes."""
     columns = {name: form.getlist(name) for name in ROW_FIELDS}
     count = max((len(values) for values in columns.values()), default=0)

@@ -14,7 +14,7 @@ from sqlalchemy import ColumnElement, and_, exists, or_, select, true
 
 from labapp.access.actor import Actor
 from labapp.access.visibility import readable
-from labapp.dashboards.widgets import WIDGETS
+from labapp.dashboards.widgets import WIDGETS, ClassGone
 from labapp.db import db
 from labapp.errors import Forbidden, InvalidInput, NotFound
 from labapp.model import Dashboard, DashboardShare, Department, Project, Role, User
@@ -157,7 +157,8 @@ def widget_data(actor: Actor, dashboard_id: str, index: int, page: int = 0) -> d
     """The live data of one widget of a visible dashboard, as the actor may see it.
 
     Only the widgets are read (not the dashboard with its shares: one query, not two, for
-    each of a page's widgets)."""
+    each of a page's widgets). A widget whose class a data-model sync has since removed
+    answers ``{"problem": "..."}`` as its data, for the page to show instead of a chart."""
     widgets = db.session.scalar(select(Dashboard.widgets).where(Dashboard.id == dashboard_id,
                                                                 visible(actor)))
     if widgets is None:
@@ -166,8 +167,12 @@ def widget_data(actor: Actor, dashboard_id: str, index: int, page: int = 0) -> d
         raise NotFound(f"Dashboard {dashboard_id!r} has no widget {index}.")
     widget = widgets[index]
     kind = WIDGETS[widget["plugin"]["plugin"]]
+    try:
+        data = kind.data(actor, widget["config"], page)
+    except ClassGone as gone:
+        data = {"problem": str(gone)}
     return {"index": index, "plugin": widget["plugin"], "header": widget.get("header"),
-            "data": kind.data(actor, widget["config"], page)}
+            "data": data}
 
 
 def _starter_widgets() -> list[dict[str, Any]]:
@@ -199,7 +204,7 @@ def default_for(actor: Actor) -> Dashboard:
     own = own_default(actor)
     if own is not None:
         return own
-    empty_shares = {field: [] for field in SHARE_FIELDS}
+    empty_shares: dict[str, list[str]] = {field: [] for field in SHARE_FIELDS}
     return create(actor, {"name": "My dashboard", "description": "Your starter dashboard.",
                           "widgets": _starter_widgets(), "shares": empty_shares})
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from flask import Blueprint, Response, flash, redirect, request, url_for
 from marshmallow import ValidationError
+from werkzeug.wrappers import Response as BaseResponse
 
 from labapp.access.actor import Actor
 from labapp.dashboards import charts, service
@@ -48,7 +49,7 @@ def _page(actor: Actor, dashboard_id: str | None) -> Response:
                        widgets=WIDGETS, refresh=REFRESH_SECONDS, is_home=dashboard_id is None)
 
 
-def home() -> Response:
+def home() -> BaseResponse:
     """The home page: the signed-in user's default dashboard (a starter one at first).
     Routed by the application as ``web.home``, outside this blueprint: never cached, as
     its pages are not."""
@@ -56,7 +57,7 @@ def home() -> Response:
 
 
 @bp.get("")
-def index() -> Response:
+def index() -> BaseResponse:
     return redirect(url_for("web.home"))
 
 
@@ -89,7 +90,8 @@ def widget(dashboard_id: str, index: int) -> Response:
     # saved list followed without JavaScript).
     return Response(render_block(PAGE, "widget", board={"id": dashboard_id}, index=index,
                                  plugin=plugin, data=answer["data"],
-                                 chart=chart_of(plugin, answer["data"]),
+                                 chart=None if "problem" in answer["data"]
+                                 else chart_of(plugin, answer["data"]),
                                  refresh=REFRESH_SECONDS), mimetype="text/html")
 
 
@@ -102,7 +104,7 @@ def _editor(actor: Actor, board: dict[str, Any] | None, form: dict[str, Any],
                        widgets=WIDGETS, eclasses=[spec.name for spec in classes()])
 
 
-def _save(actor: Actor, dashboard_id: str | None) -> Response:
+def _save(actor: Actor, dashboard_id: str | None) -> BaseResponse:
     body = body_from_form(request.form)
     try:
         loaded = DashboardInputSchema().load(body)
@@ -121,7 +123,7 @@ def _save(actor: Actor, dashboard_id: str | None) -> Response:
 
 
 @bp.route("/new", methods=["GET", "POST"])
-def create() -> Response:
+def create() -> BaseResponse:
     actor = current_actor()
     if request.method == "POST":
         return _save(actor, None)
@@ -129,7 +131,7 @@ def create() -> Response:
 
 
 @bp.route("/<dashboard_id>/edit", methods=["GET", "POST"])
-def edit(dashboard_id: str) -> Response:
+def edit(dashboard_id: str) -> BaseResponse:
     actor = current_actor()
     with transaction():
         board = service.get_visible(actor, dashboard_id)
@@ -142,7 +144,7 @@ def edit(dashboard_id: str) -> Response:
 
 
 @bp.post("/<dashboard_id>/delete")
-def delete(dashboard_id: str) -> Response:
+def delete(dashboard_id: str) -> BaseResponse:
     with transaction():
         service.delete(current_actor(), dashboard_id)
     flash("Dashboard deleted.", "success")

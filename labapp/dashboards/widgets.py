@@ -22,7 +22,7 @@ from labapp.dashboards import tallies
 from labapp.db import db
 from labapp.errors import InvalidInput
 from labapp.model import Entity, EntityEvent, Location, Request
-from labapp.model.registry import find_class
+from labapp.model.registry import ClassSpec, find_class
 from labapp.model.types import utc_now
 from labapp.query.fields import entity_fields
 from labapp.query.filter import compile_filter
@@ -44,6 +44,24 @@ def _class_name(value: str) -> str:
     if spec is None:
         raise ValidationError(f"unknown entity class {value!r}")
     return spec.name
+
+
+class ClassGone(Exception):
+    """A saved widget names a class the data model no longer has: its config was checked
+    when saved, and a later data-model sync removed the class."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"Class {name!r} no longer exists in the data model; "
+                         "edit this widget to choose another.")
+        self.name = name
+
+
+def _widget_class(name: str) -> ClassSpec:
+    """The class a saved widget counts or lists (ClassGone if the model has lost it)."""
+    spec = find_class(name)
+    if spec is None:
+        raise ClassGone(name)
+    return spec
 
 
 class _EClassConfig(Schema):
@@ -90,6 +108,8 @@ class NoteConfig(Schema):
 def check_saved_list(config: dict[str, Any]) -> None:
     """A saved list's filter and columns must compile against its class (400 otherwise)."""
     spec = find_class(config["eClass"])
+    if spec is None:
+        raise ValidationError({"eClass": [f"unknown entity class {config['eClass']!r}"]})
     source = entity_fields(spec)
     try:
         compile_filter(config.get("filter"), source, user_id=None)
@@ -110,7 +130,7 @@ def _visible_tally(actor: Actor, eclass: str) -> tuple[Subquery, ColumnElement[b
 def status_counts(actor: Actor, config: dict[str, Any], _page: int) -> dict[str, Any]:
     """How many visible entities of the class are in each of its statuses (bar chart), from
     the tallies (a few rows per class and day, not every entity)."""
-    spec = find_class(config["eClass"])
+    spec = _widget_class(config["eClass"])
     tally, visible = _visible_tally(actor, spec.name)
     counted = {status: int(count) for status, count in db.session.execute(
         select(tally.c.status, func.sum(tally.c.n)).where(visible)
@@ -123,7 +143,7 @@ def status_counts(actor: Actor, config: dict[str, Any], _page: int) -> dict[str,
 def created_per_week(actor: Actor, config: dict[str, Any], _page: int) -> dict[str, Any]:
     """Visible entities of the class created in each of the last ``weeks`` weeks (line
     chart), from the tallies' days; the last point is the current, unfinished week."""
-    spec = find_class(config["eClass"])
+    spec = _widget_class(config["eClass"])
     weeks = config.get("weeks") or 12
     today = utc_now().date()
     start = today - timedelta(days=today.weekday()) - WEEK * (weeks - 1)
@@ -145,7 +165,7 @@ def saved_list(actor: Actor, config: dict[str, Any], page: int) -> dict[str, Any
 
     No total: counting every match of a broad filter costs more than the page itself
     (bench/RESULTS.md, issue 12), and paging needs only whether a next page exists."""
-    spec = find_class(config["eClass"])
+    spec = _widget_class(config["eClass"])
     source = entity_fields(spec)
     columns = list(config.get("columns") or DEFAULT_COLUMNS)
     wanted = parse_select(",".join(columns), source)
@@ -155,7 +175,7 @@ def saved_list(actor: Actor, config: dict[str, Any], page: int) -> dict[str, Any
         selected.append("attributes")
     top = config.get("top") or 10
     rows = db.session.execute(
-        select(*(getattr(spec.model, spec.fields[name].attr) for name in selected))
+        select(*(getattr(spec.model, spec.fields[name].stored_attr) for name in selected))
         .where(readable(actor, spec.model),
                compile_filter(config.get("filter"), source, user_id=actor.user_id))
         .order_by(spec.model.id).limit(top + 1).offset(page * top)).all()
@@ -263,7 +283,7 @@ WIDGETS: dict[str, WidgetType] = {widget.name: widget for widget in (
 def load_config(name: str, config: Any) -> dict[str, Any]:
     """The config of widget ``name`` loaded through its schema (ValidationError if bad)."""
     widget = WIDGETS[name]
-    loaded = widget.config().load(config)
+    loaded: dict[str, Any] = widget.config().load(config)
     if "eClass" in loaded:
         loaded["eClass"] = _class_name(loaded["eClass"])
     if widget.check is not None:

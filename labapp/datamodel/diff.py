@@ -45,14 +45,15 @@ def compare(expected: SchemaModel, actual: SchemaModel) -> dict[str, list[Any]]:
                              if name not in expected.indexes
                              and facts["table"] in expected.tables
                              and not is_search_structure(name.removeprefix("ix_"))]
-    for name, columns in expected.views.items():
+    for name, view_columns in expected.views.items():
         present_columns = actual.views.get(name)
         if present_columns is None:
             found["missingViews"].append(name)
-        elif set(present_columns) != set(columns):
+        elif set(present_columns) != set(view_columns):
             found["changedViews"].append({
-                "name": name, "missingColumns": [c for c in columns if c not in present_columns],
-                "extraColumns": [c for c in present_columns if c not in columns]})
+                "name": name,
+                "missingColumns": [c for c in view_columns if c not in present_columns],
+                "extraColumns": [c for c in present_columns if c not in view_columns]})
     found["extraViews"] = sorted(name for name in actual.views if name not in expected.views)
     for key in ("missingTables", "missingViews"):
         found[key].sort()

@@ -17,7 +17,7 @@ from typing import Any
 
 from sqlalchemy import Column, Connection, Index, Table, inspect
 
-from labapp.db import db
+from labapp.db import db, table_of
 from labapp.model.extensions import EXTENSION_METADATA
 from labapp.model.registry import classes
 from labapp.query.dbviews import views
@@ -52,7 +52,7 @@ def type_name(column_type: Any, dialect: Any) -> str:
     except Exception:  # a reflected type the dialect cannot compile: its class name
         text = type(column_type).__name__.upper()
     base, _, rest = text.partition("(")
-    base = _TYPE_ALIASES.get(base.strip(), base.strip())
+    base = str(_TYPE_ALIASES.get(base.strip(), base.strip()))
     if base in {"FLOAT", "INTEGER", "BIGINT", "TEXT", "BOOLEAN", "DATE", "JSON", "JSONB"}:
         return base
     return f"{base}({rest}" if rest else base
@@ -87,11 +87,11 @@ def expected_tables() -> list[Table]:
 
 
 def _installed_extension_columns() -> set[tuple[str, str]]:
-    return {(spec.model.__table__.name, field.attr) for spec in classes()
+    return {(table_of(spec.model).name, field.attr) for spec in classes()
             for field in spec.fields.values() if field.attr and not field.common}
 
 
-def expected_columns(table: Table) -> list[Column]:
+def expected_columns(table: Table) -> list[Column[Any]]:
     """The columns of ``table`` the current model has (an extension field a later model
     dropped stays mapped in this process, but is no longer expected)."""
     installed = _installed_extension_columns()
@@ -108,6 +108,8 @@ def expected(dialect: Any) -> SchemaModel:
                                             "nullable": bool(column.nullable)}
                               for column in expected_columns(table)}
         for index in table.indexes:
+            if index.name is None:  # the naming convention names every index
+                continue
             if all(column.name in tables[table.name] for column in index.columns):
                 indexes[index.name] = {"table": table.name,
                                        "columns": [column.name for column in index.columns]}
@@ -148,7 +150,8 @@ def actual(connection: Connection) -> SchemaModel:
             columns = [column or expression for column, expression in zip(
                 index["column_names"], index.get("expressions") or index["column_names"],
                 strict=False)]
-            indexes[index["name"]] = {"table": name, "columns": columns}
+            if index["name"] is not None:  # an index the database made for a constraint
+                indexes[index["name"]] = {"table": name, "columns": columns}
     if dialect.name == "sqlite":
         rows = connection.exec_driver_sql(
             "SELECT name, tbl_name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL")

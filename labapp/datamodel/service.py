@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from sqlalchemy import Column, select
+from sqlalchemy import Column, Connection, select
 from sqlalchemy.schema import CreateIndex
 
 from labapp.access.actor import BUILT_IN_ROLES
@@ -21,7 +21,7 @@ from labapp.datamodel.diff import compare, is_empty
 from labapp.datamodel.viewsql import view_sql
 from labapp.db import db
 from labapp.model import ModelState, Role, Sequence
-from labapp.model.registry import PARENT_LINKS, classes, find_class, is_built_in
+from labapp.model.registry import PARENT_LINKS, ClassSpec, classes, find_class, is_built_in
 from labapp.model.types import utc_now
 from labapp.query.dbviews import views
 from labapp.sequences.service import ensure_default_sequences
@@ -40,7 +40,7 @@ def describe() -> dict[str, Any]:
                       for view in views().values()]}
 
 
-def _class(spec) -> dict[str, Any]:
+def _class(spec: ClassSpec) -> dict[str, Any]:
     workflow = spec.workflow
     return {"name": spec.name, "idPrefix": spec.prefix, "table": spec.table,
             "builtIn": is_built_in(spec.name),
@@ -114,7 +114,7 @@ def sync(migrations_dir: str, digest: str, *, progress: Progress | None = None,
     return report
 
 
-def _create_tables(connection, missing: set[str]) -> list[str]:
+def _create_tables(connection: Connection, missing: set[str]) -> list[str]:
     created = []
     for table in schema.expected_tables():
         if table.name in missing:
@@ -123,7 +123,7 @@ def _create_tables(connection, missing: set[str]) -> list[str]:
     return created
 
 
-def _add_columns(connection, missing: list[dict[str, Any]]) -> list[str]:
+def _add_columns(connection: Connection, missing: list[dict[str, Any]]) -> list[str]:
     """Add each missing column as a nullable column (no constraint: existing rows keep
     working; the reference is checked by the entity service as for every ref field)."""
     from alembic.operations import Operations
@@ -139,7 +139,8 @@ def _add_columns(connection, missing: list[dict[str, Any]]) -> list[str]:
     return added
 
 
-def _create_indexes(connection, missing: list[dict[str, Any]], dialect: str) -> list[str]:
+def _create_indexes(connection: Connection, missing: list[dict[str, Any]],
+                    dialect: str) -> list[str]:
     raw = schema.raw_indexes(dialect)
     created = []
     for item in missing:
@@ -154,7 +155,7 @@ def _create_indexes(connection, missing: list[dict[str, Any]], dialect: str) -> 
     return created
 
 
-def _recreate_views(connection, migrations_dir: str, found: dict[str, Any],
+def _recreate_views(connection: Connection, migrations_dir: str, found: dict[str, Any],
                     dialect: str) -> list[str]:
     """Create the missing views and recreate those whose columns differ."""
     changed = {item["name"] for item in found["changedViews"]}

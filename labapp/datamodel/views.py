@@ -3,6 +3,8 @@ fields, statuses as a transition diagram, views), the extension files and their 
 errors, and the diff with a Sync button that shows the sync's report."""
 from __future__ import annotations
 
+from typing import Any
+
 from flask import Blueprint, Response, current_app
 
 from labapp.access.actor import ADMIN
@@ -12,7 +14,7 @@ from labapp.datamodel.running import extension_folder, extension_problem, reload
 from labapp.datamodel.synchronise import run_sync
 from labapp.db import transaction
 from labapp.errors import AppError
-from labapp.model.registry import find_class
+from labapp.model.registry import existing_class
 from labapp.web.blocks import render_page
 from labapp.web.loader import current_actor
 from labapp.web.pages import members_only, require
@@ -35,7 +37,7 @@ def model() -> Response:
     if problem is None:
         reload_model(current_app)
     described = service.describe()
-    diagrams = {item["name"]: diagram(find_class(item["name"]).workflow)
+    diagrams = {item["name"]: diagram(existing_class(item["name"]).workflow)
                 for item in described["classes"]}
     folder = extension_folder(current_app)
     files = sorted(path.name for path in folder.glob("*.json")) if folder.is_dir() else []
@@ -43,7 +45,7 @@ def model() -> Response:
                        problem=problem)
 
 
-def _diff_page(block: str | None = None, report: dict | None = None,
+def _diff_page(block: str | None = None, report: dict[str, Any] | None = None,
                error: str | None = None) -> Response:
     problem = extension_problem(current_app)
     found = None

@@ -35,6 +35,8 @@ def overview_sql(migrations_dir: str) -> dict[str, str]:
     """The overviews' ``SELECT`` by view name, as the views migration defines them."""
     path = Path(migrations_dir) / "versions" / VIEWS_MIGRATION
     module_spec = importlib.util.spec_from_file_location("labapp_views_migration", path)
+    if module_spec is None or module_spec.loader is None:
+        raise ImportError(f"cannot load the views migration {path}")
     module = importlib.util.module_from_spec(module_spec)
     module_spec.loader.exec_module(module)
     return dict(module.OVERVIEWS)

@@ -48,7 +48,8 @@ def _child(owner: PreparedItem, class_name: str, child_id: str, field_prefix: st
             child.values[name] = _coerce_field(owner.index, field, value)
         except BatchInputError as error:
             raise item_error(owner.index, f"{field_prefix}.{name}",
-                             error.errors[0]["message"], BatchInputError) from None
+                             (error.errors or [{"message": error.detail}])[0]["message"],
+                             BatchInputError) from None
     return child
 
 

@@ -10,7 +10,7 @@ from sqlalchemy import insert
 from labapp.db import db
 from labapp.jsonprovider import format_utc
 from labapp.model import AuditEvent, Entity, EntityEvent
-from labapp.model.registry import find_class
+from labapp.model.registry import existing_class
 from labapp.model.types import utc_now
 
 SYSTEM_ACTOR = "system"
@@ -35,7 +35,7 @@ def stamp_created(entity: Entity, actor_id: str) -> None:
 
 def record_created(entity: Entity, actor_id: str) -> None:
     """Write the ``create`` audit event (every stored field, old = null) and ``Created``."""
-    spec = find_class(entity.eclass)
+    spec = existing_class(entity.eclass)
     changes = {}
     for field in spec.fields.values():
         if field.attr is None or field.read_only:

@@ -14,7 +14,7 @@ from sqlalchemy import insert
 from labapp.access.actor import Actor
 from labapp.access.policy import may_create_class
 from labapp.access.visibility import may_write_into
-from labapp.db import db
+from labapp.db import db, table_of
 from labapp.entities.audit import json_value
 from labapp.entities.batch import BatchInputError, PreparedItem
 from labapp.entities.notation import item_error
@@ -150,12 +150,12 @@ _ATTACHMENT_EVENTS = {"Note": "NoteAdded", "File": "FileAdded"}
 def insert_rows(rows: list[NewRow], actor_id: str) -> None:
     """Insert the rows (already in dependency order) with their audit trail and events."""
     db.session.flush()
-    db.session.execute(insert(Entity.__table__), [row.entity for row in rows])
+    db.session.execute(insert(table_of(Entity)), [row.entity for row in rows])
     start = 0
     while start < len(rows):
-        table = rows[start].item.spec.model.__table__
+        table = table_of(rows[start].item.spec.model)
         end = start
-        while end < len(rows) and rows[end].item.spec.model.__table__ is table:
+        while end < len(rows) and table_of(rows[end].item.spec.model) is table:
             end += 1
         db.session.execute(insert(table), [row.own for row in rows[start:end]])
         start = end
@@ -168,5 +168,5 @@ def insert_rows(rows: list[NewRow], actor_id: str) -> None:
             events.append({"entity_id": subject, "kind": kind, "user_id": actor_id,
                            "timestamp_utc": row.entity["created_utc"],
                            "data": {"id": row.item.id, "name": row.entity["name"]}})
-    db.session.execute(insert(AuditEvent.__table__), list(audits))
-    db.session.execute(insert(EntityEvent.__table__), events)
+    db.session.execute(insert(table_of(AuditEvent)), list(audits))
+    db.session.execute(insert(table_of(EntityEvent)), events)

@@ -7,11 +7,12 @@ from __future__ import annotations
 from typing import Any
 
 from flask import Response, redirect
+from werkzeug.wrappers import Response as BaseResponse
 
 from labapp.access.actor import Actor
 from labapp.entities import display, navigation, reading
 from labapp.entities.editing import may_create
-from labapp.model.registry import ClassSpec, find_class
+from labapp.model.registry import ClassSpec, existing_class
 from labapp.web.blocks import render_page
 
 DETAIL_TEMPLATE = "entities/detail.html"
@@ -22,7 +23,7 @@ NOT_CLONED = frozenset({"File", "User"})
 def _notes(actor: Actor, entity_id: str) -> list[dict[str, Any]]:
     """The visible notes about an entity, newest first."""
     quoted = entity_id.replace("'", "''")
-    return reading.list_entities(actor, find_class("Note"),
+    return reading.list_entities(actor, existing_class("Note"),
                                  filter_text=f"subjectID eq '{quoted}'",
                                  orderby="createdUtc desc").data
 
@@ -54,6 +55,6 @@ def render_detail(actor: Actor, spec: ClassSpec, entity_id: str, *, block: str |
     return render_page(DETAIL_TEMPLATE, block=block, status=status, **context)
 
 
-def back_to(spec: ClassSpec, entity_id: str, section: str) -> Response:
+def back_to(spec: ClassSpec, entity_id: str, section: str) -> BaseResponse:
     """Back to one section of the detail page after a change (303)."""
     return redirect(f"{display.detail_url(spec.name, entity_id)}#{section}", 303)

@@ -236,7 +236,8 @@ def storage(spec: ClassSpec, entity: Mapping[str, Any], places: Places) -> Stora
         return None
     location_id, slot = entity.get(PLACE_FIELD), entity.get(SLOT_FIELD)
     place = places.get(location_id) if location_id else None
-    href = location_url(location_id, slot) if place is not None and place.visible else None
+    href = (location_url(location_id, slot)
+            if location_id and place is not None and place.visible else None)
     return Storage(place, slot, href, entity.get("plateID"))
 
 
@@ -303,7 +304,8 @@ def audit_rows(events: Iterable[Mapping[str, Any]]) -> list[AuditRow]:
 def page_people(entity: Mapping[str, Any], notes: Iterable[Mapping[str, Any]]) -> set[str]:
     """The users a detail page names besides its fields: authors of its notes and files, who
     made its audit events and events."""
-    return ({note.get("createdBy") for note in notes}
-            | {item.get("createdBy") for item in entity.get("files", [])}
-            | {event.get("userID") for event in entity.get("auditEvents", [])}
-            | {event.get("userID") for event in entity.get("events", [])}) - {None}
+    named = ({note.get("createdBy") for note in notes}
+             | {item.get("createdBy") for item in entity.get("files", [])}
+             | {event.get("userID") for event in entity.get("auditEvents", [])}
+             | {event.get("userID") for event in entity.get("events", [])})
+    return {user_id for user_id in named if user_id is not None}

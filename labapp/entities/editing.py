@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from flask import Response, current_app, flash, redirect, request, url_for
+from werkzeug.wrappers import Response as BaseResponse
 
 from labapp.access.actor import Actor
 from labapp.access.policy import may_create_class
@@ -70,7 +71,7 @@ def _refused(form: EntityForm, error: AppError) -> Response:
     return _page(form.with_errors(errors), status=error.status)
 
 
-def create(eclass: str) -> Response:
+def create(eclass: str) -> BaseResponse:
     """``GET``: the empty form (query parameters prefill fields); ``POST``: create."""
     actor = current_actor()
     spec = class_named(eclass)
@@ -102,7 +103,7 @@ def _with_places(actor: Actor, form: EntityForm, chosen: Mapping[str, str]) -> E
     return forms.with_place_picker(form, picker.places(actor), slots, chosen)
 
 
-def free_slots(eclass: str) -> Response:
+def free_slots(eclass: str) -> BaseResponse:
     """The slot select of a create form for the location chosen in it (htmx swaps it in
     when the location changes)."""
     actor = current_actor()
@@ -111,7 +112,8 @@ def free_slots(eclass: str) -> Response:
         raise NotFound(f"{spec.name} entities are not stored in locations.")
     chosen = {forms.LOCATION_FIELD: request.args.get(forms.LOCATION_FIELD, "")}
     if not is_htmx():
-        return redirect(url_for("entity_views.create", eclass=spec.name, **chosen))
+        query: dict[str, Any] = dict(chosen)
+        return redirect(url_for("entity_views.create", eclass=spec.name, **query))
     form = _with_places(actor, forms.new_form(spec), chosen)
     slot = next(item for item in form.inputs if item.name == forms.POSITION_FIELD)
     return render_page(FORM_TEMPLATE, block="slot_picker", form=form, spec=spec, input=slot)
@@ -119,6 +121,8 @@ def free_slots(eclass: str) -> Response:
 
 def _conflict(actor: Actor, form: EntityForm) -> Response:
     """A stale edit: the user's changes on the stored entity, and what changed meanwhile."""
+    if form.entity_id is None:
+        raise TypeError("a new entity's form has no stored version to conflict with")
     stored = reading.entity_detail(actor, form.spec, form.entity_id)
     merged, moved = forms.merge_conflict(form, forms.edit_form(form.spec, stored))
     conflict = {"by": stored["modifiedBy"], "at": stored["modifiedUtc"],
@@ -126,7 +130,7 @@ def _conflict(actor: Actor, form: EntityForm) -> Response:
     return _page(merged, status=409, conflict=conflict)
 
 
-def edit(eclass: str, entity_id: str) -> Response:
+def edit(eclass: str, entity_id: str) -> BaseResponse:
     """``GET``: the form with the stored values; ``POST``: save the changed fields."""
     actor = current_actor()
     spec = class_named(eclass)

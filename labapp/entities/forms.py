@@ -363,13 +363,13 @@ def merge_conflict(form: EntityForm, stored: EntityForm) -> tuple[EntityForm, li
     attributes = dict(stored.original.get(ATTRIBUTES) or {})
     if attributes != before_attributes:
         moved.append("Attributes")
-    mine = dict(form.attributes)
-    mine.pop("", None)
-    for key in set(before_attributes) | set(mine):
-        if key not in mine:
+    my_attributes = dict(form.attributes)
+    my_attributes.pop("", None)
+    for key in set(before_attributes) | set(my_attributes):
+        if key not in my_attributes:
             attributes.pop(key, None)
-        elif before_attributes.get(key) != mine[key]:
-            attributes[key] = mine[key]
+        elif before_attributes.get(key) != my_attributes[key]:
+            attributes[key] = my_attributes[key]
     merged = replace(stored, inputs=inputs,
                      attributes=[*sorted(attributes.items()), ("", "")],
                      original={"fields": stored_texts,

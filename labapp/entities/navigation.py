@@ -17,6 +17,7 @@ from typing import Any
 
 from flask import Response, current_app, redirect, request, url_for
 from sqlalchemy import select
+from werkzeug.wrappers import Response as BaseResponse
 
 from labapp.access.actor import Actor
 from labapp.access.visibility import NONE, access_type
@@ -110,7 +111,7 @@ def _fragment(template: str, block: str, **context: Any) -> Response:
     return current_app.make_response(render_block(template, block, **context))
 
 
-def children(eclass: str, entity_id: str) -> Response:
+def children(eclass: str, entity_id: str) -> BaseResponse:
     """The ``children`` block: a page (``?skip=``) of the entity's visible children, for the
     tree's toggles and pagers (``?nested=1`` inside a subtree). A plain request (a link
     followed without JavaScript) gets the entity's detail page at that page instead; an
@@ -135,7 +136,7 @@ def suggest(eclass: str, field: str) -> Response:
     reference to one class."""
     spec = class_named(eclass)
     target = spec.fields.get(field)
-    if target is None or target.type != "ref" or target.ref == "*":
+    if target is None or target.type != "ref" or target.ref in (None, "*"):
         raise NotFound(f"{spec.name} has no reference field {field!r} to suggest for.")
     typed = _typed(field)
     found = (suggest_entities(current_actor(), class_named(target.ref), typed)
@@ -155,6 +156,6 @@ def unique(eclass: str, field: str) -> Response:
     if typed:
         own_id = request.args.get("id")
         own = (getattr(load_visible(current_actor(), spec, own_id),
-                       spec.fields[field].attr) if own_id else None)
+                       spec.fields[field].stored_attr) if own_id else None)
         available = typed == own or is_unique(spec, field, typed)
     return _fragment(FORM_TEMPLATE, "uniqueness", input={"name": field}, available=available)

@@ -74,7 +74,7 @@ def list_entities(actor: Actor, spec: ClassSpec, *, filter_text: str | None = No
     attribute_keys = [name for name in wanted if name.startswith("attributes.")]
     if attribute_keys and "attributes" not in names:
         names.append("attributes")
-    columns = [getattr(spec.model, spec.fields[name].attr) for name in names]
+    columns = [getattr(spec.model, spec.fields[name].stored_attr) for name in names]
     visible = (readable(actor, spec.model), condition)
     rows = db.session.execute(select(*columns).where(*visible).order_by(*order)
                               .limit(limit).offset(offset))
@@ -85,7 +85,8 @@ def list_entities(actor: Actor, spec: ClassSpec, *, filter_text: str | None = No
             attributes = item["attributes"] if keep_attributes else item.pop("attributes")
             for key in attribute_keys:
                 item[key] = (attributes or {}).get(key.split(".", 1)[1])
-    total = db.session.scalar(select(func.count()).select_from(spec.model).where(*visible))
+    total = db.session.execute(
+        select(func.count()).select_from(spec.model).where(*visible)).scalar_one()
     return Page(data=data, total=total, skip=offset)
 
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
 
 from sqlalchemy import select
 
@@ -42,7 +41,7 @@ def ref_values(item: PreparedItem) -> Iterable[tuple[str, str, str]]:
         spec = item.spec.fields[name]
         if spec.type != "ref" or value is None:
             continue
-        if kept_from is not None and getattr(kept_from, spec.attr) == value:
+        if kept_from is not None and getattr(kept_from, spec.stored_attr) == value:
             continue
         yield name, spec.ref or "*", value
 
@@ -104,7 +103,7 @@ def fill_subject_classes(items: list[PreparedItem], targets: dict[str, Target]) 
                                                           f"{given}", BatchInputError)
 
 
-def first_parent(item: PreparedItem, targets: dict[str, Any]) -> Target | None:
+def first_parent(item: PreparedItem, targets: dict[str, Target]) -> Target | None:
     """The first parent link the item sets (data-model order), for inheriting access."""
     for link in PARENT_LINKS.get(item.spec.name, ()):
         value = item.values.get(link)

@@ -66,6 +66,8 @@ def _check_barcodes(items: list[PreparedItem]) -> None:
     holders = db.session.execute(select(Entity.barcode, Entity.id)
                                  .where(Entity.barcode.in_(sorted(claimed)))).all()
     for barcode, holder in holders:
+        if barcode is None:  # not reachable: the query asks for the claimed barcodes
+            continue
         item = claimed[barcode]
         if holder != item.id:
             raise Conflict(f"entities[{item.index}]: the barcode {barcode!r} is already used.",
@@ -100,9 +102,9 @@ def save_batch(actor: Actor, raw_items: Any, notation: bool = True,
     items = [prepare(item, existing.get(item.id)) for item in batch]
     if clone_of is not None:
         items[0].source = clone_of
-    for item in items:
-        if not item.is_new:  # 403 for a read-only entity comes before judging the input
-            check_writable(actor, item, item.existing)
+    for prepared in items:
+        if prepared.existing is not None:  # 403 for a read-only entity comes before the input
+            check_writable(actor, prepared, prepared.existing)
     draw = Drawer()
     children = [child for item in items if item.is_new
                 for child in attachments.expand(item, draw)]
@@ -112,11 +114,11 @@ def save_batch(actor: Actor, raw_items: Any, notation: bool = True,
     _check_barcodes(items)
     after_write = plan_batch(actor, everything)
     new_rows: dict[str, NewRow] = {}
-    for item in dependency_order([item for item in everything if item.is_new]):
-        new_rows[item.id] = build_row(actor, item, targets)
+    for new_item in dependency_order([item for item in everything if item.is_new]):
+        new_rows[new_item.id] = build_row(actor, new_item, targets)
     if new_rows:
         try:
-            insert_rows(list(new_rows.values()), actor.user_id)
+            insert_rows(list(new_rows.values()), actor.author_id)
         except IntegrityError as error:
             raise Conflict("An id or barcode of the batch is already taken.",
                            code="duplicate_id") from error
@@ -128,9 +130,9 @@ def save_batch(actor: Actor, raw_items: Any, notation: bool = True,
                 created=True))
     # After the inserts: an update may point at an entity the batch creates.
     try:
-        for item in items:
-            if not item.is_new:
-                apply_update(actor, item)
+        for prepared in items:
+            if not prepared.is_new:
+                apply_update(actor, prepared)
         db.session.flush()
     except IntegrityError as error:
         # A unique field of a lab-defined class (decisions §14) given a taken value.
@@ -138,7 +140,7 @@ def save_batch(actor: Actor, raw_items: Any, notation: bool = True,
                        code="duplicate_value") from error
     for plan in after_write:
         plan()
-    saved = [new_rows[item.id].api() if item.is_new else to_api(item.existing)
+    saved = [new_rows[item.id].api() if item.existing is None else to_api(item.existing)
              for item in items]
     return SaveResult(saved, bool(new_rows))
 
@@ -161,11 +163,12 @@ def create_stored_file(actor: Actor, *, name: str, media_type: str, sha256: str,
     if subject is not None:
         item.values["subjectClass"] = subject.eclass
     row = build_row(actor, item, targets)
-    insert_rows([row], actor.user_id)
+    insert_rows([row], actor.author_id)
     return row.api()
 
 
-def clone(actor: Actor, spec: ClassSpec, source_id: str, overrides: dict[str, Any]) -> dict:
+def clone(actor: Actor, spec: ClassSpec, source_id: str,
+          overrides: dict[str, Any]) -> dict[str, Any]:
     """Copy an entity into a new one of the same class (decisions §6) and return it.
 
     Files (whose content comes only from an upload) and users (who need their own password)
@@ -197,5 +200,5 @@ def clone(actor: Actor, spec: ClassSpec, source_id: str, overrides: dict[str, An
     result = save_batch(actor, [{"eClass": spec.name, **copied}], notation=False,
                         clone_of=source)
     created = result.entities[0]
-    record_event(created["id"], "Cloned", actor.user_id, {"sourceID": source.id})
+    record_event(created["id"], "Cloned", actor.author_id, {"sourceID": source.id})
     return created

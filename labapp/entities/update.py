@@ -33,7 +33,7 @@ def check_writable(actor: Actor, item: PreparedItem, entity: Entity) -> None:
 
 def _stored_attributes(item: PreparedItem, names: Iterable[str]) -> dict[str, str]:
     """The model attribute of each named field of the item's class."""
-    return {name: str(item.spec.fields[name].attr) for name in names}
+    return {name: item.spec.fields[name].stored_attr for name in names}
 
 
 def merged_attributes(current: dict[str, Any], item: PreparedItem) -> dict[str, Any]:
@@ -64,6 +64,8 @@ def _check_status(item: PreparedItem, entity: Entity, target: str) -> None:
 def apply_update(actor: Actor, item: PreparedItem) -> dict[str, tuple[Any, Any]]:
     """Apply one item to its stored entity; returns the changes (empty when nothing changed)."""
     entity = item.existing
+    if entity is None:
+        raise TypeError(f"entities[{item.index}]: {item.id} is new; there is nothing to update")
     check_writable(actor, item, entity)
     if item.version is not None and item.version != entity.version:
         raise Conflict(f"entities[{item.index}]: {item.id} is at version {entity.version}, not "
@@ -90,13 +92,13 @@ def apply_update(actor: Actor, item: PreparedItem) -> dict[str, tuple[Any, Any]]
     rules.before_update(entity, changes)
     assign(entity, changes, _stored_attributes(item, changes))
     entity.version += 1
-    entity.modified_by = actor.user_id
+    entity.modified_by = actor.author_id
     entity.modified_utc = utc_now()
-    record_updated(entity, actor.user_id, changes)
+    record_updated(entity, actor.author_id, changes)
     rules.after_update(actor, entity, changes)
     if "status" in changes:
         old_status, new_status = changes["status"]
-        record_event(entity.id, "StatusChanged", actor.user_id,
+        record_event(entity.id, "StatusChanged", actor.author_id,
                      {"from": old_status, "to": new_status})
     announce(actor, EntityChange(entity.eclass, entity.id, entity.name, entity.user_id,
                                  changes, created=False))

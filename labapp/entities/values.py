@@ -44,7 +44,8 @@ def _coerce_int(spec: FieldSpec, value: Any) -> int:
     limit = spec.maximum or 2**63 - 1
     if abs(value) > limit:
         raise FieldValueError(f"out of range (at most {limit})")
-    return _at_least(spec, value)
+    checked: int = _at_least(spec, value)
+    return checked
 
 
 def _coerce_float(spec: FieldSpec, value: Any) -> float:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from flask import Blueprint, Response, flash, redirect, request, url_for
+from werkzeug.wrappers import Response as BaseResponse
 
 from labapp.access.actor import Actor
 from labapp.db import transaction
@@ -91,9 +92,10 @@ class TableState:
     def url(self, **changes: Any) -> str:
         """The table's URL with ``changes`` applied (defaults and empty values left out)."""
         state = replace(self, **changes)
-        args = {"filter": state.filter, "orderby": state.orderby, "skip": state.skip,
-                "columns": ",".join(state.columns)
-                if state.columns != default_columns(state.spec) else ""}
+        args: dict[str, Any] = {
+            "filter": state.filter, "orderby": state.orderby, "skip": state.skip,
+            "columns": ",".join(state.columns)
+            if state.columns != default_columns(state.spec) else ""}
         return url_for("entity_views.browse", eclass=state.spec.name,
                        **{name: value for name, value in args.items() if value})
 
@@ -205,7 +207,7 @@ def detail(eclass: str, entity_id: str) -> Response:
 
 
 @bp.post("/<eclass>/<path:entity_id>/notes")
-def add_note(eclass: str, entity_id: str) -> Response:
+def add_note(eclass: str, entity_id: str) -> BaseResponse:
     """Add a note about the entity; htmx gets the notes section back, others a redirect."""
     actor = current_actor()
     spec = class_named(eclass)
@@ -226,7 +228,7 @@ def add_note(eclass: str, entity_id: str) -> Response:
 
 
 @bp.post("/<eclass>/<path:entity_id>/status")
-def change_status(eclass: str, entity_id: str) -> Response:
+def change_status(eclass: str, entity_id: str) -> BaseResponse:
     """Move the entity to the posted ``status`` as of the posted ``version``. A transition
     the workflow does not allow, or a version that is no longer current, shows the detail
     page again with the refusal (409) and the stored status to choose from."""
@@ -249,7 +251,7 @@ def change_status(eclass: str, entity_id: str) -> Response:
 
 
 @bp.post("/<eclass>/<path:entity_id>/clone")
-def clone(eclass: str, entity_id: str) -> Response:
+def clone(eclass: str, entity_id: str) -> BaseResponse:
     """Copy the entity (decisions §6) and show the copy."""
     spec = class_named(eclass)
     with transaction():

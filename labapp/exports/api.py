@@ -16,7 +16,8 @@ bp = Blueprint("export_api", __name__, url_prefix="/api/sync")
 
 
 def instance_path() -> str:
-    return current_app.config["LABAPP"]["INSTANCE_PATH"]
+    path: str = current_app.config["LABAPP"]["INSTANCE_PATH"]
+    return path
 
 
 @bp.post("/save")

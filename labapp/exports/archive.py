@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator
 from datetime import date, datetime
 from decimal import Decimal
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
 from sqlalchemy import Column
 
@@ -54,7 +54,7 @@ def encode_value(value: Any) -> Any:
     return value
 
 
-def _python_type(column: Column) -> type | None:
+def _python_type(column: Column[Any]) -> type | None:
     """The Python type a column's values have (a decorated type's underlying one)."""
     type_ = column.type
     type_ = getattr(type_, "impl_instance", type_)
@@ -64,17 +64,26 @@ def _python_type(column: Column) -> type | None:
         return None
 
 
+class Writable(Protocol):
+    """Where an export's lines go: a binary file, a gzip stream."""
+
+    def write(self, data: bytes, /) -> int:
+        """Write ``data``; how many bytes were written."""
+        ...
+
+
 _DECODERS: dict[type, Callable[[Any], Any]] = {
     datetime: datetime.fromisoformat, date: date.fromisoformat, Decimal: Decimal,
     bytes: base64.b64decode}
 
 
-def decoder(column: Column) -> Callable[[Any], Any] | None:
+def decoder(column: Column[Any]) -> Callable[[Any], Any] | None:
     """How a JSON value of ``column`` becomes what it binds (None: as it is)."""
-    return _DECODERS.get(_python_type(column))
+    python_type = _python_type(column)
+    return None if python_type is None else _DECODERS.get(python_type)
 
 
-def decode_value(column: Column, value: Any) -> Any:
+def decode_value(column: Column[Any], value: Any) -> Any:
     """A JSON value back as what ``column`` binds."""
     convert = decoder(column)
     return value if value is None or convert is None else convert(value)
@@ -89,7 +98,7 @@ def dumps(value: Any) -> bytes:
 class Writer:
     """Writes the lines of one export to a binary stream, keeping the checksums."""
 
-    def __init__(self, stream: IO[bytes], header: dict[str, Any]) -> None:
+    def __init__(self, stream: Writable, header: dict[str, Any]) -> None:
         self.stream = stream
         self.whole = hashlib.sha256()
         self.tables: dict[str, dict[str, Any]] = {}

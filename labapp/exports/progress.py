@@ -33,7 +33,8 @@ def _path(instance_path: str | Path) -> Path:
 def read_state(instance_path: str | Path) -> dict[str, Any]:
     """The state of the latest background export (``{"state": "idle"}`` when none)."""
     try:
-        return json.loads(_path(instance_path).read_text(encoding="utf-8"))
+        state: dict[str, Any] = json.loads(_path(instance_path).read_text(encoding="utf-8"))
+        return state
     except (OSError, ValueError):
         return {"state": "idle"}
 

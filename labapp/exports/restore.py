@@ -22,6 +22,7 @@ from typing import Any
 from sqlalchemy import JSON, Integer, Table, bindparam, delete, func, insert, inspect, select, text
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.engine.interfaces import ReflectedForeignKeyConstraint
 
 from labapp.blobs import staged
 from labapp.exports.archive import FORMAT, VERSION, ArchiveError, decoder, read_lines
@@ -84,13 +85,14 @@ def verify(path: Path, tables: dict[str, Table]) -> Checked:
             elif isinstance(value, dict) and "manifest" in value:
                 manifest = value["manifest"]
             elif isinstance(value, dict) and "table" in value:
-                current, blob = value["table"], _close_blob(blob, blobs)
+                _close_blob(blob, blobs)
+                current, blob = value["table"], None
                 _check_table(value, tables)
                 columns[current] = list(value.get("columns", []))
                 sections[current] = (0, hashlib.sha256())
             elif isinstance(value, dict) and "blob" in value:
-                blob, current = _close_blob(blob, blobs), None
-                blob = (value["blob"], hashlib.sha256(), 0)
+                _close_blob(blob, blobs)
+                current, blob = None, (value["blob"], hashlib.sha256(), 0)
             else:
                 raise ArchiveError(f"line {lines}: not a line of an export")
             if manifest is None:
@@ -301,7 +303,7 @@ class _foreign_keys_deferred:
     def __init__(self, connection: Connection, tables: list[Table]) -> None:
         self.connection = connection
         self.tables = tables
-        self.dropped: list[tuple[str, dict[str, Any]]] = []
+        self.dropped: list[tuple[str, str, ReflectedForeignKeyConstraint]] = []
 
     def __enter__(self) -> None:
         if self.connection.dialect.name == "sqlite":
@@ -311,15 +313,18 @@ class _foreign_keys_deferred:
         quote = self.connection.dialect.identifier_preparer.quote
         for table in self.tables:
             for key in inspector.get_foreign_keys(table.name):
-                self.dropped.append((table.name, key))
+                name = key["name"]
+                if name is None:  # PostgreSQL names every constraint
+                    raise ArchiveError(f"a foreign key of {table.name} has no name")
+                self.dropped.append((table.name, name, key))
                 self.connection.execute(text(
-                    f"ALTER TABLE {quote(table.name)} DROP CONSTRAINT {quote(key['name'])}"))
+                    f"ALTER TABLE {quote(table.name)} DROP CONSTRAINT {quote(name)}"))
 
     def __exit__(self, kind: Any, error: Any, trace: Any) -> None:
         if kind is not None:
             return
         quote = self.connection.dialect.identifier_preparer.quote
-        for table_name, key in self.dropped:
+        for table_name, name, key in self.dropped:
             columns = ", ".join(quote(name) for name in key["constrained_columns"])
             referred = ", ".join(quote(name) for name in key["referred_columns"])
             options = key.get("options", {})
@@ -328,7 +333,7 @@ class _foreign_keys_deferred:
             if options.get("deferrable"):
                 tail += f" DEFERRABLE INITIALLY {options.get('initially') or 'IMMEDIATE'}"
             self.connection.execute(text(
-                f"ALTER TABLE {quote(table_name)} ADD CONSTRAINT {quote(key['name'])} "
+                f"ALTER TABLE {quote(table_name)} ADD CONSTRAINT {quote(name)} "
                 f"FOREIGN KEY ({columns}) REFERENCES {quote(key['referred_table'])} "
                 f"({referred}){tail}"))
 

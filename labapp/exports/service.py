@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Column, String, Table, func, inspect, select
+from sqlalchemy import Column, ColumnElement, String, Table, func, inspect, select
 from sqlalchemy.engine import Connection, Engine
 
 from labapp.atomic import write_whole
@@ -81,13 +81,13 @@ def exported_tables() -> list[Table]:
             and table.name not in NOT_EXPORTED]
 
 
-def exported_columns(table: Table) -> list[Column]:
+def exported_columns(table: Table) -> list[Column[Any]]:
     """The columns of ``table`` in the current data model, extension fields included (a
     field a later model dropped stays mapped in a running process, and is left out)."""
     return expected_columns(table)
 
 
-def present_columns(connection: Connection, tables: list[Table]) -> dict[str, list[Column]]:
+def present_columns(connection: Connection, tables: list[Table]) -> dict[str, list[Column[Any]]]:
     """The exported columns each of ``tables`` really has in the connected database (a table
     or column the model declares but no sync has created yet holds no data to export)."""
     inspector = inspect(connection)
@@ -112,10 +112,10 @@ def snapshot(engine: Engine) -> Iterator[Connection]:
             yield connection
 
 
-def _ordered(table: Table, columns: list[Column], dialect: str) -> Any:
+def _ordered(table: Table, columns: list[Column[Any]], dialect: str) -> Any:
     """The ``columns`` of the table's rows in primary-key byte order, the same on both
     databases."""
-    keys = []
+    keys: list[ColumnElement[Any]] = []
     for column in table.primary_key.columns or columns:
         if dialect == "postgresql" and isinstance(column.type, String):
             keys.append(column.collate("C"))
@@ -125,7 +125,7 @@ def _ordered(table: Table, columns: list[Column], dialect: str) -> Any:
 
 
 def stream_rows(connection: Connection, table: Table,
-                columns: list[Column]) -> Iterator[tuple[Any, ...]]:
+                columns: list[Column[Any]]) -> Iterator[tuple[Any, ...]]:
     """The ``columns`` of the rows of ``table`` in batches of :data:`BATCH` (never all in
     memory)."""
     statement = _ordered(table, columns, connection.dialect.name)
@@ -177,7 +177,7 @@ def _write_snapshot(engine: Engine, path: Path, now: datetime,
         tables = [table for table in exported_tables() if table.name in present]
         counts = {table.name: connection.scalar(select(func.count()).select_from(table))
                   for table in tables}
-        total = sum(counts.values())
+        total = sum(count or 0 for count in counts.values())
         done = 0
         progress(done, total)
         writer = Writer(stream, {"createdUtc": now.isoformat(),

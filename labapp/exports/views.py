@@ -3,6 +3,7 @@ starts an export in the background, and its progress polled by htmx."""
 from __future__ import annotations
 
 from flask import Blueprint, Response, current_app, redirect, url_for
+from werkzeug.wrappers import Response as BaseResponse
 
 from labapp.access.actor import ADMIN_ON_PREMISES
 from labapp.blobs import stored_blob
@@ -24,7 +25,8 @@ def _admins_only() -> None:
 
 
 def _instance() -> str:
-    return current_app.config["LABAPP"]["INSTANCE_PATH"]
+    path: str = current_app.config["LABAPP"]["INSTANCE_PATH"]
+    return path
 
 
 def _page(block: str | None = None) -> Response:
@@ -46,9 +48,10 @@ def status() -> Response:
 
 
 @bp.post("/save")
-def save() -> Response:
+def save() -> BaseResponse:
     """Start an export in the background (unless one is running)."""
-    app = current_app._get_current_object()
+    # Flask types current_app as the Flask it proxies; the proxy's own method is untyped.
+    app = current_app._get_current_object()  # type: ignore[attr-defined]
     instance = _instance()
 
     def work(report: service.Progress) -> service.ExportResult:

@@ -27,7 +27,7 @@ _SCHEMAS: dict[str, type[Schema]] = {
 }
 
 
-def _single_values(*sources: MultiDict) -> dict[str, Any]:
+def _single_values(*sources: MultiDict[str, Any]) -> dict[str, Any]:
     """The form's fields, each given once (the CSRF token is not a field of the upload)."""
     values: dict[str, Any] = {}
     for source in sources:
@@ -46,7 +46,8 @@ def _read_upload() -> dict[str, Any]:
         raise UnsupportedMediaType("Send the file as multipart/form-data or as "
                                    "application/x-www-form-urlencoded with base64 content "
                                    f"(got {request.mimetype or 'no content type'}).")
-    return schema().load(_single_values(request.form, request.files))
+    loaded: dict[str, Any] = schema().load(_single_values(request.form, request.files))
+    return loaded
 
 
 @bp.post("")

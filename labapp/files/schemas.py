@@ -24,7 +24,7 @@ def _media_type(value: str) -> None:
         raise ValidationError("not a media type such as text/csv or image/png")
 
 
-class Base64Content(fields.Field):
+class Base64Content(fields.Field[Any]):
     """Standard base64 text (line breaks allowed) → a stream of the decoded bytes."""
 
     def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> BytesIO:
@@ -41,7 +41,7 @@ class Base64Content(fields.Field):
             raise ValidationError("is not valid base64") from None
 
 
-class FilePart(fields.Field):
+class FilePart(fields.Field[Any]):
     """A ``multipart/form-data`` file part with a file name."""
 
     def _deserialize(self, value: Any, attr: str | None, data: Any,

@@ -18,6 +18,7 @@ from labapp.blobs import stored_blob
 from labapp.entities.service import create_stored_file
 from labapp.errors import AppError, NotFound
 from labapp.mediatypes import is_media_type
+from labapp.model import File
 from labapp.model.registry import CLASSES
 from labapp.reading.lookup import load_visible, to_api
 
@@ -104,8 +105,10 @@ def find_download(actor: Actor, file_id: str) -> Download:
     media type.
     """
     file = load_visible(actor, CLASSES["File"], file_id)
+    if not isinstance(file, File):
+        raise NotFound(f"{file_id!r} is not a File.")
     path = stored_blob(file.sha256)
-    if path is None:
+    if path is None or file.sha256 is None:
         raise NotFound(f"File {file_id!r} has no stored content.")
     media_type = file.media_type or ""
     if not is_media_type(media_type):

@@ -1,7 +1,8 @@
 """Uploading a file from an entity's detail page (the page itself is the entity browser's)."""
 from __future__ import annotations
 
-from flask import Blueprint, Response, flash, request
+from flask import Blueprint, flash, request
+from werkzeug.wrappers import Response as BaseResponse
 
 from labapp.blobs import staged
 from labapp.db import transaction
@@ -16,7 +17,7 @@ bp = members_only(Blueprint("file_views", __name__, url_prefix="/entities"))
 
 
 @bp.post("/<eclass>/<path:entity_id>/files")
-def upload_file(eclass: str, entity_id: str) -> Response:
+def upload_file(eclass: str, entity_id: str) -> BaseResponse:
     """Store an uploaded file (once per content) and attach it to the entity, as
     ``POST /api/file`` does; then back to the files of the detail page."""
     actor = current_actor()
@@ -24,7 +25,7 @@ def upload_file(eclass: str, entity_id: str) -> Response:
     subject_id = load_visible(actor, spec, entity_id).id
     upload = request.files.get("file")
     name = service.clean_filename(upload.filename or "") if upload else ""
-    if not name:
+    if upload is None or not name:
         return render_detail(actor, spec, entity_id, status=400,
                              file_error="Choose a file to upload.")
     try:

@@ -9,12 +9,12 @@ import re
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import Column, ColumnElement, delete, exists, or_, select, update
 
 from labapp.access.actor import Actor
-from labapp.db import db
+from labapp.db import db, rows_matched, table_of
 from labapp.entities.audit import record_updated_rows
 from labapp.entities.rules import observe, observers
 from labapp.errors import Conflict, Forbidden, InvalidInput, NotFound
@@ -75,7 +75,7 @@ def _announce_grant(given: GrantGiven) -> None:
 
 
 def _check_access_type(access_type: Any) -> str:
-    if access_type not in ACCESS_TYPES:
+    if not isinstance(access_type, str) or access_type not in ACCESS_TYPES:
         raise InvalidInput("accessType must be Read or Write.",
                            errors=[{"field": "accessType", "message": "Read or Write"}])
     return access_type
@@ -130,9 +130,12 @@ def _department_entry(grant: DepartmentAccess) -> dict[str, Any]:
                                             if grant.access_department_id else None)}
 
 
-def _upsert_grant(model: type, target: Any, target_id: str, department_column: Any,
+GrantRow = TypeVar("GrantRow", DepartmentAccess, ProjectAccess)
+
+
+def _upsert_grant(model: type[GrantRow], target: Any, target_id: str, department_column: Any,
                   grantee: Grantee, access_type: str,
-                  actor_id: str | None) -> tuple[Any, bool]:
+                  actor_id: str | None) -> tuple[GrantRow, bool]:
     """The one grant of ``grantee`` on a target, created or updated; (grant, created)."""
     grant = db.session.scalar(select(model).where(
         target == target_id,
@@ -141,8 +144,8 @@ def _upsert_grant(model: type, target: Any, target_id: str, department_column: A
         department_column.is_(None) if grantee.department_id is None
         else department_column == grantee.department_id))
     created = grant is None
-    previous = None if created else grant.access_type
-    if created:
+    previous = None if grant is None else grant.access_type
+    if grant is None:
         grant = model(**{target.key: target_id, "user_id": grantee.user_id,
                          department_column.key: grantee.department_id})
         db.session.add(grant)
@@ -150,6 +153,8 @@ def _upsert_grant(model: type, target: Any, target_id: str, department_column: A
     db.session.flush()
     if previous != access_type:
         target_entity = db.session.get(Entity, target_id)
+        if target_entity is None:
+            raise NotFound(f"No department or project {target_id!r}.")
         _announce_grant(GrantGiven(target_entity.eclass, target_id, target_entity.name,
                                    grantee, access_type, actor_id))
     return grant, created
@@ -175,8 +180,8 @@ def revoke_department(department_id: str, *, user_id: str | None = None,
     get_department(department_id)
     column, value = ((DepartmentAccess.user_id, user_id) if user_id is not None
                      else (DepartmentAccess.access_department_id, access_department_id))
-    removed = db.session.execute(delete(DepartmentAccess).where(
-        DepartmentAccess.department_id == department_id, column == value)).rowcount
+    removed = rows_matched(delete(DepartmentAccess).where(
+        DepartmentAccess.department_id == department_id, column == value))
     if not removed:
         raise NotFound(f"No grant on {department_id!r} for {value!r}.")
 
@@ -214,10 +219,10 @@ def grant_project(project_id: str, access_type: Any, user_id: str | None,
 def revoke_project(project_id: str, user_or_department_id: str) -> None:
     """Remove the grant of a user or department on a project; 404 when there is none."""
     get_project(project_id)
-    removed = db.session.execute(delete(ProjectAccess).where(
+    removed = rows_matched(delete(ProjectAccess).where(
         ProjectAccess.project_id == project_id,
         or_(ProjectAccess.user_id == user_or_department_id,
-            ProjectAccess.department_id == user_or_department_id))).rowcount
+            ProjectAccess.department_id == user_or_department_id)))
     if not removed:
         raise NotFound(f"No grant on {project_id!r} for {user_or_department_id!r}.")
 
@@ -248,13 +253,13 @@ def save_project_setting(actor: Actor, project_id: str, name: str,
         setting = ProjectSetting(project_id=project_id, name=name)
         db.session.add(setting)
     setting.value = value
-    setting.modified_by = actor.user_id
+    setting.modified_by = actor.author_id
     setting.modified_utc = utc_now()
     db.session.flush()
     return dict(setting.value)
 
 
-def _referencing_columns(table_name: str) -> list[Column]:
+def _referencing_columns(table_name: str) -> list[Column[Any]]:
     """Every column whose foreign key points at ``table_name`` (or at ``entity``, which every
     class shares) and that does not vanish with the row: cascades and inheritance excluded."""
     columns = []
@@ -267,7 +272,7 @@ def _referencing_columns(table_name: str) -> list[Column]:
     return columns
 
 
-def _refers(column: Column, entity_id: str) -> ColumnElement[bool]:
+def _refers(column: Column[Any], entity_id: str) -> ColumnElement[bool]:
     """Rows whose ``column`` names the entity (a department's or project's own id in its
     ``entity`` row does not count)."""
     condition = column == entity_id
@@ -282,7 +287,7 @@ def _in_use(entity_id: str, table_name: str) -> bool:
                for column in _referencing_columns(table_name))
 
 
-def _field_names() -> dict[Column, str]:
+def _field_names() -> dict[Column[Any], str]:
     """The API field name of every column of every entity class (``parent_id`` of
     ``department`` → ``parentID``)."""
     return {spec.model.__mapper__.get_property(field.attr).columns[0]: field.name
@@ -299,13 +304,13 @@ def _clear_references(actor: Actor, entity_id: str, table_name: str) -> None:
     by column, are exactly the rows it changed (none can move away meanwhile, and none can
     start to refer to the locked container).
     """
-    entity = Entity.__table__
+    entity = table_of(Entity)
     columns = _referencing_columns(table_name)
     now = utc_now()
     holders = or_(*(entity.c.id.in_(select(column.table.c.id)
                                     .where(_refers(column, entity_id)))
                     for column in columns))
-    versions = dict(db.session.execute(
+    versions: dict[str, int] = dict(db.session.execute(
         update(entity).where(holders)
         .values(version=entity.c.version + 1, modified_by=actor.user_id, modified_utc=now)
         .returning(entity.c.id, entity.c.version)).all())
@@ -318,7 +323,7 @@ def _clear_references(actor: Actor, entity_id: str, table_name: str) -> None:
         db.session.execute(update(column.table).where(_refers(column, entity_id))
                            .values({column.name: None}))
     record_updated_rows(((holder, versions[holder], changes)
-                         for holder, changes in cleared.items()), actor.user_id, now)
+                         for holder, changes in cleared.items()), actor.author_id, now)
 
 
 def _delete_container(actor: Actor, entity_id: str, table_name: str, kind: str,
@@ -337,9 +342,9 @@ def _delete_container(actor: Actor, entity_id: str, table_name: str, kind: str,
             raise Forbidden(f"Only ADMIN may force the deletion of a {kind.lower()}.",
                             code="missing_scope")
         _clear_references(actor, entity_id, table_name)
-    db.session.execute(update(Entity.__table__).where(Entity.__table__.c.id == entity_id)
+    db.session.execute(update(table_of(Entity)).where(table_of(Entity).c.id == entity_id)
                        .values(department_id=None, project_id=None))
-    db.session.execute(delete(Entity.__table__).where(Entity.__table__.c.id == entity_id))
+    db.session.execute(delete(table_of(Entity)).where(table_of(Entity).c.id == entity_id))
     db.session.expire_all()
 
 

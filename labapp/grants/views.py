@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from flask import Blueprint, Response, current_app, flash, redirect, request, url_for
+from werkzeug.wrappers import Response as BaseResponse
 
 from labapp.access.actor import ADMIN, DATA_MANAGER, DATA_MANAGER_PROJECT_WRITE, Actor
 from labapp.access.visibility import NONE, access_type
@@ -25,7 +26,7 @@ from labapp.entities import reading
 from labapp.errors import Conflict, InvalidInput, NotFound
 from labapp.grants import service
 from labapp.model import Entity, User
-from labapp.model.registry import find_class
+from labapp.model.registry import existing_class
 from labapp.web.blocks import is_htmx, render_block, render_page
 from labapp.web.loader import current_actor
 from labapp.web.pages import members_only, require
@@ -54,7 +55,10 @@ def _revoke_department(target_id: str, user_id: str | None, department_id: str |
 
 
 def _revoke_project(target_id: str, user_id: str | None, department_id: str | None) -> None:
-    service.revoke_project(target_id, user_id or department_id)
+    grantee = user_id or department_id
+    if grantee is None:
+        raise InvalidInput("Name the user or the department whose grant to remove.")
+    service.revoke_project(target_id, grantee)
 
 
 @dataclass(frozen=True)
@@ -143,7 +147,7 @@ def _access_page(actor: Actor, area: Area, target_id: str, *, block: str | None 
     return render_page(ACCESS_TEMPLATE, block=block, status=status, **context)
 
 
-def _done(actor: Actor, area: Area, target_id: str, notice: str) -> Response:
+def _done(actor: Actor, area: Area, target_id: str, notice: str) -> BaseResponse:
     """After a change: the block again for htmx, else back to the page with a flash."""
     if is_htmx():
         return _access_page(actor, area, target_id, block=ACCESS_BLOCK, notice=notice)
@@ -168,7 +172,7 @@ def targets(area_slug: str) -> Response:
     actor = current_actor()
     area = AREAS[area_slug]
     require(actor, area.page_scopes)
-    page = reading.list_entities(actor, find_class(area.eclass), orderby="name",
+    page = reading.list_entities(actor, existing_class(area.eclass), orderby="name",
                                  select_text="id,name,status", top=str(LIST_LIMIT))
     return render_page("grants/list.html", area=area, rows=page.data, total=page.total)
 
@@ -194,7 +198,7 @@ def _grant_errors(error: InvalidInput, grantee_id: str) -> dict[str, str]:
 
 
 @bp.post(f"/{_AREA}/<path:target_id>/access")
-def grant(area_slug: str, target_id: str) -> Response:
+def grant(area_slug: str, target_id: str) -> BaseResponse:
     """Grant Read or Write to a user or department, or change the grant they have."""
     actor = current_actor()
     area = AREAS[area_slug]
@@ -217,7 +221,7 @@ def grant(area_slug: str, target_id: str) -> Response:
 
 
 @bp.post(f"/{_AREA}/<path:target_id>/access/remove")
-def revoke(area_slug: str, target_id: str) -> Response:
+def revoke(area_slug: str, target_id: str) -> BaseResponse:
     """Remove the grant of a user or department (membership is not a grant)."""
     actor = current_actor()
     area = AREAS[area_slug]
@@ -234,7 +238,7 @@ def revoke(area_slug: str, target_id: str) -> Response:
 
 
 @bp.post(f"/{_AREA}/<path:target_id>/delete")
-def delete(area_slug: str, target_id: str) -> Response:
+def delete(area_slug: str, target_id: str) -> BaseResponse:
     """Delete a department or project; one still in use is refused (409) unless an ADMIN
     forces it, which clears the references."""
     actor = current_actor()
@@ -271,7 +275,7 @@ def grantees() -> Response:
         quoted = text.replace("'", "''")
         matches = f"(contains(id, '{quoted}') or contains(name, '{quoted}'))"
         for eclass, extra in (("User", " and isActive eq true"), ("Department", "")):
-            page = reading.list_entities(actor, find_class(eclass), filter_text=matches + extra,
+            page = reading.list_entities(actor, existing_class(eclass), filter_text=matches + extra,
                                          orderby="name", select_text="id,name",
                                          top=str(SUGGESTIONS))
             suggestions += [Suggestion(row["id"], row["name"] or row["id"], eclass)

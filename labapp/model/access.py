@@ -8,12 +8,12 @@ from __future__ import annotations
 from sqlalchemy import CheckConstraint, ForeignKey, Integer, String
 from sqlalchemy.orm import Mapped, mapped_column
 
-from labapp.db import db
+from labapp.db import Model
 
 ACCESS_TYPES = ("Read", "Write")
 
 
-class DepartmentAccess(db.Model):
+class DepartmentAccess(Model):
     """A grant on ``department_id`` to a user or to a whole department (its members)."""
 
     __tablename__ = "department_access"
@@ -33,7 +33,7 @@ class DepartmentAccess(db.Model):
     access_type: Mapped[str] = mapped_column(String(8))
 
 
-class ProjectAccess(db.Model):
+class ProjectAccess(Model):
     """A grant on ``project_id`` to a user or to a department (its members)."""
 
     __tablename__ = "project_access"

@@ -9,11 +9,11 @@ from datetime import datetime
 from sqlalchemy import Boolean, ForeignKey, Integer, String
 from sqlalchemy.orm import Mapped, mapped_column
 
-from labapp.db import db
+from labapp.db import Model
 from labapp.model.types import UtcDateTime
 
 
-class LoginSession(db.Model):
+class LoginSession(Model):
     """One login: the browser cookie, its access tokens and its chain of refresh tokens."""
 
     __tablename__ = "login_session"
@@ -27,7 +27,7 @@ class LoginSession(db.Model):
     revoked_utc: Mapped[datetime | None] = mapped_column(UtcDateTime)
 
 
-class RefreshToken(db.Model):
+class RefreshToken(Model):
     """A refresh token of a login; used once, then replaced (rotation)."""
 
     __tablename__ = "refresh_token"
@@ -41,7 +41,7 @@ class RefreshToken(db.Model):
     used_utc: Mapped[datetime | None] = mapped_column(UtcDateTime)
 
 
-class PersonalAccessToken(db.Model):
+class PersonalAccessToken(Model):
     """A long-lived token a user creates for scripts; sent as Basic ``username:PAT...``."""
 
     __tablename__ = "personal_access_token"
@@ -57,7 +57,7 @@ class PersonalAccessToken(db.Model):
     revoked_utc: Mapped[datetime | None] = mapped_column(UtcDateTime)
 
 
-class LoginFailure(db.Model):
+class LoginFailure(Model):
     """A failed password check, kept for the throttling window (shared by all workers)."""
 
     __tablename__ = "login_failure"

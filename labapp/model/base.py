@@ -13,7 +13,7 @@ from typing import Any
 from sqlalchemy import ForeignKey, Index, Integer, String, Text
 from sqlalchemy.orm import Mapped, declared_attr, mapped_column
 
-from labapp.db import db
+from labapp.db import Model
 from labapp.model.types import JsonObject, UtcDateTime
 
 ENTITY_TABLE = "entity"
@@ -33,7 +33,7 @@ def subclass_id() -> Mapped[str]:
                          primary_key=True)
 
 
-class Entity(db.Model):
+class Entity(Model):
     """Common fields of every entity; ``eclass`` selects the subclass."""
 
     __tablename__ = ENTITY_TABLE

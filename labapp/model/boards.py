@@ -7,14 +7,14 @@ from typing import Any
 from sqlalchemy import CheckConstraint, ForeignKey, Index, String, Text
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-from labapp.db import db
+from labapp.db import Model
 from labapp.model.types import JsonObject, UtcDateTime
 
 SHARE_KINDS = ("user", "department", "project", "role")
 NOTIFICATION_STATUSES = ("Unread", "Seen", "Read")
 
 
-class DashboardShare(db.Model):
+class DashboardShare(Model):
     """One party a dashboard is shared with: a user, a department, a project or a role.
 
     ``target`` names no foreign key: the party may be any of four tables (the service checks
@@ -32,7 +32,7 @@ class DashboardShare(db.Model):
     target: Mapped[str] = mapped_column(String(64), primary_key=True)
 
 
-class Dashboard(db.Model):
+class Dashboard(Model):
     """A named grid of widgets owned by one user; ``widgets`` is the validated list."""
 
     __tablename__ = "dashboard"
@@ -51,7 +51,7 @@ class Dashboard(db.Model):
         order_by=(DashboardShare.kind, DashboardShare.target))
 
 
-class Notification(db.Model):
+class Notification(Model):
     """Something a user should know about ``subject_id``: raised in the transaction of its
     cause, seen only by ``user_id``."""
 

@@ -264,7 +264,7 @@ def _check_whole(class_defs: list[ClassDef], added: list[tuple[str, FieldDef, st
                 f"{field.name}: ref target {field.ref} is not a class")
 
 
-def _column(field: FieldDef, *, added: bool, unique: bool = False) -> Column:
+def _column(field: FieldDef, *, added: bool, unique: bool = False) -> Column[Any]:
     """The column of a field; a field added to an existing class is deferred and marked as
     filled by the database, so rows are read and written without it until a sync adds it."""
     info = {"api": field.name, "extension": True}
@@ -311,6 +311,8 @@ def _map_class(class_def: ClassDef) -> type[Entity]:
 
 def _add_column(model: type[Entity], field: FieldDef) -> None:
     table = model.__table__
+    if not isinstance(table, Table):
+        raise TypeError(f"{model.__name__} is not mapped to a table")
     if field.attr in table.c:
         return
     column = _column(field, added=True)

@@ -7,7 +7,7 @@ from typing import Any
 from sqlalchemy import Boolean, Date, ForeignKey, String
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-from labapp.db import db
+from labapp.db import Model
 from labapp.model.base import Entity, ref_column, subclass_id
 from labapp.model.types import JsonObject, UtcDateTime
 
@@ -31,7 +31,7 @@ class Project(Entity):
     end_date: Mapped[date | None] = mapped_column(Date)
 
 
-class ProjectSetting(db.Model):
+class ProjectSetting(Model):
     """A named JSON object of settings of a project (``/api/project/{id}/settings/{name}``)."""
 
     __tablename__ = "project_setting"
@@ -44,7 +44,7 @@ class ProjectSetting(db.Model):
     modified_utc: Mapped[datetime] = mapped_column(UtcDateTime)
 
 
-class Role(db.Model):
+class Role(Model):
     """A role; roles are the scopes endpoints require (ADMIN, DATA_MANAGER, ...)."""
 
     __tablename__ = "role"
@@ -53,7 +53,7 @@ class Role(db.Model):
     description: Mapped[str] = mapped_column(String(255), default="")
 
 
-class UserRole(db.Model):
+class UserRole(Model):
     """A role held by a user."""
 
     __tablename__ = "user_role"

@@ -22,8 +22,9 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from flask import current_app, g, has_app_context
-from sqlalchemy import JSON, BigInteger, Boolean, Date, Float, Integer, String, Text
+from sqlalchemy import JSON, BigInteger, Boolean, Column, Date, Float, Integer, String, Text
 from sqlalchemy.orm import ColumnProperty
+from sqlalchemy.sql.elements import KeyedColumnElement
 
 from labapp.model.base import Entity
 from labapp.model.content import File, Note
@@ -91,7 +92,8 @@ WORKFLOW = _workflow("InProgress")
 PROJECT_WORKFLOW = _workflow("Active")
 MATERIAL_WORKFLOW = Workflow(
     WORKFLOW.statuses + ("Discarded",),
-    {**{status: moves + ("Discarded",) for status, moves in WORKFLOW.transitions.items()},
+    {**{status: moves + ("Discarded",)
+        for status, moves in (WORKFLOW.transitions or {}).items()},
      "Discarded": ()})
 REQUEST_WORKFLOW = Workflow(
     ("Initial", "InProgress", "Completed", "Rejected", "Canceled"),
@@ -127,6 +129,13 @@ class FieldSpec:
                 "default": self.default, "ref": self.ref, "readOnly": self.read_only,
                 "maxLength": self.max_length, "choices": list(self.choices or []) or None}
 
+    @property
+    def stored_attr(self) -> str:
+        """The model attribute of a stored field; LookupError for a computed one."""
+        if self.attr is None:
+            raise LookupError(f"Field {self.name!r} is computed, not stored.")
+        return self.attr
+
 
 @dataclass(frozen=True)
 class ClassSpec:
@@ -152,9 +161,9 @@ class ClassSpec:
     def table(self) -> str:
         return self.model.__tablename__
 
-    def column(self, spec: FieldSpec):
+    def column(self, spec: FieldSpec) -> Any:
         """The mapped attribute behind a stored field (for queries)."""
-        return getattr(self.model, spec.attr)
+        return getattr(self.model, spec.stored_attr)
 
 
 _TYPES: tuple[tuple[type, str], ...] = (
@@ -172,7 +181,7 @@ def api_name(attr: str) -> str:
     return "".join(parts)
 
 
-def _type_name(column) -> str:
+def _type_name(column: Column[Any]) -> str:
     column_type = column.type
     variant_base = getattr(column_type, "impl", column_type)
     for sa_type, name in _TYPES:
@@ -181,7 +190,7 @@ def _type_name(column) -> str:
     raise TypeError(f"no API type for column {column}")
 
 
-def _integer_maximum(column) -> int | None:
+def _integer_maximum(column: Column[Any]) -> int | None:
     """The largest value an integer column holds on every database (32 or 64 bits)."""
     if isinstance(column.type, BigInteger):
         return 2**63 - 1
@@ -190,11 +199,14 @@ def _integer_maximum(column) -> int | None:
     return None
 
 
-def field_of(key: str, column) -> FieldSpec:
-    """The API field of the mapped attribute ``key`` stored in ``column``."""
+def field_of(key: str, column: KeyedColumnElement[Any]) -> FieldSpec:
+    """The API field of the mapped attribute ``key`` stored in ``column`` (a table column;
+    TypeError for any other expression)."""
+    if not isinstance(column, Column):
+        raise TypeError(f"{key} is not stored in a table column")
     info = column.info
     type_name = "ref" if info.get("ref") else _type_name(column)
-    default = column.default.arg if column.default is not None else None
+    default = getattr(column.default, "arg", None)
     return FieldSpec(
         name=info.get("api") or api_name(key), attr=key, type=type_name,
         nullable=bool(column.nullable) and not column.primary_key,
@@ -323,6 +335,15 @@ PARENT_LINKS: Mapping[str, tuple[str, ...]] = _View("parent_links")
 def find_class(name: str) -> ClassSpec | None:
     """The class called ``name`` (case-insensitive), or None."""
     return current().by_lower.get(name.lower())
+
+
+def existing_class(name: str) -> ClassSpec:
+    """The class called ``name`` (case-insensitive) where the caller knows it exists (a
+    built-in class, a class read from a stored row); LookupError if the model lacks it."""
+    spec = find_class(name)
+    if spec is None:
+        raise LookupError(f"The data model has no entity class {name!r}.")
+    return spec
 
 
 def classes() -> list[ClassSpec]:

@@ -4,10 +4,10 @@ from __future__ import annotations
 from sqlalchemy import Integer, String
 from sqlalchemy.orm import Mapped, mapped_column
 
-from labapp.db import db
+from labapp.db import Model
 
 
-class SearchQueue(db.Model):
+class SearchQueue(Model):
     """One pending change: the entity ``entity_id`` was written (or deleted) and its search
     document must be rewritten. Database triggers add the rows in the transaction of the
     change (labapp/search/indexer.py reads them); a row goes once the index has committed."""

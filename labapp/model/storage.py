@@ -6,7 +6,7 @@ from datetime import datetime
 from sqlalchemy import Float, ForeignKey, Index, Integer, String
 from sqlalchemy.orm import Mapped, mapped_column
 
-from labapp.db import db
+from labapp.db import Model
 from labapp.model.base import Entity, ref_column, subclass_id
 from labapp.model.types import UtcDateTime
 
@@ -30,7 +30,7 @@ class Location(Entity):
     hierarchy: Mapped[str | None] = mapped_column(String(1024), info={"readOnly": True})
 
 
-class StorageLogEntry(db.Model):
+class StorageLogEntry(Model):
     """One check-in, check-out or location move (decisions §10), written in the same
     transaction as the change. ``from_location_id`` is set only on a ``move`` (a location
     given a new parent): where it was before."""

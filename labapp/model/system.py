@@ -7,11 +7,11 @@ from typing import Any
 from sqlalchemy import ForeignKey, Integer, String
 from sqlalchemy.orm import Mapped, mapped_column
 
-from labapp.db import db
+from labapp.db import Model
 from labapp.model.types import JsonObject, UtcDateTime
 
 
-class Sequence(db.Model):
+class Sequence(Model):
     """A number sequence for generated ids: ``prefix`` + ``next_value`` padded to ``min_digits``."""
 
     __tablename__ = "sequence"
@@ -23,7 +23,7 @@ class Sequence(db.Model):
     type: Mapped[str | None] = mapped_column(String(64))
 
 
-class AuditEvent(db.Model):
+class AuditEvent(Model):
     """One change of one entity: ``changes`` maps each field to ``{old, new}``."""
 
     __tablename__ = "audit_event"
@@ -38,7 +38,7 @@ class AuditEvent(db.Model):
     changes: Mapped[dict[str, Any]] = mapped_column(JsonObject, default=dict)
 
 
-class EntityEvent(db.Model):
+class EntityEvent(Model):
     """A domain event of an entity (Created, StatusChanged, FileAdded, ...)."""
 
     __tablename__ = "entity_event"
@@ -53,7 +53,7 @@ class EntityEvent(db.Model):
     data: Mapped[dict[str, Any]] = mapped_column(JsonObject, default=dict)
 
 
-class ModelState(db.Model):
+class ModelState(Model):
     """The one row saying which data model the database was last synchronised to: every
     worker compares ``generation`` with the one it loaded and reloads the model when it
     moved (``POST /api/sync`` in another worker)."""

@@ -19,7 +19,7 @@ from datetime import date
 from sqlalchemy import Date, Integer, PrimaryKeyConstraint, String
 from sqlalchemy.orm import Mapped, mapped_column
 
-from labapp.db import db
+from labapp.db import Model
 
 NO_OWNER = ""
 
@@ -35,7 +35,7 @@ class _Tally:
     n: Mapped[int] = mapped_column(Integer)
 
 
-class EntityCount(_Tally, db.Model):
+class EntityCount(_Tally, Model):
     """The folded count of one key."""
 
     __tablename__ = "entity_count"
@@ -43,7 +43,7 @@ class EntityCount(_Tally, db.Model):
                                            "project_id"),)
 
 
-class EntityCountChange(_Tally, db.Model):
+class EntityCountChange(_Tally, Model):
     """A change of one key's count not folded yet (+1 or -1), written by the triggers."""
 
     __tablename__ = "entity_count_change"

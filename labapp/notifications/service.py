@@ -14,7 +14,7 @@ from typing import Any
 from sqlalchemy import delete, func, insert, select, update
 
 from labapp.access.actor import Actor
-from labapp.db import db
+from labapp.db import db, rows_matched
 from labapp.entities.rules import EntityChange
 from labapp.errors import InvalidInput, NotFound
 from labapp.grants.service import GrantGiven
@@ -71,8 +71,8 @@ def on_grant(given: GrantGiven) -> None:
         users = [grantee.user_id]
         whom = "You have"
     else:
-        users = db.session.scalars(select(User.id).where(
-            User.department_id == grantee.department_id, User.is_active.is_(True))).all()
+        users = list(db.session.scalars(select(User.id).where(
+            User.department_id == grantee.department_id, User.is_active.is_(True))))
         whom = f"Your department {grantee.department_id} has"
     raise_for(users, ACCESS_GIVEN,
               f"{whom} {given.access_type} access to {given.target_class.lower()} "
@@ -112,10 +112,9 @@ def unread_count(actor: Actor) -> int:
 
 def mark_all_seen(actor: Actor) -> int:
     """Turn every ``Unread`` notification of the actor into ``Seen``; returns how many."""
-    result = db.session.execute(
+    return rows_matched(
         update(Notification).where(Notification.user_id == actor.user_id,
                                    Notification.status == "Unread").values(status="Seen"))
-    return result.rowcount or 0
 
 
 def _own(actor: Actor, notification_id: str) -> Notification:

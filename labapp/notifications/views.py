@@ -3,6 +3,7 @@ with mark-as-read and mark-all, and opening a notification's subject."""
 from __future__ import annotations
 
 from flask import Blueprint, Response, redirect, url_for
+from werkzeug.wrappers import Response as BaseResponse
 
 from labapp.db import transaction
 from labapp.notifications import service
@@ -51,19 +52,19 @@ def bell() -> Response:
                     mimetype="text/html")
 
 
-def _back() -> Response:
+def _back() -> BaseResponse:
     return _list("list") if is_htmx() else redirect(url_for("notification_views.index"), 303)
 
 
 @bp.post("/<notification_id>/read")
-def mark_read(notification_id: str) -> Response:
+def mark_read(notification_id: str) -> BaseResponse:
     with transaction():
         service.set_status(current_actor(), notification_id, "Read")
     return _back()
 
 
 @bp.post("/seen")
-def mark_all_seen() -> Response:
+def mark_all_seen() -> BaseResponse:
     with transaction():
         service.mark_all_seen(current_actor())
     return _back()

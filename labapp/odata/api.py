@@ -18,7 +18,8 @@ from labapp.web.loader import current_actor
 
 JSON_MEDIA_TYPE = "application/json;odata.metadata=minimal;odata.streaming=true"
 
-bp = Blueprint("odata", __name__, url_prefix="/odata")
+PREFIX = "/odata"
+bp = Blueprint("odata", __name__, url_prefix=PREFIX)
 
 
 @bp.before_request
@@ -34,7 +35,7 @@ def _versioned(response: Response) -> Response:
 
 
 def _root() -> str:
-    return request.host_url.rstrip("/") + request.script_root + bp.url_prefix
+    return request.host_url.rstrip("/") + request.script_root + PREFIX
 
 
 def _view(name: str) -> ViewSpec:
@@ -66,7 +67,7 @@ def feed(name: str) -> Response:
     opened = open_feed(current_actor(), view, options,
                        page_size=current_app.config["LABAPP"]["ODATA_PAGE_SIZE"])
     base = f"{_root()}/{view.name}"
-    context = f"{request.script_root}{bp.url_prefix}/$metadata#{view.name}"
+    context = f"{request.script_root}{PREFIX}/$metadata#{view.name}"
     return Response(stream_with_context(opened.chunks(context, base)),
                     mimetype=JSON_MEDIA_TYPE)
 

@@ -96,7 +96,7 @@ class Feed:
         next token."""
         width = len(self.names)
         limit = self._page_limit()
-        last = None
+        last: Any = None
         for row in rows:
             if self.written == limit:
                 self.next_token = paging.encode(self.fingerprint, last[width:])
@@ -134,7 +134,7 @@ class Feed:
     def chunks(self, context_url: str, next_base: str) -> Iterator[str]:
         """The page as JSON text, chunk by chunk, as the rows are read (see the module
         docstring); the database result is closed at the end."""
-        head = {"@odata.context": context_url}
+        head: dict[str, Any] = {"@odata.context": context_url}
         if self.count is not None:
             head["@odata.count"] = self.count
         yield json.dumps(head)[:-1] + ',"value":['

@@ -69,4 +69,5 @@ def _csdl(_generation: int) -> bytes:
         ET.SubElement(container, f"{{{EDM}}}EntitySet", Name=view.name,
                       EntityType=f"{NAMESPACE}.{view.name}")
     ET.register_namespace("", EDM)
-    return ET.tostring(root, encoding="utf-8", xml_declaration=True)
+    document: bytes = ET.tostring(root, encoding="utf-8", xml_declaration=True)
+    return document

@@ -16,12 +16,12 @@ import base64
 import binascii
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, and_, false, or_, true
+from sqlalchemy import ColumnElement, SQLColumnExpression, and_, false, or_, true
 
 from labapp.errors import InvalidInput
 
@@ -31,7 +31,7 @@ class SortKey:
     """One key of the order: the SQL it sorts by, its direction, and whether it can be null
     (the ``id`` that ends every order cannot, which keeps its condition index-friendly)."""
 
-    expression: ColumnElement[Any]
+    expression: SQLColumnExpression[Any]
     descending: bool
     nullable: bool = True
 
@@ -62,8 +62,9 @@ def _tagged(value: Any) -> list[Any]:
     return ["s", str(value)]
 
 
-_UNTAG = {"n": lambda raw: None, "b": bool, "i": int, "f": float, "s": str,
-          "t": datetime.fromisoformat, "d": date.fromisoformat}
+_UNTAG: dict[str, Callable[[Any], Any]] = {
+    "n": lambda raw: None, "b": bool, "i": int, "f": float, "s": str,
+    "t": datetime.fromisoformat, "d": date.fromisoformat}
 
 
 def encode(fingerprint_: str, values: Sequence[Any]) -> str:

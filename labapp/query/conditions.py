@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import operator
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time
 from typing import Any
@@ -59,7 +60,8 @@ _PATTERNS = {"contains": "%{}%", "startswith": "{}%", "endswith": "%{}"}
 # Per dialect: SQL naming the JSON type of ``attributes[key]`` and its names for numbers and
 # booleans. SQLite's json_type needs the document and the path (``element.left/right``):
 # of the extracted value it would call ``true`` an integer.
-_JSON_TYPEOF = {
+_JSON_TYPEOF: dict[str, tuple[Callable[[Any], ColumnElement[str]],
+                              dict[str, tuple[str, ...]]]] = {
     "postgresql": (func.jsonb_typeof, {"number": ("number",), "bool": ("boolean",)}),
     "sqlite": (lambda element: func.json_type(element.left, element.right),
                {"number": ("integer", "real"), "bool": ("true", "false")}),
@@ -120,7 +122,8 @@ def parse_datetime(text: str) -> datetime:
 def _temporal(lit: Literal) -> date | None:
     """A date or datetime literal, or a quoted one; None for other kinds."""
     if lit.kind in ("date", "datetime"):
-        return lit.value
+        value: date = lit.value
+        return value
     if lit.kind != "string":
         return None
     try:
@@ -233,7 +236,8 @@ class ConditionBuilder:
         if op == "ne":
             op, negate = "eq", not negate
         if not negate:
-            return _OPERATORS[op](expression, value)
+            compared: ColumnElement[bool] = _OPERATORS[op](expression, value)
+            return compared
         return _or_null(_OPERATORS[_INVERSE[op]](expression, value), expression,
                         operand.nullable)
 

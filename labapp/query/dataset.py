@@ -237,7 +237,10 @@ class _QueryRun:
 
     def _entity_value(self, reference: str, path: str) -> tuple[bool, Any]:
         """``(found, value)`` of ``$key.field``; found is False when the entity is null."""
-        key, name = _VALUE_REFERENCE.fullmatch(reference).groups()
+        match = _VALUE_REFERENCE.fullmatch(reference)
+        if match is None:
+            raise TypeError(f"not a $key.field reference: {reference!r}")
+        key, name = match.groups()
         result = self._earlier(key, "entity", path,
                                lambda key: f"join it with in: '{key}.<field>'")
         found = self._field(name, path, result.target)

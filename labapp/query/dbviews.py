@@ -35,6 +35,7 @@ from sqlalchemy import (
     Boolean,
     ColumnElement,
     Date,
+    Dialect,
     Float,
     Integer,
     String,
@@ -63,13 +64,13 @@ from labapp.query.fields import FilterField
 SQLITE_PREFIX = "v_"
 
 
-class JsonText(TypeDecorator):
+class JsonText(TypeDecorator[Any]):
     """JSON stored as text (the views' ``attributes``), read back as a Python value."""
 
     impl = Text
     cache_ok = True
 
-    def process_result_value(self, value: str | None, dialect) -> Any:
+    def process_result_value(self, value: str | None, dialect: Dialect) -> Any:
         return None if value is None else json.loads(value)
 
 

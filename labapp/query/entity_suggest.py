@@ -106,7 +106,7 @@ class _Suggestion:
         return (source.eclass == self.spec.name, readable(self.actor, source))
 
     def _read(self, statement: Any) -> list[Any]:
-        rows = db.session.execute(statement).all()
+        rows = list(db.session.execute(statement).all())
         self._keep(rows)
         return rows
 
@@ -134,6 +134,7 @@ class _Suggestion:
         """The first ``limit`` contains matches of these columns together, in one pass."""
         keys = [case((matches(getattr(Entity, name), self.query, "%{}%"),
                       folded(getattr(Entity, name)))) for name in names]
+        key: ColumnElement[Any]
         if len(keys) == 1:
             key = keys[0]
         elif _sqlite():  # SQLite's min() of several values is NULL when any of them is,

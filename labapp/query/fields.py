@@ -40,12 +40,11 @@ class FilterField:
 
 
 class FieldSource(Protocol):
-    """What a query may reach: named fields, optionally free attributes, and the dialect.
+    """What a query may reach: named fields, optionally free attributes, and the dialect."""
 
-    ``dialect`` (``sqlite`` or ``postgresql``) picks the JSON functions for attributes.
-    """
-
-    dialect: str
+    @property
+    def dialect(self) -> str:
+        """``sqlite`` or ``postgresql``: picks the JSON functions for attributes."""
 
     def field(self, name: str) -> FilterField | None:
         """The field called ``name`` (case-insensitive), or None."""
@@ -102,4 +101,5 @@ def resolve_field(source: FieldSource, path: str) -> FilterField:
 
 def attribute_text(element: ColumnElement[Any]) -> ColumnElement[str]:
     """The value of one ``attributes`` key as text (for string comparisons and sorting)."""
-    return element.as_string()
+    text: ColumnElement[str] = element.as_string()
+    return text

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from datetime import date
 from functools import cache, lru_cache
 from pathlib import Path
@@ -53,7 +54,7 @@ def _parser() -> Lark:
                 propagate_positions=True, g_regex_flags=re.IGNORECASE)
 
 
-def _parse(text: str) -> Tree:
+def _parse(text: str) -> Tree[Token]:
     try:
         return _parser().parse(text)
     except UnexpectedInput as error:
@@ -63,7 +64,7 @@ def _parse(text: str) -> Tree:
 _parse_cached = lru_cache(maxsize=512)(_parse)
 
 
-def parse_filter(text: str) -> Tree:
+def parse_filter(text: str) -> Tree[Token]:
     """Parse filter ``text`` into a lark tree; raise FilterError if it is invalid.
 
     Trees of filters up to ``_CACHED_LENGTH`` characters are cached per text (long ones are
@@ -88,17 +89,39 @@ def compile_filter(text: str | None, source: FieldSource, *,
 
 def _syntax_error(text: str, error: UnexpectedInput) -> FilterError:
     if isinstance(error, UnexpectedCharacters):
-        position = error.pos_in_stream
+        # lark declares pos_in_stream = None on the base class; this subclass sets the int.
+        position: int = error.pos_in_stream  # type: ignore[assignment]
         if text[position] == "'":
             return FilterError("Unterminated string", position)
         return FilterError(f"Unexpected character '{text[position]}'", position)
     if isinstance(error, UnexpectedToken) and error.token.type != "$END":
-        return FilterError(f"Unexpected token '{error.token}'", error.token.start_pos)
+        return FilterError(f"Unexpected token '{error.token}'", _position(error.token))
     return FilterError("Unexpected end of filter", len(text))
 
 
+def _position(token: Token) -> int:
+    """Where ``token`` starts in the filter text (the lexer records it for every token)."""
+    if token.start_pos is None:
+        raise TypeError(f"token {token!r} has no position")
+    return token.start_pos
+
+
+def _tree(child: Tree[Token] | Token) -> Tree[Token]:
+    """A child the grammar makes a subtree (TypeError if the grammar says otherwise)."""
+    if not isinstance(child, Tree):
+        raise TypeError(f"expected a subtree, got the token {child!r}")
+    return child
+
+
+def _token(child: Tree[Token] | Token) -> Token:
+    """A child the grammar makes a token (TypeError if the grammar says otherwise)."""
+    if not isinstance(child, Token):
+        raise TypeError(f"expected a token, got the subtree {child.data!r}")
+    return child
+
+
 def _literal(token: Token) -> Literal:
-    text, kind, position = str(token), token.type, token.start_pos
+    text, kind, position = str(token), token.type, _position(token)
     if kind == "STRING":
         return Literal("string", text[1:-1].replace("''", "'"), text, position)
     if kind == "NULL":
@@ -118,7 +141,8 @@ def _literal(token: Token) -> Literal:
     return Literal("number", value, text, position)
 
 
-def _combine(junction, parts: list[ColumnElement[bool]]) -> ColumnElement[bool]:
+def _combine(junction: Callable[..., ColumnElement[bool]],
+             parts: list[ColumnElement[bool]]) -> ColumnElement[bool]:
     """``and_``/``or_`` of many parts, grouped in parentheses SQLAlchemy keeps (not flat)."""
     while len(parts) > _CHUNK:
         parts = [type_coerce(junction(*parts[start:start + _CHUNK]), Boolean).self_group()
@@ -134,84 +158,97 @@ class _Compiler(ConditionBuilder):
         self.user_id = user_id
         self.values = 0
 
-    def literal(self, token: Token) -> Literal:
-        """The value of ``token``, counting it against :data:`MAX_VALUES`."""
+    def literal(self, child: Tree[Token] | Token) -> Literal:
+        """The value of the token ``child``, counting it against :data:`MAX_VALUES`."""
+        token = _token(child)
         self.values += 1
         if self.values > MAX_VALUES:
-            raise FilterError(f"Filter has more than {MAX_VALUES} values", token.start_pos)
+            raise FilterError(f"Filter has more than {MAX_VALUES} values", _position(token))
         return _literal(token)
 
-    def condition(self, node: Tree, negate: bool, depth: int) -> ColumnElement[bool]:
+    def condition(self, node: Tree[Token], negate: bool, depth: int) -> ColumnElement[bool]:
         kind = node.data
         if kind in ("or_expr", "and_expr"):
-            parts = [self.condition(child, negate, depth) for child in node.children]
+            parts = [self.condition(_tree(child), negate, depth) for child in node.children]
             return _combine(and_ if (kind == "and_expr") != negate else or_, parts)
         if kind in ("group", "negation"):
             self._check_depth(depth, node.meta.start_pos)
-            return self.condition(node.children[0], negate != (kind == "negation"), depth + 1)
-        return getattr(self, f"_{kind}")(node, negate, depth)
+            return self.condition(_tree(node.children[0]), negate != (kind == "negation"),
+                                  depth + 1)
+        compile_node: Callable[[Tree[Token], bool, int], ColumnElement[bool]] = getattr(
+            self, f"_{kind}")
+        return compile_node(node, negate, depth)
 
     @staticmethod
     def _check_depth(depth: int, position: int) -> None:
         if depth >= MAX_DEPTH:
             raise FilterError(f"Filter is nested more than {MAX_DEPTH} levels deep", position)
 
-    def operand(self, node: Tree, depth: int) -> Operand:
+    def operand(self, node: Tree[Token] | Token, depth: int) -> Operand:
+        node = _tree(node)
         if node.data == "case":
             self._check_depth(depth, node.meta.start_pos)
-            function, inner_node = node.children
+            function_token, inner_node = node.children
+            function = _token(function_token).lower()
             inner = self.operand(inner_node, depth + 1)
-            self.require_text(inner, f"{function.lower()}()")
-            sql = func.lower if function.lower() == "tolower" else func.upper
-            return Operand(f"{function.lower()}({inner.name})", sql(self.text(inner)), "str",
+            self.require_text(inner, f"{function}()")
+            sql = func.lower if function == "tolower" else func.upper
+            return Operand(f"{function}({inner.name})", sql(self.text(inner)), "str",
                            inner.nullable, node.meta.start_pos)
-        token = node.children[0]
-        return self.field_operand(str(token), token.start_pos)
+        token = _token(node.children[0])
+        return self.field_operand(str(token), _position(token))
 
-    def _compare(self, node: Tree, negate: bool, depth: int) -> ColumnElement[bool]:
-        operand_node, op, value = node.children
-        return self.comparison(self.operand(operand_node, depth), op, op.start_pos,
+    def _compare(self, node: Tree[Token], negate: bool, depth: int) -> ColumnElement[bool]:
+        operand_node, op_child, value = node.children
+        op = _token(op_child)
+        return self.comparison(self.operand(operand_node, depth), op, _position(op),
                                self.literal(value), negate)
 
-    def _bool_test(self, node: Tree, negate: bool, depth: int) -> ColumnElement[bool]:
+    def _bool_test(self, node: Tree[Token], negate: bool, depth: int) -> ColumnElement[bool]:
         operand = self.operand(node.children[0], depth)
         if operand.type not in ("bool", ATTRIBUTE):
             raise FilterError(f"Expected an operator after '{operand.name}'", node.meta.end_pos)
         return self.comparison(operand, "eq", operand.position,
                                Literal("bool", True, "true", operand.position), negate)
 
-    def _template(self, node: Tree, negate: bool, depth: int) -> ColumnElement[bool]:
-        operand_node, token = node.children
+    def _template(self, node: Tree[Token], negate: bool, depth: int) -> ColumnElement[bool]:
+        operand_node, child = node.children
+        token = _token(child)
+        position = _position(token)
         name = self.literal(token).value
         if name.lower() != "!me":
-            raise FilterError(f"Unknown template '{name}'", token.start_pos)
+            raise FilterError(f"Unknown template '{name}'", position)
         if self.user_id is None:
-            raise FilterError("Template '!me' needs a signed-in user", token.start_pos)
-        lit = Literal("string", self.user_id, str(token), token.start_pos)
-        return self.comparison(self.operand(operand_node, depth), "eq", token.start_pos, lit,
+            raise FilterError("Template '!me' needs a signed-in user", position)
+        lit = Literal("string", self.user_id, str(token), position)
+        return self.comparison(self.operand(operand_node, depth), "eq", position, lit,
                                negate)
 
-    def _in_list(self, node: Tree, negate: bool, depth: int) -> ColumnElement[bool]:
+    def _in_list(self, node: Tree[Token], negate: bool, depth: int) -> ColumnElement[bool]:
         operand_node, word, values = node.children
         operand = self.operand(operand_node, depth)
-        literals = [self.literal(token) for token in values.children]
-        return self.membership(operand, literals, negate != (word.lower() == "not_in"))
+        literals = [self.literal(token) for token in _tree(values).children]
+        return self.membership(operand, literals,
+                               negate != (_token(word).lower() == "not_in"))
 
-    def _postfix(self, node: Tree, negate: bool, depth: int) -> ColumnElement[bool]:
+    def _postfix(self, node: Tree[Token], negate: bool, depth: int) -> ColumnElement[bool]:
         operand_node, word = node.children
-        return self.postfix(self.operand(operand_node, depth), word, negate)
+        return self.postfix(self.operand(operand_node, depth), _token(word), negate)
 
-    def _match(self, node: Tree, negate: bool, depth: int) -> ColumnElement[bool]:
-        function, operand_node, value = node.children
+    def _match(self, node: Tree[Token], negate: bool, depth: int) -> ColumnElement[bool]:
+        function_child, operand_node, value = node.children
+        function = _token(function_child)
         operand = self.operand(operand_node, depth)
         self.require_text(operand, f"{function.lower()}()")
         return self.match(function, operand, self.literal(value), negate)
 
-    def _match_compare(self, node: Tree, negate: bool, depth: int) -> ColumnElement[bool]:
-        *call, op, value = node.children
+    def _match_compare(self, node: Tree[Token], negate: bool, depth: int) -> ColumnElement[bool]:
+        *call, op_child, value = node.children
+        op = _token(op_child)
         lit = self.literal(value)
         if op.lower() not in ("eq", "ne") or lit.kind != "bool":
-            raise FilterError(f"{call[0].lower()}() can only be compared with eq/ne true/false",
-                              op.start_pos)
+            raise FilterError(
+                f"{_token(call[0]).lower()}() can only be compared with eq/ne true/false",
+                _position(op))
         flip = (op.lower() == "ne") != (not lit.value)
         return self._match(Tree("match", call, node.meta), negate != flip, depth)

@@ -29,7 +29,7 @@ from labapp.model.registry import (
     ClassSpec,
     FieldSpec,
     classes,
-    find_class,
+    existing_class,
     generation,
 )
 from labapp.query.listing import Page
@@ -44,7 +44,8 @@ _derived: dict[str, Any] = {"generation": None}
 
 def hierarchy_links() -> dict[str, tuple[str, ...]]:
     """Per class, the API names of its links in the order they are tried."""
-    return _current()["links"]
+    links: dict[str, tuple[str, ...]] = _current()["links"]
+    return links
 
 
 def _current() -> dict[str, Any]:
@@ -56,24 +57,26 @@ def _current() -> dict[str, Any]:
         _derived.update(
             links=links,
             order={spec.name: index for index, spec in enumerate(classes())},
-            fields={name: tuple(find_class(name).fields[link] for link in names)
+            fields={name: tuple(existing_class(name).fields[link] for link in names)
                     for name, names in links.items()},
             generation=generation())
     return _derived
 
 
 def _links() -> dict[str, tuple[FieldSpec, ...]]:
-    return _current()["fields"]
+    fields: dict[str, tuple[FieldSpec, ...]] = _current()["fields"]
+    return fields
 
 
 def _class_order() -> dict[str, int]:
-    return _current()["order"]
+    order: dict[str, int] = _current()["order"]
+    return order
 
 
 def parent_id(entity: Entity) -> str | None:
     """The id the entity hangs under: the first set link of its class, or None."""
     for link in _links().get(entity.eclass, ()):
-        value = getattr(entity, link.attr)
+        value: str | None = getattr(entity, link.stored_attr)
         if value is not None:
             return value
     return None
@@ -92,7 +95,7 @@ def _conditions(parents: Mapping[str, str]) -> Iterator[tuple[ClassSpec, ColumnE
     wanted = set(parents.values())
     ids = sorted(parents)
     for name, links in _links().items():
-        spec = find_class(name)
+        spec = existing_class(name)
         usable = [index for index, link in enumerate(links)
                   if link.ref == "*" or link.ref in wanted]
         for chunk in _chunks(ids) if usable else ():
@@ -109,7 +112,9 @@ def _children_of(actor: Actor, parents: Mapping[str, str]) -> dict[str, list[Ent
     for spec, condition in _conditions(parents):
         for child in db.session.scalars(select(spec.model).where(
                 condition, readable(actor, spec.model))):
-            grouped[parent_id(child)].append(child)
+            parent = parent_id(child)
+            if parent is not None:  # the condition chose children of ``parents``
+                grouped[parent].append(child)
     for children in grouped.values():
         children.sort(key=lambda child: (_class_order()[child.eclass], child.name or "", child.id))
     return grouped

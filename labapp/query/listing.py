@@ -108,7 +108,7 @@ def parse_select(text: str | None, source: FieldSource,
     one of them, returned as ``attributes.key``. An empty ``$select`` (or ``*``) gives
     ``[]``: every field. Raises InvalidInput ``invalid_select``.
     """
-    if not (text or "").strip() or text.strip() == "*":
+    if text is None or not text.strip() or text.strip() == "*":
         return []
     names = list(always)
     for position, item in _items(text):

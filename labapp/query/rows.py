@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import ColumnElement, func, select
+from sqlalchemy import ColumnElement, SQLColumnExpression, func, select
 
 from labapp.access.actor import Actor
 from labapp.access.visibility import readable
@@ -36,7 +36,7 @@ class Target:
     columns: Mapping[str, ColumnElement[Any]]
     visible: ColumnElement[bool]
     origin: Any
-    key: ColumnElement[Any]
+    key: SQLColumnExpression[Any]
 
 
 def entity_target(actor: Actor, spec: ClassSpec) -> Target:
@@ -89,8 +89,8 @@ def read_rows(target: Target, names: Sequence[str], *, condition: ColumnElement[
 
 def count_rows(target: Target, condition: ColumnElement[bool]) -> int:
     """How many visible rows of ``target`` match ``condition``."""
-    return db.session.scalar(select(func.count()).select_from(target.origin)
-                             .where(target.visible, condition))
+    return db.session.execute(select(func.count()).select_from(target.origin)
+                              .where(target.visible, condition)).scalar_one()
 
 
 def list_view(actor: Actor, view: ViewSpec, *, filter_text: str | None = None,

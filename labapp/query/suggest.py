@@ -18,7 +18,7 @@ from __future__ import annotations
 from datetime import date, datetime
 from typing import Any
 
-from sqlalchemy import Column, and_, func, literal, or_, select
+from sqlalchemy import Column, ColumnElement, and_, func, literal, or_, select
 
 from labapp.access.actor import Actor
 from labapp.access.visibility import readable
@@ -90,7 +90,8 @@ def _table_column(spec: ClassSpec, field: FieldSpec) -> Column[Any]:
     """The table's own column behind a stored field (a subclass attribute would bring the
     inheritance join along)."""
     mapped = spec.column(field).property.columns[0]
-    return mapped.table.c[mapped.key]
+    column: Column[Any] = mapped.table.c[mapped.key]
+    return column
 
 
 def _walkable(column: Column[Any], common: bool) -> bool:
@@ -121,7 +122,7 @@ def _walk(actor: Actor, spec: ClassSpec, field: FieldSpec, query: str | None,
         column == walk.c.value, *in_class, readable(actor, spec.model),
         compile_filter(filter_text, entity_fields(spec), user_id=actor.user_id))
         .order_by(column.table.c.id).limit(1))
-    kept = [holder.scalar_subquery().is_not(None)]
+    kept: list[ColumnElement[bool]] = [holder.scalar_subquery().is_not(None)]
     if query:
         kept.append(matches(walk.c.value, query, "%{}%"))
     values = list(db.session.scalars(select(walk.c.value).where(
@@ -135,7 +136,7 @@ def _scanned(actor: Actor, spec: ClassSpec, field: FieldSpec, query: str | None,
              filter_text: str | None) -> list[Any]:
     """The first :data:`MAX_VALUES` values of a field from one pass over the visible rows."""
     if field.common and not filter_text:
-        column = getattr(Entity, field.attr)
+        column = getattr(Entity, field.stored_attr)
         source, scope = Entity, (Entity.eclass == spec.name, readable(actor))
     else:
         column = spec.column(field)
@@ -184,7 +185,7 @@ def is_unique(spec: ClassSpec, field_name: str, value: str) -> bool:
     if field.type != "str":
         raise _unsupported(spec, field, "is not a string field: uniqueness cannot be checked")
     if field.common:
-        column = getattr(Entity, field.attr)
+        column = getattr(Entity, field.stored_attr)
         # ``eclass || ''``: the class test must not lead SQLite (which keeps no statistics)
         # to the class index, one class's rows, instead of the index of the value.
         scope = (() if field.name in _UNIQUE_EVERYWHERE

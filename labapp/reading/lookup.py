@@ -13,7 +13,7 @@ from labapp.access.visibility import readable
 from labapp.db import db
 from labapp.errors import NotFound
 from labapp.model import Entity
-from labapp.model.registry import ClassSpec, FieldSpec, find_class
+from labapp.model.registry import ClassSpec, FieldSpec, existing_class, find_class
 
 
 def class_named(name: str) -> ClassSpec:
@@ -37,7 +37,7 @@ def to_api(entity: Entity, spec: ClassSpec | None = None,
            select: Iterable[str] | None = None) -> dict[str, Any]:
     """The stored fields of ``entity`` (or only those named in ``select``, canonical names;
     ``attributes.key`` selects one attribute)."""
-    spec = spec or find_class(entity.eclass)
+    spec = spec or existing_class(entity.eclass)
     if select is None:
         return {name: _value(entity, field) for name, field in spec.fields.items()}
     data: dict[str, Any] = {}

@@ -51,7 +51,7 @@ def search_all(term: str, query: dict[str, Any]) -> Response:
                                       top=query.get("top")))
 
 
-def _mode_view(mode: str, summary: str):
+def _mode_view(mode: str, summary: str) -> None:
     def view(term: str, query: dict[str, Any]) -> Response:
         return _answer(service.search(current_actor(), mode, term,
                                       filter_text=query.get("filter"), top=query.get("top")))

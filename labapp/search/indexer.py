@@ -121,7 +121,8 @@ def _documents(ids: list[str]) -> list[index.Document]:
     for subject_id, name in db.session.execute(
             select(File.subject_id, File.name).where(
                 File.subject_id.in_(ids))):
-        attached[subject_id].append(name)
+        if subject_id is not None:
+            attached[subject_id].append(name)
     return [_document(row, own_content.get(row.id), attached.get(row.id, ()))
             for row in rows]
 

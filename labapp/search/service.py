@@ -136,7 +136,8 @@ def _like_pattern(term: str) -> ColumnElement[str]:
 def _like_column(column: Any) -> ColumnElement[Any]:
     if db.engine.dialect.name == "postgresql":
         return func.lower(column.collate("C"))
-    return column
+    plain: ColumnElement[Any] = column
+    return plain
 
 
 def _longest_literal(term: str) -> str:
@@ -229,6 +230,8 @@ def _load(actor: Actor, found: list[tuple[str, float, str]]) -> list[dict[str, A
     loaded: dict[str, dict[str, Any]] = {}
     for eclass, ids in by_class.items():
         spec = find_class(eclass)
+        if spec is None:  # a class a data-model sync removed: no API object to show
+            continue
         for entity in db.session.scalars(select(spec.model).where(spec.model.id.in_(ids))):
             loaded[entity.id] = to_api(entity, spec)
     return [{**loaded[entity_id], "score": score, "matchedBy": mode}

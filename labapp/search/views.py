@@ -15,6 +15,7 @@ from typing import Any
 
 from flask import Blueprint, Response, redirect, request, url_for
 from markupsafe import Markup, escape
+from werkzeug.wrappers import Response as BaseResponse
 
 from labapp.access.actor import Actor
 from labapp.entities import display
@@ -85,7 +86,7 @@ def _grouped(data: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
 
 
 @bp.get("")
-def results() -> Response:
+def results() -> BaseResponse:
     """The results page (htmx: its ``results`` block)."""
     term = request.args.get("q", "").strip()
     mode = request.args.get("mode", "all")

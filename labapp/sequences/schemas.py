@@ -1,6 +1,8 @@
 """Bodies of the sequence endpoints."""
 from __future__ import annotations
 
+import re
+
 from marshmallow import Schema, ValidationError, fields, validate
 
 from labapp.schemafields import WriteBackSchema
@@ -11,8 +13,13 @@ class WholeMatch(validate.Regexp):
     """:class:`~marshmallow.validate.Regexp` over the whole value: with ``re.match`` a ``$``
     also accepts a final newline. The pattern stays ECMA-compatible for the OpenAPI document."""
 
-    def __call__(self, value: str) -> str:
-        if self.regex.fullmatch(value) is None:
+    def __init__(self, regex: str, *, error: str | None = None) -> None:
+        super().__init__(regex, error=error)
+        self.text_regex = re.compile(regex)
+
+    # marshmallow's Regexp also declares a bytes overload; this validator sees text only.
+    def __call__(self, value: str) -> str:  # type: ignore[override]
+        if self.text_regex.fullmatch(value) is None:
             raise ValidationError(self._format_error(value))
         return value
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 from flask import Blueprint, Response, jsonify
+from flask.sansio.blueprints import BlueprintSetupState
 from werkzeug.routing import BaseConverter
 
 from labapp.db import transaction
@@ -32,9 +33,12 @@ class LocationIdConverter(BaseConverter):
     regex = r"(?!checkout(?![^/]))[^/]+"
 
 
+def _add_converter(state: BlueprintSetupState) -> None:
+    state.app.url_map.converters.setdefault("locationid", LocationIdConverter)
+
+
 # Registered before the routes below are added (deferred functions run in order).
-bp.record_once(lambda state: state.app.url_map.converters.setdefault("locationid",
-                                                                     LocationIdConverter))
+bp.record_once(_add_converter)
 
 
 @bp.get("/location")

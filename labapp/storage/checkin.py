@@ -17,7 +17,7 @@ from sqlalchemy import bindparam, insert, select, update
 
 from labapp.access.actor import Actor
 from labapp.access.visibility import require_writable
-from labapp.db import db
+from labapp.db import db, table_of
 from labapp.entities.audit import json_value
 from labapp.errors import Conflict, InvalidInput, NotFound
 from labapp.model import AuditEvent, Entity, EntityEvent, Location, Plate, Sample
@@ -32,8 +32,8 @@ from labapp.storage.service import (
     stored_counts,
 )
 
-_ENTITY = Entity.__table__
-_TABLES = {"Sample": Sample.__table__, "Plate": Plate.__table__}
+_ENTITY = table_of(Entity)
+_TABLES = {"Sample": table_of(Sample), "Plate": table_of(Plate)}
 
 
 class StorageInputError(InvalidInput):
@@ -103,7 +103,8 @@ def read_request(raw: Any, *, positions: bool) -> list[Item]:
 def _first_error(schema: Schema, error: ValidationError) -> tuple[str, str]:
     """The field and message to report: an unknown property first, then the schema's
     fields in their order."""
-    messages = error.normalized_messages()
+    # marshmallow leaves normalized_messages unannotated; it returns a dict by field.
+    messages: dict[str, Any] = error.normalized_messages()  # type: ignore[no-untyped-call]
     order = list(schema.fields)
     field = min(messages, key=lambda name: (order.index(name) if name in order else -1, name))
     found = messages[field]
@@ -267,7 +268,7 @@ def _write(items: list[Item], location_id: str | None, user_id: str) -> None:
             changes["position"] = {"old": item.position, "new": item.new_position}
         audits.append({"entity_id": item.id, "action": "update", "version": item.version + 1,
                        "user_id": user_id, "timestamp_utc": now, "changes": changes})
-    db.session.execute(insert(AuditEvent.__table__), audits)
+    db.session.execute(insert(table_of(AuditEvent)), audits)
     record_moves(items, location_id, user_id, now)
     db.session.expire_all()
 
@@ -279,7 +280,7 @@ def record_moves(items: list[Item], location_id: str | None, user_id: str,
     its check-out and its check-in) and the samples on moved plates, which travel along."""
     plates = [item.id for item in items if item.eclass == "Plate"]
     if plates:
-        sample = Sample.__table__
+        sample = table_of(Sample)
         db.session.execute(update(sample).where(sample.c.plate_id.in_(plates))
                            .values(location_id=location_id, position=None),
                            execution_options={"synchronize_session": False})
@@ -295,7 +296,7 @@ def record_moves(items: list[Item], location_id: str | None, user_id: str,
                            "data": {"locationID": location_id,
                                     "position": json_value(item.new_position)}})
     if events:
-        db.session.execute(insert(EntityEvent.__table__), events)
+        db.session.execute(insert(table_of(EntityEvent)), events)
     entries = [log.LogEntry(log.CHECKOUT, item.eclass, item.id, item.location_id, item.position)
                for item in items if item.location_id is not None]
     if location_id is not None:
@@ -315,7 +316,7 @@ def check_in(actor: Actor, location_id: str, raw_items: Any) -> dict[str, Any]:
     _load_items(actor, items)
     moving = place(location, items)
     if moving:
-        _write(moving, location.id, actor.user_id)
+        _write(moving, location.id, actor.author_id)
     return locations_api([get_location(actor, location_id)])[0]
 
 
@@ -328,8 +329,8 @@ def check_out(actor: Actor, raw_items: Any) -> dict[str, Any]:
         if item.location_id is None:
             raise Conflict(f"[{item.index}]: {item.eclass} {item.id} is not stored anywhere.",
                            code="not_stored")
-    _write(items, None, actor.user_id)
-    sources = sorted({item.location_id for item in items})
+    _write(items, None, actor.author_id)
+    sources = sorted({item.location_id for item in items if item.location_id is not None})
     visible = []
     for source in sources:
         try:

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask import Blueprint, Response, flash, redirect, request
+from flask import Blueprint, flash, redirect, request
+from werkzeug.wrappers import Response as BaseResponse
 
 from labapp.access.actor import Actor
 from labapp.db import transaction
@@ -38,7 +39,7 @@ def _location_id(actor: Actor, code: str) -> str:
     return location_id
 
 
-def _back(eclass: str, entity_id: str, message: str) -> Response:
+def _back(eclass: str, entity_id: str, message: str) -> BaseResponse:
     flash(message, "success")
     return redirect(f"{detail_url(eclass, entity_id)}#storage", 303)
 
@@ -48,7 +49,7 @@ def _slot_text(slot: str | None) -> str:
 
 
 @bp.post("/<eclass>/<path:entity_id>/checkin")
-def check_in(eclass: str, entity_id: str) -> Response:
+def check_in(eclass: str, entity_id: str) -> BaseResponse:
     """Store the item in the location the form names (its barcode or id), in the typed slot
     or the first free one; an item stored elsewhere moves."""
     actor = current_actor()
@@ -72,7 +73,7 @@ def check_in(eclass: str, entity_id: str) -> Response:
 
 
 @bp.post("/<eclass>/<path:entity_id>/checkout")
-def check_out(eclass: str, entity_id: str) -> Response:
+def check_out(eclass: str, entity_id: str) -> BaseResponse:
     """Take the item out of where it is stored."""
     actor = current_actor()
     spec = class_named(eclass)
@@ -84,6 +85,6 @@ def check_out(eclass: str, entity_id: str) -> Response:
     except AppError as error:
         return render_detail(actor, spec, entity_id, status=error.status,
                              storage_error=error.detail)
-    place = stored_places(actor, [location_id]).get(location_id)
+    place = stored_places(actor, [location_id]).get(location_id) if location_id else None
     where = f" of {place.path}{_slot_text(slot)}" if place else ""
     return _back(spec.name, entity_id, f"{spec.name} {entity_id} checked out{where}.")

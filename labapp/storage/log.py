@@ -14,7 +14,7 @@ from sqlalchemy import func, insert, or_, select
 
 from labapp.access.actor import Actor
 from labapp.access.visibility import readable
-from labapp.db import db
+from labapp.db import db, table_of
 from labapp.model import Entity, StorageLogEntry
 from labapp.query.listing import Page, parse_paging
 
@@ -38,7 +38,7 @@ def write(entries: list[LogEntry], user_id: str, now: datetime) -> None:
     """Write ``entries`` in the current transaction, stamped with the user and time."""
     if not entries:
         return
-    db.session.execute(insert(StorageLogEntry.__table__), [
+    db.session.execute(insert(table_of(StorageLogEntry)), [
         {"action": entry.action, "eclass": entry.eclass, "entity_id": entry.entity_id,
          "location_id": entry.location_id, "from_location_id": entry.from_location_id,
          "position": entry.position, "user_id": user_id, "timestamp_utc": now}
@@ -57,6 +57,8 @@ def counts(location_ids: list[str]) -> dict[str, tuple[int, int]]:
         .group_by(table.location_id, table.action))
     found: dict[str, list[int]] = {}
     for location_id, action, count in rows:
+        if location_id is None:  # not reachable: the query asks for given ids
+            continue
         found.setdefault(location_id, [0, 0])[0 if action == CHECKIN else 1] = count
     return {key: (value[0], value[1]) for key, value in found.items()}
 
@@ -82,5 +84,6 @@ def page(actor: Actor, location_id: str, *, top: str | int | None = None,
     condition = (about, visible)
     entries = db.session.scalars(select(table).where(*condition)
                                  .order_by(table.id.desc()).limit(limit).offset(offset))
-    total = db.session.scalar(select(func.count()).select_from(table).where(*condition))
+    total = db.session.execute(
+        select(func.count()).select_from(table).where(*condition)).scalar_one()
     return Page([to_api(entry) for entry in entries], total, offset, LOG_PAGE_SIZE)

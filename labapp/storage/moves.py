@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from sqlalchemy import bindparam, select, text, update
+from sqlalchemy import Row, bindparam, select, text, update
 
 from labapp.access.actor import Actor
 from labapp.access.visibility import writable
-from labapp.db import db, unit_state
+from labapp.db import db, table_of, unit_state
 from labapp.errors import Conflict
 from labapp.model import Entity, Location
 from labapp.model.types import utc_now
@@ -22,8 +22,8 @@ from labapp.storage import log
 from labapp.storage.service import stored_counts
 
 SEPARATOR = " / "
-_TABLE = Location.__table__
-_ENTITY = Entity.__table__
+_TABLE = table_of(Location)
+_ENTITY = table_of(Entity)
 _NEW_PATHS = "labapp.storage.new_paths"  # hierarchy of locations created in this unit
 _PATHS_LOCK = 0x53544F52  # "STOR": the PostgreSQL advisory lock of location paths
 _LOCKED = "labapp.storage.paths_locked"
@@ -35,14 +35,14 @@ def serialize_paths() -> None:
     and no path is computed from a parent's path another transaction is changing. On
     PostgreSQL a transaction-scoped advisory lock; SQLite's units of work already hold the
     database's write lock."""
-    if db.session.get_bind().dialect.name != "postgresql" or unit_state(_LOCKED, dict):
+    if db.session.get_bind().dialect.name != "postgresql" or unit_state(_LOCKED, dict[str, bool]):
         return
     db.session.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _PATHS_LOCK})
-    unit_state(_LOCKED, dict)["held"] = True
+    unit_state(_LOCKED, dict[str, bool])["held"] = True
 
 
 def _stored_path(location_id: str) -> str | None:
-    known = unit_state(_NEW_PATHS, dict).get(location_id)
+    known = unit_state(_NEW_PATHS, dict[str, str]).get(location_id)
     if known is not None:
         return known
     return db.session.scalar(select(_TABLE.c.hierarchy).where(_TABLE.c.id == location_id))
@@ -57,7 +57,7 @@ def path_of(parent_id: str | None, name: str) -> str:
 def remember_new(location_id: str, path: str) -> None:
     """Note the path of a location the unit of work creates, for children in the same batch
     (inserted only after every row is built)."""
-    unit_state(_NEW_PATHS, dict)[location_id] = path
+    unit_state(_NEW_PATHS, dict[str, str])[location_id] = path
 
 
 def descendant_ids(location_id: str) -> list[str]:
@@ -66,7 +66,7 @@ def descendant_ids(location_id: str) -> list[str]:
     level = [location_id]
     seen = {location_id}
     while level:
-        below = []
+        below: list[str] = []
         for start in range(0, len(level), 1000):
             chunk = level[start:start + 1000]
             below.extend(db.session.scalars(select(_TABLE.c.id)
@@ -93,7 +93,7 @@ def refresh_descendants(location_id: str, path: str) -> int:
     level = [location_id]
     changed: list[dict[str, str]] = []
     while level:
-        rows = []
+        rows: list[Row[str, str | None, str]] = []
         for start in range(0, len(level), 1000):
             rows.extend(db.session.execute(
                 select(_TABLE.c.id, _TABLE.c.parent_id, _ENTITY.c.name)
@@ -101,7 +101,7 @@ def refresh_descendants(location_id: str, path: str) -> int:
                 .where(_TABLE.c.parent_id.in_(level[start:start + 1000]))))
         level = []
         for child_id, parent_id, name in rows:
-            if child_id in paths:
+            if child_id in paths or parent_id is None:
                 continue
             paths[child_id] = f"{paths[parent_id]}{SEPARATOR}{name}"
             changed.append({"key": child_id, "path": paths[child_id]})

@@ -17,7 +17,7 @@ from labapp.errors import NotFound
 from labapp.model import Location
 from labapp.storage import slots
 from labapp.storage.checkin import occupied_positions
-from labapp.storage.service import get_location, has_grid, limit_of, stored_counts
+from labapp.storage.service import get_location, grid_of, limit_of, stored_counts
 
 MAX_CHOICES = 500
 
@@ -69,7 +69,7 @@ def free_slots(actor: Actor, location_id: str) -> list[str]:
         location = get_location(actor, location_id)
     except NotFound:
         return []
-    if not has_grid(location.rows, location.columns):
+    grid = grid_of(location.rows, location.columns)
+    if grid is None:
         return []
-    return list(slots.free_cells(location.rows, location.columns,
-                                 occupied_positions(location_id)))
+    return list(slots.free_cells(*grid, occupied_positions(location_id)))

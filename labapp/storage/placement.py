@@ -23,7 +23,7 @@ from labapp.db import db
 from labapp.entities.batch import PreparedItem
 from labapp.entities.rules import WritePlan
 from labapp.errors import Conflict
-from labapp.model.registry import find_class
+from labapp.model.registry import existing_class
 from labapp.model.types import utc_now
 from labapp.storage import checkin
 from labapp.storage.service import LOCATION, STORABLE_CLASSES
@@ -72,7 +72,7 @@ def _changes_place(request: _Request) -> bool:
 def _new_location(prepared: PreparedItem) -> Any:
     """A stand-in for a location the same batch creates: nothing is stored there yet."""
     values = prepared.values
-    status = values.get("status") or find_class(LOCATION).workflow.initial
+    status = values.get("status") or existing_class(LOCATION).workflow.initial
     if status != "Active":
         raise Conflict(f"Location {prepared.id} is {status}; nothing can be checked in.",
                        code="location_inactive")
@@ -138,6 +138,6 @@ def plan(actor: Actor, items: list[PreparedItem]) -> WritePlan | None:
         now = utc_now()
         for target, group in moves.items():
             if group:
-                checkin.record_moves(group, target, actor.user_id, now)
+                checkin.record_moves(group, target, actor.author_id, now)
 
     return record

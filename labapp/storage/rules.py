@@ -18,10 +18,10 @@ from labapp.entities.batch import BatchInputError, PreparedItem
 from labapp.entities.notation import item_error
 from labapp.entities.rules import ClassRules
 from labapp.errors import Conflict
-from labapp.model import Location
+from labapp.model import Entity, Location
 from labapp.storage import moves
 from labapp.storage.checkin import StorageInputError, occupied_positions
-from labapp.storage.service import has_grid, limit_of, stored_counts
+from labapp.storage.service import grid_of, has_grid, limit_of, stored_counts
 from labapp.storage.slots import parse
 
 MAX_ROWS, MAX_COLUMNS = 702, 999  # ZZ rows; three-digit columns
@@ -39,6 +39,13 @@ def _grid_problem(rows: Any, columns: Any, capacity: Any) -> tuple[str, str] | N
     return None
 
 
+def _location(entity: Entity) -> Location:
+    """The entity the rules of Location were called with (TypeError for any other)."""
+    if not isinstance(entity, Location):
+        raise TypeError(f"Location rules called on a {type(entity).__name__}")
+    return entity
+
+
 class LocationRules(ClassRules):
     """The rules of the ``Location`` class."""
 
@@ -52,7 +59,8 @@ class LocationRules(ClassRules):
         own["hierarchy"] = path
         moves.remember_new(item.id, path)
 
-    def before_update(self, entity: Location, changes: dict[str, tuple[Any, Any]]) -> None:
+    def before_update(self, changed: Entity, changes: dict[str, tuple[Any, Any]]) -> None:
+        entity = _location(changed)
         rows = changes.get("rows", (None, entity.rows))[1]
         columns = changes.get("columns", (None, entity.columns))[1]
         capacity = changes.get("capacity", (None, entity.capacity))[1]
@@ -72,13 +80,16 @@ class LocationRules(ClassRules):
             if path != entity.hierarchy:
                 changes["hierarchy"] = (entity.hierarchy, path)
 
-    def after_update(self, actor: Actor, entity: Location,
+    def after_update(self, actor: Actor, changed: Entity,
                      changes: dict[str, tuple[Any, Any]]) -> None:
+        entity = _location(changed)
         if "hierarchy" in changes:
+            if entity.hierarchy is None:
+                raise TypeError(f"Location {entity.id} has no hierarchy path")
             moves.refresh_descendants(entity.id, entity.hierarchy)
         if "parentID" in changes:
             old, new = changes["parentID"]
-            moves.log_move(entity, old, new, actor.user_id)
+            moves.log_move(entity, old, new, actor.author_id)
 
 
 def _check_still_fits(location: Location, rows: int | None, columns: int | None,
@@ -91,8 +102,9 @@ def _check_still_fits(location: Location, rows: int | None, columns: int | None,
                        f"{limit}.", code="capacity_in_use")
     if not has_grid(location.rows, location.columns):
         return
+    grid = grid_of(rows, columns)
     for position in occupied_positions(location.id):
         cell = parse(position)
-        if not has_grid(rows, columns) or cell is None or cell[0] >= rows or cell[1] >= columns:
+        if grid is None or cell is None or cell[0] >= grid[0] or cell[1] >= grid[1]:
             raise Conflict(f"Slot {position} of location {location.id} is taken; the grid "
                            "must keep it.", code="slots_in_use")

@@ -24,7 +24,7 @@ from labapp.entities import reading
 from labapp.entities.service import save_batch
 from labapp.errors import InvalidInput
 from labapp.model import Entity, Location, Plate, Sample
-from labapp.model.registry import find_class
+from labapp.model.registry import ClassSpec, existing_class, find_class
 from labapp.query.listing import Page
 from labapp.reading.lookup import load_visible, to_api
 from labapp.storage import log
@@ -37,19 +37,27 @@ _SAMPLE = Sample.__table__.c
 _LOCATION = Location.__table__.c
 
 
-def location_spec():
+def location_spec() -> ClassSpec:
     """The registry's description of the Location class."""
-    return find_class(LOCATION)
+    return existing_class(LOCATION)
+
+
+def grid_of(rows: int | None, columns: int | None) -> tuple[int, int] | None:
+    """``(rows, columns)`` of a location with these dimensions if it has slots, else None."""
+    if rows and columns and rows > 0 and columns > 0:
+        return rows, columns
+    return None
 
 
 def has_grid(rows: int | None, columns: int | None) -> bool:
     """Whether a location with these dimensions has slots."""
-    return bool(rows) and bool(columns) and rows > 0 and columns > 0
+    return grid_of(rows, columns) is not None
 
 
 def limit_of(capacity: int | None, rows: int | None, columns: int | None) -> int | None:
     """How many items a location holds at most; None when unlimited."""
-    slots = rows * columns if has_grid(rows, columns) else None
+    grid = grid_of(rows, columns)
+    slots = grid[0] * grid[1] if grid else None
     if capacity is None:
         return slots
     return capacity if slots is None else min(capacity, slots)
@@ -96,7 +104,10 @@ def locations_api(locations: Sequence[Location]) -> list[dict[str, Any]]:
 
 def get_location(actor: Actor, location_id: str) -> Location:
     """The location, if the actor may see it; 404 otherwise."""
-    return load_visible(actor, location_spec(), location_id)
+    location = load_visible(actor, location_spec(), location_id)
+    if not isinstance(location, Location):
+        raise TypeError(f"{location_id} is a {type(location).__name__}, not a Location")
+    return location
 
 
 def location_detail(actor: Actor, location_id: str) -> dict[str, Any]:

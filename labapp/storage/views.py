@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from flask import Blueprint, Response, flash, redirect, request, url_for
+from werkzeug.wrappers import Response as BaseResponse
 
 from labapp.access.actor import Actor
 from labapp.access.visibility import WRITE, access_type
@@ -54,7 +55,7 @@ def _tree(actor: Actor) -> list[TreeNode]:
     within = service.stored_within()
     nodes = {row["id"]: TreeNode(row, within.get(row["id"], row["stored"]), [])
              for row in usage}
-    roots = []
+    roots: list[TreeNode] = []
     for row in usage:
         parent = nodes.get(row["parentID"])
         (parent.children if parent else roots).append(nodes[row["id"]])
@@ -165,9 +166,11 @@ def _refuse_closed(eclass: str, item_id: str, item: str) -> None:
         raise NeedsConfirmation(f"{item} is {status}. Store it anyway?")
 
 
-def _where(actor: Actor, place: tuple[str, str | None]) -> str:
+def _where(actor: Actor, place: tuple[str | None, str | None]) -> str:
     """A ``(location id, position)`` as the user reads it: the location's path and slot."""
     location_id, position = place
+    if location_id is None:
+        return "a location you may not see"
     try:
         path = service.get_location(actor, location_id).hierarchy or location_id
     except NotFound:
@@ -196,7 +199,7 @@ def _store(actor: Actor, location_id: str, eclass: str, item_id: str, item: str,
 
 
 @bp.post("/locations/<location_id>/checkin")
-def check_in(location_id: str) -> Response:
+def check_in(location_id: str) -> BaseResponse:
     """Check the sample or plate with the typed or scanned code into this location (into
     the chosen slot of a box). An item whose workflow is over is stored only with
     ``confirm=yes``; a refused check-in answers the page with the reason."""
@@ -228,7 +231,7 @@ def _visible(actor: Actor, location_id: str) -> bool:
 
 
 @bp.post("/locations/<location_id>/checkout")
-def check_out(location_id: str) -> Response:
+def check_out(location_id: str) -> BaseResponse:
     """Check one item out of this location."""
     actor = current_actor()
     service.get_location(actor, location_id)
@@ -243,7 +246,7 @@ def check_out(location_id: str) -> Response:
 
 
 @bp.route("/locations/<location_id>/move", methods=["GET", "POST"])
-def move(location_id: str) -> Response:
+def move(location_id: str) -> BaseResponse:
     """Choose a new parent; confirm, being told how much moves along; move."""
     actor = current_actor()
     location = service.location_detail(actor, location_id)
@@ -260,7 +263,7 @@ def move(location_id: str) -> Response:
         return render_page("storage/move.html", status=400, **context)
     if request.form.get("confirmed") != "yes":
         context.update(confirm=True, moving=moves.items_below(location_id),
-                       parent_name=names.get(parent, "the top level"))
+                       parent_name=names.get(parent or "", "the top level"))
         return render_page("storage/move.html", **context)
     try:
         with transaction():
@@ -269,7 +272,8 @@ def move(location_id: str) -> Response:
     except AppError as error:
         context["error"] = error.detail
         return render_page("storage/move.html", status=error.status, **context)
-    flash(f"{location['name']} moved to {names.get(parent, 'the top level')}.", "success")
+    flash(f"{location['name']} moved to {names.get(parent or '', 'the top level')}.",
+          "success")
     return redirect(url_for("storage_views.location", location_id=location_id))
 
 

@@ -23,7 +23,7 @@ bp = Blueprint("user_api", __name__, url_prefix="/api")
 @bp.get("/user")
 @endpoint("The calling user.", responses={200: UserSchema})
 def current_user() -> Response:
-    return jsonify(UserSchema().dump(service.get_user(current_actor().user_id)))
+    return jsonify(UserSchema().dump(service.get_user(current_actor().author_id)))
 
 
 @bp.put("/user")

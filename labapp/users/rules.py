@@ -13,7 +13,7 @@ from labapp.auth import secrets
 from labapp.entities.batch import BatchInputError, PreparedItem
 from labapp.entities.notation import item_error
 from labapp.entities.rules import ClassRules
-from labapp.model import User
+from labapp.model import Entity, User
 from labapp.users.service import USERNAME_PATTERN, end_logins, guard_last_admin
 
 
@@ -31,7 +31,10 @@ class UserRules(ClassRules):
     def created_api(self, data: dict[str, Any]) -> None:
         data["roles"] = []
 
-    def before_update(self, entity: User, changes: dict[str, tuple[Any, Any]]) -> None:
+    def before_update(self, changed: Entity, changes: dict[str, tuple[Any, Any]]) -> None:
+        if not isinstance(changed, User):
+            raise TypeError(f"User rules called on a {type(changed).__name__}")
+        entity = changed
         _mirror_activity(entity, changes)
         if changes.get("isActive", (None, True))[1] is False:
             guard_last_admin(entity)

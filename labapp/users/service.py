@@ -65,7 +65,7 @@ def get_user(user_id: str) -> User:
     return user
 
 
-def _active_admin_ids() -> Select[tuple[str]]:
+def _active_admin_ids() -> Select[str]:
     app_user = User.__table__
     return (select(app_user.c.id).join(UserRole, UserRole.user_id == app_user.c.id)
             .where(UserRole.role_name == ADMIN, app_user.c.is_active.is_(True))
@@ -102,7 +102,7 @@ def update_user(actor: Actor, changes: dict[str, Any]) -> User:
     if named and alias and named != alias:
         raise InvalidInput("userID and id name different users; give one of them.",
                            errors=[{"field": "id", "message": "differs from userID"}])
-    target_id = named or alias or actor.user_id
+    target_id = named or alias or actor.author_id
     if target_id != actor.user_id and not actor.is_admin:
         raise Forbidden("Only an administrator may change another user.", code="missing_scope")
     user = get_user(target_id)
@@ -141,9 +141,9 @@ def update_user(actor: Actor, changes: dict[str, Any]) -> User:
             end_logins(user.id)
     if audited:
         user.version += 1
-        user.modified_by = actor.user_id
+        user.modified_by = actor.author_id
         user.modified_utc = utc_now()
-        record_updated(user, actor.user_id, audited)
+        record_updated(user, actor.author_id, audited)
     db.session.flush()
     return user
 
@@ -174,9 +174,9 @@ def _record_roles(actor: Actor, user: User, old_roles: list[str]) -> None:
     if user.roles == old_roles:
         return
     user.version += 1
-    user.modified_by = actor.user_id
+    user.modified_by = actor.author_id
     user.modified_utc = utc_now()
-    record_updated(user, actor.user_id, {"roles": (old_roles, user.roles)})
+    record_updated(user, actor.author_id, {"roles": (old_roles, user.roles)})
 
 
 def assign_role(role_name: str, user_id: str, actor: Actor) -> User:

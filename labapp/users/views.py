@@ -14,6 +14,7 @@ from typing import Any
 
 from flask import Blueprint, Response, flash, redirect, request, url_for
 from marshmallow import ValidationError
+from werkzeug.wrappers import Response as BaseResponse
 
 from labapp.access.actor import ADMIN, Actor
 from labapp.auth import pats
@@ -23,7 +24,7 @@ from labapp.entities import service as entities
 from labapp.entities.forms import FORM_ERROR, field_errors
 from labapp.errors import AppError, Conflict, InvalidInput, flatten_messages
 from labapp.model import Entity
-from labapp.model.registry import find_class
+from labapp.model.registry import existing_class
 from labapp.users import service
 from labapp.users.schemas import UserUpdateSchema
 from labapp.web.blocks import is_htmx, render_page
@@ -50,7 +51,7 @@ def _administrators_only() -> None:
 
 def _departments(actor: Actor) -> list[dict[str, Any]]:
     """The departments (the directory everyone reads), for the department selects."""
-    return reading.list_entities(actor, find_class("Department"), orderby="name",
+    return reading.list_entities(actor, existing_class("Department"), orderby="name",
                                  select_text="id,name", top=str(DEPARTMENT_LIMIT)).data
 
 
@@ -103,7 +104,7 @@ def index() -> Response:
 
 
 @bp.post("")
-def create() -> Response:
+def create() -> BaseResponse:
     """Create an active user as ``POST /api/entity`` does, then show the user's page."""
     actor = current_actor()
     form = {name: request.form.get(name, "").strip()
@@ -136,7 +137,7 @@ def create() -> Response:
 
 
 @bp.post("/<user_id>/active")
-def set_active(user_id: str) -> Response:
+def set_active(user_id: str) -> BaseResponse:
     """Deactivate a user (every way of logging in stops working) or reactivate them."""
     actor = current_actor()
     active = request.form.get("active") == "true"
@@ -168,7 +169,7 @@ def _edit_page(actor: Actor, user_id: str, *, block: str | None = None, status: 
     return render_page(EDIT_TEMPLATE, block=block, status=status, **context)
 
 
-def _back_to_user(user_id: str, notice: str) -> Response:
+def _back_to_user(user_id: str, notice: str) -> BaseResponse:
     """After a plain post: the user's page with ``notice`` flashed."""
     flash(notice, "success")
     return redirect(url_for("user_views.edit", user_id=user_id), 303)
@@ -181,7 +182,7 @@ def edit(user_id: str) -> Response:
 
 
 @bp.post("/<user_id>")
-def update(user_id: str) -> Response:
+def update(user_id: str) -> BaseResponse:
     """Save name, email, initials, home department and whether the user is active."""
     actor = current_actor()
     form: dict[str, Any] = {name: request.form.get(name, "").strip()
@@ -209,7 +210,7 @@ def update(user_id: str) -> Response:
 
 
 @bp.post("/<user_id>/password")
-def reset_password(user_id: str) -> Response:
+def reset_password(user_id: str) -> BaseResponse:
     """Give the user a new password; every login they have ends and their personal access
     tokens are revoked (the notice says how many)."""
     actor = current_actor()
@@ -235,7 +236,7 @@ def reset_password(user_id: str) -> Response:
                                   f"have ended and {revoked}.")
 
 
-def _roles_changed(actor: Actor, user_id: str, notice: str) -> Response:
+def _roles_changed(actor: Actor, user_id: str, notice: str) -> BaseResponse:
     """After a role change: the roles block again for htmx, else back to the user's page."""
     if is_htmx():
         return _edit_page(actor, user_id, block="roles", roles_notice=notice)
@@ -243,7 +244,7 @@ def _roles_changed(actor: Actor, user_id: str, notice: str) -> Response:
 
 
 @bp.post("/<user_id>/roles/assign")
-def assign_role(user_id: str) -> Response:
+def assign_role(user_id: str) -> BaseResponse:
     """Give the user a role."""
     actor = current_actor()
     role = request.form.get("role", "")
@@ -256,7 +257,7 @@ def assign_role(user_id: str) -> Response:
 
 
 @bp.post("/<user_id>/roles/revoke")
-def revoke_role(user_id: str) -> Response:
+def revoke_role(user_id: str) -> BaseResponse:
     """Take a role from the user; never ADMIN from the last active administrator (409)."""
     actor = current_actor()
     role = request.form.get("role", "")

@@ -19,8 +19,9 @@ import secrets
 from functools import wraps
 from typing import Any, Callable
 
-from flask import Flask, Response, current_app, g, has_request_context, request, session
+from flask import Flask, current_app, g, has_request_context, request, session
 from flask_login import LoginManager, current_user
+from werkzeug.wrappers import Response as BaseResponse
 
 from labapp.access.actor import ANONYMOUS, Actor
 from labapp.access.grant_sets import actor_for
@@ -30,6 +31,8 @@ from labapp.auth.sessions import TokenPair
 from labapp.db import db, transaction
 from labapp.errors import Forbidden, NotAuthenticated, wants_problem_json
 from labapp.model import User
+
+View = Callable[..., Any]
 
 SESSION_COOKIE = "labapp_session"
 REFRESH_COOKIE = "labapp_refresh"
@@ -72,7 +75,10 @@ def _from_basic_password(username: str, password: str) -> Actor:
             sessions.store_fresh_hash(verified)
             throttle.clear(username, address)
     memory.remember(username, password, verified.fresh_hash or verified.password_hash)
-    return _actor(db.session.get(User, verified.user_id), "basic")
+    verified_user = db.session.get(User, verified.user_id)
+    if verified_user is None:  # removed since its password was checked
+        raise NotAuthenticated()
+    return _actor(verified_user, "basic")
 
 
 def _from_basic(username: str, secret: str) -> Actor:
@@ -160,14 +166,15 @@ def verify_csrf() -> None:
                         code="csrf_failed")
 
 
-def csrf_exempt(view: Callable) -> Callable:
+def csrf_exempt(view: View) -> View:
     """Mark a view whose credentials travel in its body (login, refresh, logout).
 
     A body secret cannot be forged cross-site, so a browser cookie that happens to come along
     must not demand the CSRF token; the view calls :func:`verify_csrf` when it does rely on a
     cookie.
     """
-    view.csrf_exempt = True
+    # A mark read back with getattr; a function's type declares no such attribute.
+    setattr(view, "csrf_exempt", True)  # noqa: B010
     return view
 
 
@@ -182,7 +189,7 @@ def _check_csrf(actor: Actor) -> None:
     verify_csrf()
 
 
-def set_login_cookies(response: Response, pair: TokenPair) -> None:
+def set_login_cookies(response: BaseResponse, pair: TokenPair) -> None:
     """Attach the session and refresh cookies of a login (HttpOnly, SameSite=Lax)."""
     secure = current_app.config["LABAPP"]["SECURE_COOKIES"]
     max_age = int(sessions.KEEP_ALIVE_LIFETIME.total_seconds()) if pair.keep_alive else None
@@ -193,18 +200,18 @@ def set_login_cookies(response: Response, pair: TokenPair) -> None:
                         path=REFRESH_COOKIE_PATH, httponly=True, samesite="Lax", secure=secure)
 
 
-def clear_login_cookies(response: Response) -> None:
+def clear_login_cookies(response: BaseResponse) -> None:
     response.delete_cookie(SESSION_COOKIE, httponly=True, samesite="Lax")
     response.delete_cookie(REFRESH_COOKIE, path=REFRESH_COOKIE_PATH, httponly=True,
                            samesite="Lax")
 
 
-def require_scope(*scopes: str) -> Callable:
+def require_scope(*scopes: str) -> Callable[[View], View]:
     """Guard a view: 401 for anonymous callers; with ``scopes``, 403 unless one is held.
 
     The scopes are recorded on the view for the OpenAPI document.
     """
-    def decorate(view: Callable) -> Callable:
+    def decorate(view: View) -> View:
         @wraps(view)
         def guarded(*args: Any, **kwargs: Any) -> Any:
             actor = current_actor()
@@ -215,7 +222,8 @@ def require_scope(*scopes: str) -> Callable:
                                 code="missing_scope")
             return view(*args, **kwargs)
 
-        guarded.required_scopes = tuple(scopes)
+        # Read back by the OpenAPI document; a function's type declares no such attribute.
+        setattr(guarded, "required_scopes", tuple(scopes))  # noqa: B010
         return guarded
     return decorate
 

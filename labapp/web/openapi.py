@@ -149,7 +149,7 @@ def build_document(app: Flask) -> dict[str, Any]:
             components.update(doc.components())
         path, parameters = _path_and_parameters(rule.rule)
         scopes = getattr(view, "required_scopes", ())
-        for method in sorted(rule.methods - {"HEAD", "OPTIONS"}):
+        for method in sorted((rule.methods or set()) - {"HEAD", "OPTIONS"}):
             paths.setdefault(path, {})[method.lower()] = _operation(
                 rule.endpoint, method, doc, scopes, parameters)
     for name, component in components.items():

@@ -7,16 +7,17 @@ from functools import wraps
 from typing import Any
 
 from flask import Blueprint, Response, redirect, request, url_for
+from werkzeug.wrappers import Response as BaseResponse
 
 from labapp.access.actor import Actor
 from labapp.errors import Forbidden
 from labapp.web.blocks import is_htmx
 from labapp.web.loader import current_actor
 
-View = Callable[..., Response]
+View = Callable[..., BaseResponse]
 
 
-def signed_in_only(back_to: str | None = None) -> Response | None:
+def signed_in_only(back_to: str | None = None) -> BaseResponse | None:
     """None for a signed-in visitor; else the way to the login page, which then brings the
     visitor to ``back_to`` (by default the page asked for, when it was a GET). An htmx request
     is told to move the whole page there.
@@ -55,7 +56,7 @@ def login_required(back_to: str) -> Callable[[View], View]:
     ``back_to``."""
     def decorate(view: View) -> View:
         @wraps(view)
-        def guarded(*args: Any, **kwargs: Any) -> Response:
+        def guarded(*args: Any, **kwargs: Any) -> BaseResponse:
             return signed_in_only(url_for(back_to)) or view(*args, **kwargs)
         return guarded
     return decorate

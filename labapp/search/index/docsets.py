@@ -21,7 +21,7 @@ def _bits_of(docnums: Iterable[int], size: int) -> int:
     return int.from_bytes(buffer, "little")
 
 
-class DocSet(DocIdSet):
+class DocSet(DocIdSet):  # type: ignore[misc]  # whoosh ships no type information
     """An immutable set of document numbers over one ``int``; Whoosh takes it as a search
     filter (a :class:`~whoosh.idsets.DocIdSet`)."""
 

@@ -7,6 +7,7 @@ import shutil
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from whoosh import index as whoosh_index
 from whoosh.analysis import SpaceSeparatedTokenizer
@@ -105,7 +106,7 @@ def exists(path: Path) -> bool:
         return True
 
 
-def open_index(path: Path):
+def open_index(path: Path) -> whoosh_index.Index:
     """The index in ``path`` (:class:`IndexUnavailable` when missing or unreadable), with
     the Whoosh workarounds applied."""
     whoosh_patches.apply()
@@ -159,7 +160,7 @@ def write(path: Path, produce: Callable[[], tuple[Iterable[Document], Iterable[s
     _commit(writer)
 
 
-def _commit(writer, **options) -> None:
+def _commit(writer: Any, **options: Any) -> None:
     """Commit; a failed commit releases the lock (Whoosh keeps it) and raises
     :class:`IndexUnavailable`."""
     try:
@@ -194,7 +195,7 @@ def rebuild(path: Path, documents: Iterable[Document], timeout: float,
     return count
 
 
-def _add_all(writer, documents: Iterable[Document],
+def _add_all(writer: Any, documents: Iterable[Document],
              progress: Callable[[int], None] | None) -> int:
     count = 0
     for document in documents:

@@ -9,6 +9,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from itertools import islice
 from pathlib import Path
+from typing import Any
 
 from whoosh import query as wq
 from whoosh.codec.whoosh3 import W3LeafMatcher
@@ -35,7 +36,7 @@ class _Cached:
     """The process's searcher of one index folder, with the sets computed on it (the
     :data:`_CACHED_SETS` most recently used)."""
 
-    def __init__(self, searcher) -> None:
+    def __init__(self, searcher: Any) -> None:
         self.searcher = searcher
         self.sets: OrderedDict[object, DocSet] = OrderedDict()
         self.size = searcher.reader().doc_count_all()
@@ -63,7 +64,7 @@ def _current(path: Path) -> _Cached:
         return fresh
 
 
-def _searcher(path: Path):
+def _searcher(path: Path) -> Any:
     try:
         return _current(path).searcher
     except IndexUnavailable:
@@ -91,7 +92,7 @@ def _docnums(cached: _Cached, key: object, make: Callable[[], DocSet]) -> DocSet
     return found
 
 
-def _block_ids(matcher) -> list[int]:
+def _block_ids(matcher: Any) -> list[int]:
     """Every id of one segment's posting list, a block at a time. ``all_ids()`` steps
     through a list one posting at a time, three Python calls each (two thirds of a cold
     prefix query's time at 100,000 documents); a block's ids are decoded at once anyway."""
@@ -103,7 +104,7 @@ def _block_ids(matcher) -> list[int]:
     return ids
 
 
-def term_ids(reader, field: str, text: str) -> list[int]:
+def term_ids(reader: Any, field: str, text: str) -> list[int]:
     """The document numbers of the live documents holding ``text`` in ``field``."""
     found: list[int] = []
     for leaf, base in reader.leaf_readers():
@@ -141,7 +142,7 @@ def _allowed(cached: _Cached, labels: frozenset[str] | None,
     return allowed
 
 
-def _prefix_query(reader, text: str) -> wq.Query:
+def _prefix_query(reader: Any, text: str) -> wq.Query:
     folded = analyse(text)
     if not folded:
         return wq.NullQuery
@@ -153,7 +154,7 @@ def _prefix_query(reader, text: str) -> wq.Query:
     return wq.Or(expansions) if expansions else wq.NullQuery
 
 
-def _clause_query(reader, kind: str, text: str) -> wq.Query:
+def _clause_query(reader: Any, kind: str, text: str) -> wq.Query:
     if kind == PREFIX:
         return _prefix_query(reader, text)
     words = analyse(text)
@@ -167,7 +168,7 @@ def _clause_query(reader, kind: str, text: str) -> wq.Query:
     return wq.And([wq.Term("pairs", pair) for pair in word_pairs(words)])
 
 
-def build_query(reader, clauses: Iterable[Clause]) -> wq.Query:
+def build_query(reader: Any, clauses: Iterable[Clause]) -> wq.Query:
     """The Whoosh query of AND-ed clauses (an empty one matches nothing)."""
     parts = [_clause_query(reader, kind, text) for kind, text in clauses]
     if not parts or any(part is wq.NullQuery for part in parts):
