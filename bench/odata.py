@@ -34,7 +34,7 @@ from bench.harness import READER, READER_PASSWORD, Bench, open_bench
 from bench.read import _json_default
 from bench.report import machine_facts
 from bench.server import Server, basic, gunicorn, request
-from labapp.query.dbviews import VIEWS
+from labapp.query.dbviews import BUILT_IN_VIEWS as VIEWS
 
 ODATA_BEGIN = ("<!-- bench: generated odata section begins; `python -m bench` (or "
                "`--odata-only`) rewrites it -->")

@@ -26,8 +26,10 @@ and rows show ``attributes`` as an object.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache
+from types import MappingProxyType
 from typing import Any
 
 from sqlalchemy import (
@@ -248,28 +250,41 @@ EXPERIMENT_PROGRESS = ViewSpec(
      _column("created_utc", "datetime"), _column("modified_utc", "datetime")))
 
 OVERVIEWS = (SAMPLE_OVERVIEW, STORAGE_OVERVIEW, STEP_SAMPLE_INPUT, EXPERIMENT_PROGRESS)
-VIEWS: dict[str, ViewSpec] = {}
-_BY_LOWER: dict[str, ViewSpec] = {}
-_generation: list[int | None] = [None]
+@dataclass(frozen=True)
+class _Catalogue:
+    """The views of one generation of the model, never changed once built."""
+
+    generation: int
+    by_name: Mapping[str, ViewSpec]
+    by_lower: Mapping[str, ViewSpec]
 
 
-def views() -> dict[str, ViewSpec]:
+_latest: _Catalogue | None = None
+
+
+def _catalogue() -> _Catalogue:
+    """The views of the registry's current model: built once per generation and swapped in
+    whole, so a thread reading the views never sees them half rebuilt."""
+    global _latest
+    current = _latest
+    if current is None or current.generation != generation():
+        by_name = MappingProxyType({spec.name: spec for spec in (*_flat_views(), *OVERVIEWS)})
+        current = _Catalogue(generation(), by_name, MappingProxyType(
+            {name.lower(): spec for name, spec in by_name.items()}))
+        _latest = current
+    return current
+
+
+def views() -> Mapping[str, ViewSpec]:
     """Every view by name: a flat view per class of the registry's current model (extension
-    classes included, decisions §14), then the overviews. Recomputed, in place, when the
-    model changed."""
-    if _generation[0] != generation():
-        VIEWS.clear()
-        VIEWS.update({spec.name: spec for spec in (*_flat_views(), *OVERVIEWS)})
-        _BY_LOWER.clear()
-        _BY_LOWER.update({name.lower(): spec for name, spec in VIEWS.items()})
-        _generation[0] = generation()
-    return VIEWS
+    classes included, decisions §14), then the overviews."""
+    return _catalogue().by_name
 
 
 def find_view(name: str) -> ViewSpec | None:
     """The view called ``name`` (case-insensitive), or None."""
-    views()
-    return _BY_LOWER.get(name.lower())
+    return _catalogue().by_lower.get(name.lower())
 
 
-views()
+# The views of the code's own model, as at start-up (extension classes: :func:`views`).
+BUILT_IN_VIEWS: Mapping[str, ViewSpec] = views()

@@ -42,8 +42,23 @@ _WAKE = "labapp.search.wake"
 HEARTBEAT_EVERY = 0.5  # seconds between the worker's heartbeats
 HEARTBEAT_STALE = 3.0  # a heartbeat older than this: no live worker, requests drain inline
 logger = logging.getLogger(__name__)
-_started: set[int] = set()
-_start_lock = threading.Lock()
+_STARTED = "labapp.search.started"  # app.extensions: the event set once the first drain ran
+
+
+class _Once:
+    """A flag the first of many threads claims."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._claimed = False
+
+    def claim(self) -> bool:
+        """True for the first caller only."""
+        with self._lock:
+            if self._claimed:
+                return False
+            self._claimed = True
+            return True
 
 
 def index_path() -> Path:
@@ -253,15 +268,12 @@ def init_app(app: Flask) -> None:
         event.listen(Session, "after_flush", _after_flush)
         event.listen(Session, "do_orm_execute", _on_execute)
 
+    started = app.extensions[_STARTED] = _Once()
+
     @app.before_request
     def _drain_once_at_start() -> None:
-        key = id(app)
-        if key in _started:
+        if not started.claim():
             return
-        with _start_lock:
-            if key in _started:
-                return
-            _started.add(key)
         try:
             if index.exists(index_path()) and queue_length():
                 _drain_after_commit()

@@ -18,7 +18,7 @@ from labapp.odata import paging
 from labapp.odata.feed import open_feed
 from labapp.odata.metadata import EDM, EDMX, edm_type
 from labapp.odata.options import FeedOptions
-from labapp.query.dbviews import VIEWS
+from labapp.query.dbviews import BUILT_IN_VIEWS as VIEWS
 from tests.conftest import AUTH_METHODS, BACKEND, ApiClient
 from tests.odata.conftest import all_pages, page
 from tests.query.lab import ids, qv

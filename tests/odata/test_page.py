@@ -6,7 +6,7 @@ from typing import Any
 
 from flask.testing import FlaskClient
 
-from labapp.query.dbviews import VIEWS
+from labapp.query.dbviews import BUILT_IN_VIEWS as VIEWS
 from tests.conftest import ApiClient, basic_header, csrf_of
 from tests.query.lab import qv
 

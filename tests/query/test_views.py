@@ -10,7 +10,7 @@ from sqlalchemy import text
 
 from labapp.db import db
 from labapp.model.registry import classes
-from labapp.query.dbviews import VIEWS, find_view
+from labapp.query.dbviews import find_view, views
 from tests.conftest import ApiClient
 from tests.contracts.problem import assert_problem
 from tests.entities.conftest import Grants, body_of, listing
@@ -32,7 +32,7 @@ def rows_by_id(api: ApiClient, name: str, **options: Any) -> dict[str, dict[str,
 def test_every_view_has_the_columns_its_spec_lists(app: Flask) -> None:
     with app.app_context():
         dialect = db.engine.dialect.name
-        for spec in VIEWS.values():
+        for spec in views().values():
             quoted = db.engine.dialect.identifier_preparer.quote(spec.db_name(dialect))
             result = db.session.execute(text(f"SELECT * FROM {quoted} WHERE 1 = 0"))
             assert list(result.keys()) == [column.column for column in spec.columns], spec.name
@@ -40,14 +40,14 @@ def test_every_view_has_the_columns_its_spec_lists(app: Flask) -> None:
 
 def test_flat_views_cover_every_class_and_field() -> None:
     for spec in classes():
-        names = [c.name for c in VIEWS[spec.name].columns]
+        names = [c.name for c in views()[spec.name].columns]
         assert names == [name for name, field in spec.fields.items() if field.attr is not None]
         assert "roles" not in names and "passwordHash" not in names
 
 
 def test_view_names_are_case_insensitive_and_unknown_views_are_404(
         admin: ApiClient, lab: dict[str, Any]) -> None:
-    assert find_view("sampleoverview") is VIEWS["SampleOverview"]
+    assert find_view("sampleoverview") is views()["SampleOverview"]
     assert ids(view(admin, "sampleOVERVIEW")["data"]) == ids(view(admin, "SampleOverview")["data"])
     assert_problem(admin.get("/api/query/view/Nope"), 404, "unknown_view")
 
@@ -199,7 +199,7 @@ def test_anonymous_callers_are_401(client) -> None:
 def test_a_member_of_another_department_sees_none_of_its_rows(
         bob: ApiClient, lab: dict[str, Any], grant: Grants) -> None:
     mine = {qv("SAMB")}
-    for name in VIEWS:
+    for name in views():
         shown = set(ids(view(bob, name)["data"]))
         if name in DIRECTORY_VIEWS:
             continue
@@ -214,7 +214,7 @@ def test_a_member_of_another_department_sees_none_of_its_rows(
     assert set(ids(view(bob, "ExperimentProgress")["data"])) == {qv("EXP1")}
     assert set(ids(view(bob, "StepSampleInput")["data"])) == {qv("SIN1")}
     assert set(ids(view(bob, "StorageOverview")["data"])) == set()
-    seen = set().union(*(ids(view(bob, name)["data"]) for name in VIEWS
+    seen = set().union(*(ids(view(bob, name)["data"]) for name in views()
                          if name not in DIRECTORY_VIEWS))
     assert seen == in_project | mine
     assert [row["id"] for row in view(bob, "Project")["data"]] == [lab["P"]]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from labapp.query.dbviews import VIEWS
+from labapp.query.dbviews import BUILT_IN_VIEWS as VIEWS
 from tests.contracts.visibility import oracle
 from tests.contracts.visibility.build import LiveWorld, closed
 from tests.contracts.visibility.paths import MatrixPath, Outcome
