@@ -98,7 +98,7 @@ def _login_page(*, status: int = 200, next_path: str | None = None,
 def login() -> BaseResponse:
     """The login form; a successful POST sets the login cookies and goes to ``next`` or home."""
     next_path = _local_path(request.values.get("next"))
-    if request.method == "GET":
+    if request.method in ("GET", "HEAD"):  # uptime monitors send HEAD
         if current_actor().is_authenticated:
             return redirect(next_path or url_for("web.home"))
         return _login_page(next_path=next_path)

@@ -1,4 +1,4 @@
-"""``/healthz``. (The home page is the user's default dashboard: ``labapp.dashboards.views``,
+"""``/healthz`` and ``/favicon.ico``. (The home page is the user's default dashboard: ``labapp.dashboards.views``,
 routed as ``web.home`` by :func:`labapp.create_app`.)"""
 from __future__ import annotations
 
@@ -33,3 +33,10 @@ def healthz() -> tuple[Response, int]:
             "revision": sorted(state.current), "expected": sorted(state.expected),
             **{name: problem or "ok" for name, problem in problems.items()}}
     return jsonify(body), 200 if healthy else 503
+
+
+@bp.get("/favicon.ico")
+def favicon() -> Response:
+    """The site icon for clients that read no ``<link rel="icon">`` and ask the old address:
+    the SVG every page links, so first loads log no 404."""
+    return current_app.send_static_file("favicon.svg")

@@ -75,6 +75,31 @@ def test_login_page_carries_the_csrf_token_of_the_browser(client):
     assert 'name="username"' in html and 'name="keep_alive"' in html
 
 
+def test_head_of_the_login_page_is_200_without_a_body(client):
+    """Uptime monitors send HEAD: it answers like GET, with the headers and no body."""
+    get = client.get("/login")
+    head = client.head("/login")
+    assert head.status_code == 200
+    assert head.get_data() == b""
+    assert head.headers["Content-Type"] == get.headers["Content-Type"]
+    assert head.headers["Cache-Control"] == "no-store"
+
+
+def test_the_favicon_is_linked_and_served(client):
+    """Every page links the SVG icon, and ``/favicon.ico`` (asked by browsers and tools that
+    read no ``<link>``) answers it too, so no first load logs a 404."""
+    html = client.get("/login").get_data(as_text=True)
+    assert '<link rel="icon" href="/static/favicon.svg" type="image/svg+xml">' in html
+    linked = client.get("/static/favicon.svg")
+    legacy = client.get("/favicon.ico")
+    assert linked.status_code == legacy.status_code == 200
+    assert legacy.mimetype == "image/svg+xml"
+    assert legacy.get_data() == linked.get_data()
+    assert legacy.get_data().startswith(b"<svg")
+    linked.close()
+    legacy.close()
+
+
 def test_login_without_csrf_token_is_forbidden(client, alice):
     client.get("/login")
     response = client.post("/login", data={"username": alice, "password": PASSWORD})

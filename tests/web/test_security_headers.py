@@ -131,7 +131,7 @@ def test_every_route_answers_with_the_headers(app, client, admin, world):
 
 
 @pytest.mark.parametrize("path", ["/static/app.js", "/no/such/page", "/api/no/such/thing",
-                                  "/healthz", "/login"])
+                                  "/healthz", "/login", "/favicon.ico"])
 def test_static_files_unknown_addresses_and_public_pages(client, path):
     response = client.get(path)
     response.close()
