@@ -43,7 +43,8 @@ _PROBLEMS = (503,)
 
 
 @bp.get("/search/<path:term>")
-@endpoint("Merged search: exact matches first, then like, then full-text by score, each "
+@endpoint("Merged search: exact matches first, then like (% and _ in the term are plain "
+          "characters here), then full-text by score, each "
           "entity once.", query=SearchQuerySchema, responses={200: SearchResultSchema},
           problems=_PROBLEMS)
 def search_all(term: str, query: dict[str, Any]) -> Response:

@@ -36,7 +36,7 @@ from labapp.model.registry import find_class
 from labapp.query.entity_suggest import TRIGRAM
 from labapp.query.filter import compile_filter
 from labapp.query.listing import parse_paging
-from labapp.query.textmatch import fold
+from labapp.query.textmatch import fold, like_pattern
 from labapp.reading.lookup import to_api
 from labapp.search import index
 from labapp.search.fields import common_fields
@@ -48,6 +48,7 @@ CANDIDATES = 2000  # full-text matches checked against a $filter
 EXACT, LIKE, FULLTEXT = "exact", "like", "fulltext"
 _CLAUSE = re.compile(r'"([^"]*)"|(\S+)')
 _PREFIX_MIN = 2
+_LIKE_ESCAPE = "/"  # the escape character of textmatch.like_pattern
 # The folded search text "id␟name␟barcode" of the suggestion-indexes migration: PostgreSQL's
 # generated column (pg_trgm GIN index), SQLite's trigger-kept table and its FTS5 trigram table.
 _entity_search_text = literal_column("entity.search_text", String)
@@ -125,9 +126,9 @@ def _exact(actor: Actor, term: str, filter_text: str | None, top: int) -> _Match
     return _Matches([(entity_id, 1.0) for entity_id in ids[:top]], len(ids))
 
 
-def _like_pattern(term: str) -> ColumnElement[str]:
-    """``%term%`` with the term's own ``%`` and ``_`` as wildcards, ASCII case folded."""
-    pattern = literal(f"%{term}%", String())
+def _like_pattern(text: str) -> ColumnElement[str]:
+    """The LIKE pattern ``text`` (``%…%`` around the term), ASCII case folded."""
+    pattern = literal(text, String())
     if db.engine.dialect.name == "postgresql":
         return func.lower(pattern.collate("C"))
     return pattern
@@ -153,34 +154,38 @@ def _visibility_columns() -> Any:
     return _UNINDEXED if db.engine.dialect.name == "sqlite" else Entity
 
 
-def _like_candidates(term: str) -> ColumnElement[bool]:
+def _like_candidates(text: str, escape: str | None, literal_run: str) -> ColumnElement[bool]:
     """The entities whose folded search text (id, name and barcode joined, see
-    :mod:`labapp.query.entity_suggest`) matches the pattern: a superset of the matches that
-    a trigram index finds for a term with three literal characters in a row."""
+    :mod:`labapp.query.entity_suggest`) matches the pattern ``text``: a superset of the
+    matches that a trigram index finds for ``literal_run`` when it has three characters."""
     if db.engine.dialect.name == "postgresql":
         # The pattern folded here, a plain value: as ``lower(:pattern COLLATE "C")`` the
         # planner cannot estimate it and scans the table instead of the trigram index.
-        return _entity_search_text.like(literal(fold(f"%{term}%"), String()), escape="")
+        return _entity_search_text.like(literal(fold(text), String()), escape=escape)
     found = select(_search_text.c.entity_id).where(
-        _search_text.c.folded.like(literal(f"%{term}%", String())))
-    literal_run = _longest_literal(term)
+        _search_text.c.folded.like(literal(text, String()), escape=escape))
     if len(literal_run) >= TRIGRAM:
         found = found.join(_trigram_hits, _trigram_hits.c.rowid == _search_text.c.key).where(
             _trigram_hits.c.entity_search.op("MATCH")('"' + literal_run.replace('"', '""') + '"'))
     return Entity.id.in_(found)
 
 
-def _like(actor: Actor, term: str, filter_text: str | None, top: int) -> _Matches:
-    pattern = _like_pattern(term)
-    # PostgreSQL reads a backslash in a LIKE pattern as an escape (a trailing one is an
-    # error); ESCAPE '' turns that off. SQLite has no escape character unless given one.
-    escape = "" if db.engine.dialect.name == "postgresql" else None
+def _like(actor: Actor, term: str, filter_text: str | None, top: int, *,
+          wildcards: bool = True) -> _Matches:
+    if wildcards:
+        # PostgreSQL reads a backslash in a LIKE pattern as an escape (a trailing one is an
+        # error); ESCAPE '' turns that off. SQLite has no escape character unless given one.
+        text, literal_run = f"%{term}%", _longest_literal(term)
+        escape = "" if db.engine.dialect.name == "postgresql" else None
+    else:
+        text, literal_run, escape = like_pattern(term, "%{}%"), fold(term), _LIKE_ESCAPE
+    pattern = _like_pattern(text)
     matched = or_(*(_like_column(column).like(pattern, escape=escape)
                     for column in (Entity.id, Entity.name, Entity.barcode)))
     # The candidates come from the trigram-indexed search text; each is then checked column
     # by column (a match across two values is no match).
-    where = (_like_candidates(term), matched, readable(actor, _visibility_columns()),
-             _condition(actor, filter_text))
+    where = (_like_candidates(text, escape, literal_run), matched,
+             readable(actor, _visibility_columns()), _condition(actor, filter_text))
     # Sorted by ``name || ''``, which no index serves: ordered by the name index, PostgreSQL
     # walks it from the start filtering each row until it has ``top`` (all of it for a rare
     # term) instead of sorting the few candidates the trigram index finds.
@@ -211,7 +216,14 @@ def _fulltext(actor: Actor, term: str, filter_text: str | None, top: int) -> _Ma
     return _Matches(kept[:top], len(kept))
 
 
+def _like_as_typed(actor: Actor, term: str, filter_text: str | None, top: int) -> _Matches:
+    """``like`` with the term's ``%`` and ``_`` taken literally: the merged search's step."""
+    return _like(actor, term, filter_text, top, wildcards=False)
+
+
 _MODES = {EXACT: _exact, LIKE: _like, FULLTEXT: _fulltext}
+# The search box types what it means: only the like mode asked by name reads wildcards.
+_MERGED = {EXACT: _exact, LIKE: _like_as_typed, FULLTEXT: _fulltext}
 
 
 def _load(actor: Actor, found: list[tuple[str, float, str]]) -> list[dict[str, Any]]:
@@ -250,14 +262,14 @@ def search(actor: Actor, mode: str, term: str, *, filter_text: str | None = None
 
 def search_all(actor: Actor, term: str, *, filter_text: str | None = None,
                top: str | None = None) -> SearchResult:
-    """The merged search: exact matches first, then like, then full-text by score, each
-    entity once. ``total`` counts the distinct entities among each mode's best ``$top``,
-    and is never less than the like or full-text total."""
+    """The merged search: exact matches first, then like (``%`` and ``_`` taken as typed),
+    then full-text by score, each entity once. ``total`` counts the distinct entities among
+    each mode's best ``$top``, and is never less than the like or full-text total."""
     term, limit = check_term(term), parse_top(top)
     merged: dict[str, tuple[str, float, str]] = {}
     totals = []
-    for mode in (EXACT, LIKE, FULLTEXT):
-        matches = _MODES[mode](actor, term, filter_text, limit)
+    for mode, run in _MERGED.items():
+        matches = run(actor, term, filter_text, limit)
         totals.append(matches.total)
         for entity_id, score in matches.ids:
             merged.setdefault(entity_id, (entity_id, score, mode))

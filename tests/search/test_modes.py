@@ -67,6 +67,26 @@ def test_merged_ranks_exact_then_like_then_fulltext_each_once(
     assert body["total"] == 4
 
 
+def test_only_like_takes_percent_and_underscore_as_wildcards(
+        admin: ApiClient, samples: dict[str, str]) -> None:
+    """The merged search (the search box) and full-text match ``%`` and ``_`` as typed;
+    only ``like`` reads them as wildcards (``%25`` is ``%`` in the path)."""
+    percent, underscore = (item["id"] for item in save(
+        admin, {"eClass": "Sample", "name": "Growth 5% glucose"},
+        {"eClass": "Sample", "name": "plate_7", "barcode": "PL/7"}))
+    assert found(admin, "%25") == [percent]
+    assert found(admin, "5%25 GLU") == [percent]  # the trigram path, case folded
+    assert found(admin, "_") == [underscore]
+    assert found(admin, "e_7") == [underscore]
+    assert found(admin, "lysate_b") == []
+    assert found(admin, "PL/7") == [underscore]  # the escape character is plain too
+    assert found(admin, "L/") == [underscore]
+    for term in ("%25", "_", "lysate_b", "lys%25prep"):
+        assert found(admin, f"fulltext/{term}") == []
+    assert {*samples.values(), percent, underscore} < set(found(admin, "like/%25"))
+    assert set(found(admin, "like/lysate_b")) == {samples["like"]}
+
+
 def test_filter_restricts_every_mode(admin: ApiClient, samples: dict[str, str]) -> None:
     only = "eClass eq 'Experiment'"
     assert found(admin, "Lysate", filter=only) == [samples["experiment"]]
