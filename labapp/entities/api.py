@@ -3,16 +3,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask import Blueprint, Response, jsonify
+from flask import Blueprint, Response, jsonify, request
 
 from labapp.db import transaction
-from labapp.entities import reading, service
+from labapp.entities import export, reading, service
+from labapp.entities.export import EntityExportQuerySchema
 from labapp.entities.schemas import (
     CloneOverridesSchema,
     EntityBatchSchema,
     EntityListSchema,
     EntityPageSchema,
-    EntityQuerySchema,
     entity_item_schemas,
 )
 from labapp.reading.lookup import class_named
@@ -23,9 +23,15 @@ bp = Blueprint("entity_api", __name__, url_prefix="/api/entity")
 
 
 @bp.get("/<eclass>")
-@endpoint("A page of the visible entities of a class (at most 500), with OData options.",
-          query=EntityQuerySchema, responses={200: EntityPageSchema})
+@endpoint("A page of the visible entities of a class (at most 500), with OData options; "
+          "with $format=csv|xlsx (or Accept: text/csv or the XLSX media type) every matching "
+          "row as a spreadsheet download with the list page's columns and labels.",
+          query=EntityExportQuerySchema, responses={200: EntityPageSchema},
+          media=export.DOWNLOADS)
 def list_entities(eclass: str, query: dict[str, Any]) -> Response:
+    file_format = export.wanted_format(query.get("format"), request.accept_mimetypes)
+    if file_format is not None:
+        return export.export_response(current_actor(), class_named(eclass), query, file_format)
     page = reading.list_entities(
         current_actor(), class_named(eclass), filter_text=query.get("filter"),
         orderby=query.get("orderby"), select_text=query.get("select"),

@@ -43,6 +43,7 @@ class ApiDoc:
     problems: tuple[int, ...] = ()
     path: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     components: Callable[[], Mapping[str, Mapping[str, Any]]] | None = None
+    media: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
 
 def _schema_instance(schema: SchemaRef) -> Schema:
@@ -82,7 +83,8 @@ def endpoint(summary: str, *, responses: Mapping[int, SchemaRef | str | None],
              forms: Mapping[str, FormSchema] | None = None,
              problems: tuple[int, ...] = (),
              path: Mapping[str, Mapping[str, Any]] | None = None,
-             components: Callable[[], Mapping[str, Mapping[str, Any]]] | None = None
+             components: Callable[[], Mapping[str, Mapping[str, Any]]] | None = None,
+             media: Mapping[str, Mapping[str, Any]] | None = None
              ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Declare an API view (see the module docstring).
 
@@ -92,10 +94,11 @@ def endpoint(summary: str, *, responses: Mapping[int, SchemaRef | str | None],
     answer (such as 409); ``path`` gives the JSON Schema of path parameters that are more
     than any string (such as a pattern the view checks); ``components`` returns further
     named schemas the view's schemas refer to, computed each time the document is built
-    (such as one per class of the data model).
+    (such as one per class of the data model); ``media`` maps further media types of the
+    success response to their JSON Schema (such as a CSV download).
     """
     doc = ApiDoc(summary, dict(responses), body, query, optional_body, public, throttled,
-                 dict(forms or {}), problems, dict(path or {}), components)
+                 dict(forms or {}), problems, dict(path or {}), components, dict(media or {}))
 
     def decorate(view: Callable[..., Any]) -> Callable[..., Any]:
         @wraps(view)

@@ -79,6 +79,9 @@ def _operation(endpoint_name: str, method: str, doc: ApiDoc, scopes: tuple[str, 
         else:
             responses[str(status)] = {"description": "Success",
                                       "content": {"application/json": {"schema": schema}}}
+    for media_type, media_schema in doc.media.items():
+        success = responses.setdefault("200", {"description": "Success"})
+        success.setdefault("content", {})[media_type] = {"schema": dict(media_schema)}
     # Bad credentials in an Authorization header are a 401 on every path, public or not; a
     # state-changing request relying on the session cookie without its CSRF token is a 403.
     problems = {401, 500}
