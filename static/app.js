@@ -250,6 +250,75 @@
   });
 })();
 
+/* The type-ahead of the top bar's search box (templates/search/results.html, block
+ * "suggestions"), the ARIA combobox pattern: focus stays in the box; ArrowDown/ArrowUp move
+ * the active suggestion (aria-activedescendant, wrapping around), Enter opens it, Esc closes
+ * the list and keeps the term. Without an active suggestion Enter submits the search. */
+(function () {
+  "use strict";
+
+  function listOpen() {
+    return document.getElementById("search-suggest-list") !== null;
+  }
+
+  function suggestions() {
+    return Array.prototype.slice.call(document.querySelectorAll(
+      "#search-suggest-list a[role=option]"));
+  }
+
+  // The box says whether its list is shown; a new list starts with nothing active.
+  function reflect(box) {
+    box.setAttribute("aria-expanded", listOpen() ? "true" : "false");
+    box.removeAttribute("aria-activedescendant");
+  }
+
+  function activate(box, options, index) {
+    options.forEach(function (option, at) {
+      option.setAttribute("aria-selected", at === index ? "true" : "false");
+    });
+    box.setAttribute("aria-activedescendant", options[index].id);
+    options[index].scrollIntoView({ block: "nearest" });
+  }
+
+  function close(box) {
+    if (window.htmx) {
+      window.htmx.trigger(box, "htmx:abort");  // an answer still on its way stays closed
+    }
+    document.getElementById("search-suggest").replaceChildren();
+    reflect(box);
+    box.focus();
+  }
+
+  document.addEventListener("htmx:afterSwap", function (event) {
+    var box = document.getElementById("search-box");
+    if (box && event.detail.target && event.detail.target.id === "search-suggest") {
+      reflect(box);
+    }
+  });
+
+  document.addEventListener("keydown", function (event) {
+    var box = event.target;
+    if (!box || box.id !== "search-box" || event.altKey || event.ctrlKey || event.metaKey) {
+      return;
+    }
+    var options = suggestions();
+    var current = options.map(function (option) { return option.id; })
+      .indexOf(box.getAttribute("aria-activedescendant"));
+    if ((event.key === "ArrowDown" || event.key === "ArrowUp") && options.length) {
+      event.preventDefault();
+      var step = event.key === "ArrowDown" ? 1 : -1;
+      var start = current < 0 ? (step > 0 ? -1 : 0) : current;
+      activate(box, options, (start + step + options.length) % options.length);
+    } else if (event.key === "Enter" && current >= 0) {
+      event.preventDefault();
+      window.location.assign(options[current].href);  // each suggestion is a link
+    } else if (event.key === "Escape" && listOpen()) {
+      event.preventDefault();  // Esc in a search field would also clear the term
+      close(box);
+    }
+  });
+})();
+
 /* Storage bench mode (templates/storage/bench.html): each scan's answer, refusals included,
  * is added to the list; the scan field is emptied and focused for the next scan. A button
  * marked data-print prints the page (label sheets). */
