@@ -248,6 +248,9 @@ def assign_role(user_id: str) -> BaseResponse:
     """Give the user a role."""
     actor = current_actor()
     role = request.form.get("role", "")
+    if not role:  # the form preselects no role (issue 21 §5)
+        return _edit_page(actor, user_id, block="roles", status=400,
+                          roles_error="Choose a role.")
     try:
         with transaction():
             service.assign_role(role, user_id, actor)

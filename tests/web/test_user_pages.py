@@ -226,6 +226,34 @@ def test_assign_and_revoke_roles_in_place(app, admin, admin_api, bob):
     assert stored(app, bob).roles == []
 
 
+SELF_DEACTIVATION = ("You are deactivating your own account: you will be logged out and "
+                     "cannot log in again until another administrator reactivates you.")
+
+
+def test_the_deactivate_confirm_says_what_deactivating_oneself_means(admin, bob):
+    html = html_of(admin.get("/admin/users"))
+    own = re.search(r'<tr id="user-admin">.*?</tr>', html, re.S).group()
+    other = re.search(r'<tr id="user-bob">.*?</tr>', html, re.S).group()
+    assert f'hx-confirm="{SELF_DEACTIVATION}"' in own
+    assert 'hx-confirm="Deactivate bob? They can no longer log in in any way."' in other
+    assert SELF_DEACTIVATION not in other
+    assert 'id="user-active-self"' in html_of(admin.get("/admin/users/admin"))
+    assert 'id="user-active-self"' not in html_of(admin.get(f"/admin/users/{bob}"))
+
+
+def test_assign_a_role_preselects_nothing(app, admin, bob):
+    html = html_of(admin.get(f"/admin/users/{bob}"))
+    select = re.search(r'<select id="role"[^>]*>(.*?)</select>', html, re.S)
+    assert select and "required" in select.group()[:select.group().index(">")]
+    options = re.findall(r"<option[^>]*>[^<]*", select.group(1))
+    assert options[0] == '<option value="" selected>Choose a role'
+    assert not any("selected" in option for option in options[1:])
+    response = post_form(admin, f"/admin/users/{bob}/roles/assign", {"role": ""}, headers=HTMX)
+    assert response.status_code == 400 and "<html" not in html_of(response)
+    assert 'id="roles-error"' in html_of(response) and "Choose a role." in html_of(response)
+    assert stored(app, bob).roles == []
+
+
 def test_unknown_role_is_shown_in_place(app, admin, bob):
     response = post_form(admin, f"/admin/users/{bob}/roles/assign", {"role": "OVERLORD"},
                          headers=HTMX)
