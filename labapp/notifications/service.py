@@ -58,8 +58,8 @@ def on_entity_change(actor: Actor, change: EntityChange) -> None:
     status = change.changes.get("status")
     if status and not change.created and change.owner_id:
         raise_for([change.owner_id], STATUS_CHANGED,
-                  f"{actor.name or actor.user_id} moved your {change.eclass} “{change.name}” "
-                  f"from {status[0]} to {status[1]}.",
+                  f"{actor.name or actor.user_id} changed the status of your {change.eclass} "
+                  f"“{change.name}” from {status[0]} to {status[1]}.",
                   subject_class=change.eclass, subject_id=change.entity_id,
                   actor_id=actor.user_id)
 

@@ -45,7 +45,10 @@ def test_someone_else_changing_the_status_notifies_the_owner(
     [note] = unread(alice)
     assert (note["kind"], note["subjectID"], note["createdBy"]) == (
         "StatusChanged", sample["id"], "bob")
-    assert "InProgress" in note["message"] and "Completed" in note["message"]
+    # "moved" would read as a change of place in a storage app
+    assert note["message"].endswith(
+        " changed the status of your Sample “S1” from InProgress to Completed.")
+    assert "moved" not in note["message"]
     save(bob, {"eClass": "Sample", "id": sample["id"], "name": "renamed"}, status=200)
     assert len(unread(alice)) == 1  # other changes are not notified
 
