@@ -1,5 +1,5 @@
-"""``/healthz`` and ``/favicon.ico``. (The home page is the user's default dashboard: ``labapp.dashboards.views``,
-routed as ``web.home`` by :func:`labapp.create_app`.)"""
+"""``/healthz`` and ``/favicon.ico``. (The home page is the user's default dashboard:
+``labapp.dashboards.views``, routed as ``web.home`` by :func:`labapp.create_app`.)"""
 from __future__ import annotations
 
 from flask import Blueprint, Response, current_app, jsonify
