@@ -15,7 +15,7 @@ import operator
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, time
+from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
 from sqlalchemy import (
@@ -53,6 +53,9 @@ _INT32 = 2 ** 31
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 _DATETIME = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:\d{2})?",
                        re.IGNORECASE)
+# OData's day-time durations (xsd:dayTimeDuration): days, hours, minutes, seconds.
+_DURATION = re.compile(r"(-?)P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?")
+_CALENDAR = re.compile(r"-?P[^T]*[YMW]")
 _OPERATORS = {"eq": operator.eq, "ne": operator.ne, "gt": operator.gt, "ge": operator.ge,
               "lt": operator.lt, "le": operator.le}
 _INVERSE = {"eq": "ne", "gt": "le", "ge": "lt", "lt": "ge", "le": "gt"}
@@ -94,12 +97,14 @@ class ConditionError(InvalidInput):
 @dataclass(frozen=True)
 class Literal:
     """A value to compare with: ``kind`` is null, bool, number, string, date or datetime;
-    ``text`` is how error messages show it."""
+    ``text`` is how error messages show it. ``computed`` marks a date or time the filter
+    computes (``now()``, ``date(...)``, ``add``/``sub``): a date field compares its date."""
 
     kind: str
     value: Any
     text: str
     position: int
+    computed: bool = False
 
 
 @dataclass(frozen=True)
@@ -117,6 +122,50 @@ def parse_datetime(text: str) -> datetime:
     """An ISO datetime as aware UTC (naive text is taken as UTC)."""
     value = datetime.fromisoformat(text.upper())
     return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def parse_duration(text: str, position: int) -> timedelta:
+    """The duration of a ``duration'P1DT2H30M'`` token: days, hours, minutes and seconds, with
+    an optional leading ``-``. Years, months and weeks are refused (a month has no fixed
+    length); FilterError names the token's ``position``."""
+    body = text[text.index("'") + 1:-1].upper()
+    if _CALENDAR.match(body):
+        raise FilterError(f"Duration '{body}' counts years, months or weeks; use days, hours, "
+                          "minutes and seconds (a month has no fixed length): P30D, PT12H",
+                          position)
+    found = _DURATION.fullmatch(body)
+    if found is None or not any(found.groups()[1:]) or body.endswith("T"):
+        raise FilterError(f"Invalid duration '{body}': expected ISO 8601 days and time, as in "
+                          "P14D, PT12H or P1DT2H30M", position)
+    sign, days, hours, minutes, seconds = found.groups()
+    try:
+        delta = timedelta(days=int(days or 0), hours=int(hours or 0),
+                          minutes=int(minutes or 0), seconds=float(seconds or 0))
+    except OverflowError:
+        raise FilterError(f"Duration '{body}' is out of range", position) from None
+    return -delta if sign else delta
+
+
+def shift(value: date, delta: timedelta, position: int) -> date:
+    """``value`` moved by ``delta``: a date stays a date for whole days, else it becomes that
+    date's midnight UTC moved by ``delta``. FilterError at ``position`` when out of range."""
+    try:
+        if isinstance(value, datetime) or delta % timedelta(days=1) == timedelta(0):
+            return value + delta
+        return datetime.combine(value, time(), UTC) + delta
+    except OverflowError:
+        raise FilterError("Date out of range", position) from None
+
+
+def _attribute_value(lit: Literal) -> str:
+    """A literal as the text an attribute holds (a computed date or time in ISO 8601)."""
+    if lit.kind == "string":
+        return str(lit.value)
+    if not lit.computed:
+        return lit.text
+    if isinstance(lit.value, datetime):
+        return lit.value.isoformat(timespec="seconds").replace("+00:00", "Z")
+    return str(lit.value.isoformat())
 
 
 def _temporal(lit: Literal) -> date | None:
@@ -197,7 +246,7 @@ class ConditionBuilder:
             bound = float(lit.value) if kind == "number" else lit.value
             return case((typeof.in_(names[kind]), value)), bound, kind
         if field_type == ATTRIBUTE:
-            return attribute_text(expression), lit.value if kind == "string" else lit.text, "text"
+            return attribute_text(expression), _attribute_value(lit), "text"
         if (field_type in TEXT_TYPES and kind == "string") or (field_type == kind == "bool"):
             return expression, lit.value, field_type
         if field_type in ("int", "float") and kind == "number":
@@ -211,6 +260,8 @@ class ConditionBuilder:
             return expression, value, field_type
         if field_type in ("date", "datetime"):
             value = _temporal(lit)
+            if field_type == "date" and lit.computed and isinstance(value, datetime):
+                value = value.date()  # the value is UTC: its date is today's date in UTC
             if field_type == "date" and type(value) is date:
                 return expression, value, field_type
             if field_type == "datetime" and isinstance(value, datetime):
@@ -312,16 +363,25 @@ def value_literal(value: Any) -> Literal:
                          f"{type(value).__name__}")
 
 
-def compile_condition(source: FieldSource, field: str, op: str,
-                      value: Any = None) -> ColumnElement[bool]:
+def compile_condition(source: FieldSource, field: str, op: str, value: Any = None, *,
+                      relative: Callable[[str], Literal] | None = None) -> ColumnElement[bool]:
     """The condition ``field op value`` over ``source``, typed and escaped as ``$filter``.
 
     ``op`` is one of :data:`OPERATORS` (case-insensitive). ``value`` is a scalar for the
     comparisons (``None`` is null) and the matches, a list for ``in``/``not_in`` (at most
     :data:`MAX_VALUES`), and must be None for the postfix operators. Raises ConditionError.
+    With ``relative`` (the dialect's reader of dates such as ``now() add duration'P14D'``),
+    a string that is no ISO date or datetime, given for a date or datetime field, is read by it.
     """
     op = op.lower()
     builder = ConditionBuilder(source)
+
+    def value_of(item: Any) -> Literal:
+        if (relative is not None and operand.type in ("date", "datetime")
+                and isinstance(item, str) and not _DATE.fullmatch(item)
+                and not _DATETIME.fullmatch(item)):
+            return relative(item)
+        return value_literal(item)
     try:
         if op not in OPERATORS:
             raise ConditionError(f"Unknown operator '{op}'; use one of "
@@ -332,7 +392,7 @@ def compile_condition(source: FieldSource, field: str, op: str,
                 raise ConditionError(f"Operator '{op}' needs a list of values")
             if len(value) > MAX_VALUES:
                 raise ConditionError(f"More than {MAX_VALUES} values")
-            return builder.membership(operand, [value_literal(item) for item in value],
+            return builder.membership(operand, [value_of(item) for item in value],
                                       op == "not_in")
         if op in POSTFIX:
             if value is not None:
@@ -341,6 +401,6 @@ def compile_condition(source: FieldSource, field: str, op: str,
         if op in MATCHES:
             builder.require_text(operand, f"{op}()")
             return builder.match(op, operand, value_literal(value), False)
-        return builder.comparison(operand, op, 0, value_literal(value), False)
+        return builder.comparison(operand, op, 0, value_of(value), False)
     except FilterError as error:
         raise ConditionError(error.message) from None

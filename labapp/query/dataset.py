@@ -23,6 +23,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import ColumnElement, and_, false, true
@@ -39,6 +40,7 @@ from labapp.query.conditions import (
 )
 from labapp.query.dbviews import find_view
 from labapp.query.fields import FilterField, UnknownField, resolve_field
+from labapp.query.filter import relative_value
 from labapp.query.listing import sort_clause
 from labapp.query.rows import Target, entity_target, field_value, read_rows, view_target
 
@@ -88,12 +90,13 @@ def run_dataset(actor: Actor, queries: list[dict[str, Any]]) -> dict[str, Any]:
     """Answer ``queries`` (as loaded by the schema) for ``actor``, keyed by result name:
     a list per collection, a row or None per entity."""
     keys = _result_keys(queries)
+    now = datetime.now(UTC)  # now() of every relative date in the request
     results: dict[str, _Result] = {}
     answer: dict[str, Any] = {}
     for index, query in enumerate(queries):
         key, kind = (query["collection"], "collection") if "collection" in query else (
             query["entity"], "entity")
-        runner = _QueryRun(actor, query, index, results, keys)
+        runner = _QueryRun(actor, query, index, results, keys, now)
         rows, names = runner.run(MAX_COLLECTION + 1 if kind == "collection" else 1)
         if len(rows) > MAX_COLLECTION:
             raise DatasetError(f"queries[{index}]", f"the collection matches more than "
@@ -113,8 +116,9 @@ class _QueryRun:
     """One query: its target, conditions, order and selection, checked as they are built."""
 
     def __init__(self, actor: Actor, query: dict[str, Any], index: int,
-                 results: dict[str, _Result], keys: dict[str, int]) -> None:
+                 results: dict[str, _Result], keys: dict[str, int], now: datetime) -> None:
         self.query = query
+        self.now = now
         self.index = index
         self.path = f"queries[{index}]"
         self.results = results
@@ -202,7 +206,8 @@ class _QueryRun:
             if not found:
                 return false()
         try:
-            return compile_condition(self.target.source, item["field"], op, value)
+            return compile_condition(self.target.source, item["field"], op, value,
+                                     relative=lambda text: relative_value(text, self.now))
         except ConditionError as error:
             raise DatasetError(place, error.detail) from None
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable
-from datetime import date
+from datetime import UTC, date, datetime
 from functools import cache, lru_cache
 from pathlib import Path
 
@@ -34,11 +34,13 @@ from labapp.query.conditions import (
     Literal,
     Operand,
     parse_datetime,
+    parse_duration,
+    shift,
 )
 from labapp.query.fields import ATTRIBUTE, FieldSource, FilterField, entity_fields
 
-__all__ = ["MAX_DEPTH", "MAX_FILTER_LENGTH", "MAX_VALUES", "FieldSource", "FilterError",
-           "FilterField", "compile_filter", "entity_fields", "parse_filter"]
+__all__ = ["FILTER_HELP", "MAX_DEPTH", "MAX_FILTER_LENGTH", "MAX_VALUES", "FieldSource",
+           "FilterError", "FilterField", "compile_filter", "entity_fields", "parse_filter"]
 
 MAX_FILTER_LENGTH = 65_536
 MAX_DEPTH = 32
@@ -46,17 +48,26 @@ _CACHED_LENGTH = 4096
 _GRAMMAR = Path(__file__).with_name("grammar.lark")
 _INTEGER = re.compile(r"-?\d+")
 _CHUNK = 50  # terms per parenthesised group: keeps SQLite's expression tree shallow
+_FUNCTIONS = ("now", "date")
+FILTER_HELP = (
+    "OData v4 filter (decisions §7): eq ne gt ge lt le, and or not, parentheses, in (...), "
+    "not_in (...), postfix isnull isnotnull isempty isnotempty, contains/startswith/endswith/"
+    "tolower/toupper, field template '!me'. Dates and times may be relative, evaluated at "
+    "request time in UTC: now(), date(now()) (today), and add/sub with a duration of days, "
+    "hours, minutes and seconds, as in expiryDate lt now() add duration'P14D' or createdUtc "
+    "ge now() sub duration'PT12H'; a date field compared with a time compares its date.")
 
 
 @cache
 def _parser() -> Lark:
     return Lark(_GRAMMAR.read_text(encoding="utf-8"), parser="lalr", lexer="basic",
-                propagate_positions=True, g_regex_flags=re.IGNORECASE)
+                start=["start", "instant"], propagate_positions=True,
+                g_regex_flags=re.IGNORECASE)
 
 
 def _parse(text: str) -> Tree[Token]:
     try:
-        return _parser().parse(text)
+        return _parser().parse(text, start="start")
     except UnexpectedInput as error:
         raise _syntax_error(text, error) from None
 
@@ -76,15 +87,35 @@ def parse_filter(text: str) -> Tree[Token]:
     return _parse_cached(text) if len(text) <= _CACHED_LENGTH else _parse(text)
 
 
-def compile_filter(text: str | None, source: FieldSource, *,
-                   user_id: str | None) -> ColumnElement[bool]:
+def compile_filter(text: str | None, source: FieldSource, *, user_id: str | None,
+                   now: datetime | None = None) -> ColumnElement[bool]:
     """Compile filter ``text`` into a WHERE condition over ``source``; empty text is true.
 
-    ``user_id`` is the caller, the value of the ``'!me'`` template.
+    ``user_id`` is the caller, the value of the ``'!me'`` template. ``now`` (aware) is the
+    value of ``now()``, by default the current time in UTC, read once for the whole filter.
     """
     if text is None or not text.strip():
         return true()
-    return _Compiler(source, user_id).condition(parse_filter(text), False, 0)
+    moment = datetime.now(UTC) if now is None else now.astimezone(UTC)
+    return _Compiler(source, user_id, _Instants(text, moment)).condition(
+        parse_filter(text), False, 0)
+
+
+def relative_value(text: str, now: datetime) -> Literal:
+    """The date or time ``text`` names as a ``$filter`` value does (``date(now())``,
+    ``now() sub duration'P7D'``), with ``now`` as ``now()``; FilterError if it is not one."""
+    if len(text) > MAX_FILTER_LENGTH:
+        raise FilterError(f"Date is longer than {MAX_FILTER_LENGTH} characters",
+                          MAX_FILTER_LENGTH)
+    try:
+        tree = _parser().parse(text, start="instant")
+    except UnexpectedInput as error:
+        syntax = _syntax_error(text, error)
+        raise FilterError(f"Invalid date or datetime '{text}': {syntax.message}",
+                          syntax.position) from None
+    if isinstance(tree, Token):
+        return _literal(tree)
+    return _Instants(text, now.astimezone(UTC)).literal(tree)
 
 
 def _syntax_error(text: str, error: UnexpectedInput) -> FilterError:
@@ -94,9 +125,22 @@ def _syntax_error(text: str, error: UnexpectedInput) -> FilterError:
         if text[position] == "'":
             return FilterError("Unterminated string", position)
         return FilterError(f"Unexpected character '{text[position]}'", position)
+    if isinstance(error, UnexpectedToken) and error.token.type == "FUNCTION":
+        return _function_error(error.token)
+    if isinstance(error, UnexpectedToken) and error.token.type == "DURATION":
+        return FilterError("A duration needs a date or time to add it to, as in now() add "
+                           "duration'P14D'", _position(error.token))
     if isinstance(error, UnexpectedToken) and error.token.type != "$END":
         return FilterError(f"Unexpected token '{error.token}'", _position(error.token))
     return FilterError("Unexpected end of filter", len(text))
+
+
+def _function_error(token: Token) -> FilterError:
+    """A function where the grammar has none: an unknown name, or now()/date() placed first."""
+    if token.lower() in _FUNCTIONS:
+        return FilterError(f"{token.lower()}() can only be a value: put the field first, as in "
+                           f"expiryDate lt {token.lower()}(...)", _position(token))
+    return FilterError(f"Unknown function '{token}'", _position(token))
 
 
 def _position(token: Token) -> int:
@@ -150,21 +194,67 @@ def _combine(junction: Callable[..., ColumnElement[bool]],
     return junction(*parts)
 
 
+class _Instants:
+    """Computes the dates and times of a filter's ``text``; ``now`` (aware UTC) is ``now()``."""
+
+    def __init__(self, text: str, now: datetime) -> None:
+        self.text = text
+        self.now = now
+
+    def literal(self, node: Tree[Token]) -> Literal:
+        """The computed date or datetime of ``node``, shown in errors as the text it spans."""
+        value = self._value(node, 0)
+        return Literal("datetime" if isinstance(value, datetime) else "date", value,
+                       self.text[node.meta.start_pos:node.meta.end_pos], node.meta.start_pos,
+                       computed=True)
+
+    def _value(self, node: Tree[Token] | Token, depth: int) -> date:
+        """A literal, ``now()``, ``date(x)`` or ``x add/sub duration'...'`` (a chain of
+        shifts is walked, not recursed)."""
+        shifts: list[tuple[Token, Token]] = []
+        while isinstance(node, Tree) and node.data == "shift":
+            node, op, duration = node.children
+            shifts.append((_token(op), _token(duration)))
+        value = self._call(node, depth) if isinstance(node, Tree) else _literal(node).value
+        for op, duration in reversed(shifts):
+            delta = parse_duration(str(duration), _position(duration))
+            value = shift(value, delta if op.lower() == "add" else -delta, _position(op))
+        return value
+
+    def _call(self, node: Tree[Token], depth: int) -> date:
+        name_child, argument = node.children
+        name = _token(name_child)
+        if name.lower() not in _FUNCTIONS:
+            raise _function_error(name)
+        if name.lower() == "now":
+            if argument is not None:
+                raise FilterError("now() takes no argument", _position(name))
+            return self.now
+        if argument is None:
+            raise FilterError("date() needs a date or time, as in date(now())",
+                              node.meta.end_pos - 1)
+        _Compiler.check_depth(depth, node.meta.start_pos)
+        value = self._value(argument, depth + 1)
+        return value.date() if isinstance(value, datetime) else value
+
+
 class _Compiler(ConditionBuilder):
     """Walks a parsed filter; ``negate`` is pushed down to the comparisons."""
 
-    def __init__(self, source: FieldSource, user_id: str | None) -> None:
+    def __init__(self, source: FieldSource, user_id: str | None, instants: _Instants) -> None:
         super().__init__(source)
         self.user_id = user_id
+        self.instants = instants
         self.values = 0
 
     def literal(self, child: Tree[Token] | Token) -> Literal:
-        """The value of the token ``child``, counting it against :data:`MAX_VALUES`."""
-        token = _token(child)
+        """The value of ``child`` (a token, or a date or time to compute), counting it
+        against :data:`MAX_VALUES`."""
+        position = _position(child) if isinstance(child, Token) else child.meta.start_pos
         self.values += 1
         if self.values > MAX_VALUES:
-            raise FilterError(f"Filter has more than {MAX_VALUES} values", _position(token))
-        return _literal(token)
+            raise FilterError(f"Filter has more than {MAX_VALUES} values", position)
+        return _literal(child) if isinstance(child, Token) else self.instants.literal(child)
 
     def condition(self, node: Tree[Token], negate: bool, depth: int) -> ColumnElement[bool]:
         kind = node.data
@@ -172,7 +262,7 @@ class _Compiler(ConditionBuilder):
             parts = [self.condition(_tree(child), negate, depth) for child in node.children]
             return _combine(and_ if (kind == "and_expr") != negate else or_, parts)
         if kind in ("group", "negation"):
-            self._check_depth(depth, node.meta.start_pos)
+            self.check_depth(depth, node.meta.start_pos)
             return self.condition(_tree(node.children[0]), negate != (kind == "negation"),
                                   depth + 1)
         compile_node: Callable[[Tree[Token], bool, int], ColumnElement[bool]] = getattr(
@@ -180,14 +270,15 @@ class _Compiler(ConditionBuilder):
         return compile_node(node, negate, depth)
 
     @staticmethod
-    def _check_depth(depth: int, position: int) -> None:
+    def check_depth(depth: int, position: int) -> None:
+        """FilterError at ``position`` when ``depth`` reaches :data:`MAX_DEPTH`."""
         if depth >= MAX_DEPTH:
             raise FilterError(f"Filter is nested more than {MAX_DEPTH} levels deep", position)
 
     def operand(self, node: Tree[Token] | Token, depth: int) -> Operand:
         node = _tree(node)
         if node.data == "case":
-            self._check_depth(depth, node.meta.start_pos)
+            self.check_depth(depth, node.meta.start_pos)
             function_token, inner_node = node.children
             function = _token(function_token).lower()
             inner = self.operand(inner_node, depth + 1)
