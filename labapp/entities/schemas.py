@@ -14,6 +14,7 @@ from marshmallow import INCLUDE, Schema, fields
 from labapp.auth.secrets import MIN_PASSWORD_LENGTH
 from labapp.entities.batch import MAX_BATCH
 from labapp.model.registry import ClassSpec, FieldSpec, classes
+from labapp.query.filter import FILTER_HELP
 from labapp.reading.schemas import ENTITY_CLASS, ODataQuerySchema
 
 ENTITY_ITEM = "EntityItem"  # the component every batch item is described by
@@ -141,4 +142,4 @@ class EntityQuerySchema(ODataQuerySchema):
     skip = fields.String(data_key="$skip")
     select = fields.String(data_key="$select")
     orderby = fields.String(data_key="$orderby")
-    filter = fields.String(data_key="$filter")
+    filter = fields.String(data_key="$filter", metadata={"description": FILTER_HELP})

@@ -12,6 +12,7 @@ from flask import Blueprint, Response, jsonify
 from marshmallow import fields
 
 from labapp.query import entity_suggest, hierarchy, status, suggest
+from labapp.query.filter import FILTER_HELP
 from labapp.reading.lookup import class_named, load_visible
 from labapp.reading.schemas import ODataQuerySchema
 from labapp.web.endpoints import endpoint
@@ -24,7 +25,8 @@ class SuggestFieldQuerySchema(ODataQuerySchema):
     """The query options of the field suggestions."""
 
     filter = fields.String(data_key="$filter",
-                           metadata={"description": "Only values of entities that pass it."})
+                           metadata={"description": "Only values of entities that pass it. "
+                                                    + FILTER_HELP})
 
 
 @bp.get("/hierarchy/<eclass>/<path:entity_id>")

@@ -14,6 +14,7 @@ from marshmallow import Schema, ValidationError, fields, validates_schema
 from labapp.errors import InvalidInput, flatten_messages
 from labapp.query.conditions import OPERATORS
 from labapp.query.dataset import MAX_QUERIES
+from labapp.query.filter import FILTER_HELP
 from labapp.reading.schemas import ENTITY_CLASS, ODataQuerySchema
 
 _INDEX = re.compile(r"\.(\d+)(?=\.|$)")
@@ -26,7 +27,7 @@ class ViewQuerySchema(ODataQuerySchema):
     skip = fields.String(data_key="$skip")
     select = fields.String(data_key="$select")
     orderby = fields.String(data_key="$orderby")
-    filter = fields.String(data_key="$filter")
+    filter = fields.String(data_key="$filter", metadata={"description": FILTER_HELP})
 
 
 class ViewPageSchema(Schema):
@@ -50,7 +51,11 @@ class DatasetFilterSchema(Schema):
                                  "enum": sorted(OPERATORS)})
     value = fields.Raw(allow_none=True,
                        metadata={"description": "The value; '$key.field' takes it from an "
-                                                "earlier entity result"})
+                                                "earlier entity result. On a date or datetime "
+                                                "field a relative date as in $filter, "
+                                                "evaluated at request time in UTC: "
+                                                "\"now() add duration'P14D'\", "
+                                                "\"date(now())\""})
     values = fields.List(fields.Raw(allow_none=True))
     join = fields.String(data_key="in", metadata={"description": "key.field: the values of "
                                                                  "field in an earlier "

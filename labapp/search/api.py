@@ -10,6 +10,7 @@ from typing import Any
 from flask import Blueprint, Response, jsonify
 from marshmallow import Schema, fields
 
+from labapp.query.filter import FILTER_HELP
 from labapp.reading.schemas import ODataQuerySchema
 from labapp.search import service
 from labapp.web.endpoints import endpoint
@@ -23,7 +24,8 @@ class SearchQuerySchema(ODataQuerySchema):
 
     filter = fields.String(data_key="$filter",
                            metadata={"description": "Only entities that pass it (common "
-                                                    "fields: eClass, status, name, ...)."})
+                                                    "fields: eClass, status, name, ...). "
+                                                    + FILTER_HELP})
     top = fields.String(data_key="$top",
                         metadata={"description": "How many to return (default 50, at "
                                                  "most 500)."})

@@ -12,6 +12,7 @@ from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 import pytest
+from flask.testing import FlaskClient
 from sqlalchemy import func, select
 
 from labapp.db import db
@@ -219,3 +220,13 @@ def test_search_filters_on_created_relative_to_now(admin: ApiClient) -> None:
     body = body_of(admin.get(f"/api/search/like/{MARK}",
                              query_string={"$filter": "createdUtc ge yesterday()"}), 400)
     assert body["errors"][0]["message"] == "Unknown function 'yesterday' at position 14"
+
+
+def test_the_api_document_describes_relative_dates(client: FlaskClient) -> None:
+    paths = body_of(client.get("/api/openapi.json"), 200)["paths"]
+    for path in ("/api/entity/{eclass}", "/api/query/view/{name}", "/api/search/{term}",
+                 "/api/query/suggest/field/{eclass}/{field}"):
+        [parameter] = [item for item in paths[path]["get"]["parameters"]
+                       if item["name"] == "$filter"]
+        assert "now() add duration'P14D'" in parameter["description"], path
+        assert "date(now())" in parameter["description"], path
