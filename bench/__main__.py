@@ -28,6 +28,9 @@ For each backend: a fresh app and database (``flask init``), then
 11. (issue 20, ``bench/readlock.py``, only with ``--readlock-only``) on a database of its
    own, served by gunicorn: 30 browsers polling the bell and widgets while 4 clients write,
    with every unit taking the write lock (before) and with read units (after), alternating.
+12. (issue 21 §3, ``bench/export.py``, only with ``--export-only``) on a database of its own:
+   a list exported as CSV and XLSX through the API against a plain Core select + csv writer,
+   rows/s and peak memory.
 The summary goes to stdout and into the generated blocks of ``bench/RESULTS.md``.
 """
 from __future__ import annotations
@@ -45,6 +48,7 @@ from sqlalchemy import func, select, text
 from bench import (
     auth,
     dashboards,
+    export,
     odata,
     query,
     read,
@@ -113,6 +117,9 @@ def _arguments(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--readlock-only", action="store_true",
                         help="issue 20 part only: browsers polling the bell and widgets "
                              "while clients write, before and after read units")
+    parser.add_argument("--export-only", action="store_true",
+                        help="issue 21 §3 part only: a list exported as CSV and XLSX against "
+                             "a plain Core select + csv writer")
     parser.add_argument("--readlock-seconds", type=float, default=readlock.SECONDS,
                         help=f"length of each phase of the issue 20 part (default "
                              f"{readlock.SECONDS:.0f})")
@@ -227,6 +234,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.readlock_only:
         return readlock.main_part(backends, args.readlock_seconds,
                                   None if args.no_save else args.output, shlex.join(argv))
+    if args.export_only:
+        return export.main_part(backends, args.entities, 1 if args.quick else export.RUNS,
+                                None if args.no_save else args.output, shlex.join(argv))
     if args.sync_only:
         return sync.main_part(backends, args.entities, None if args.no_save else args.output,
                               shlex.join(argv))

@@ -15,7 +15,8 @@ openpyxl's write-only workbook to a temporary file that is then sent in chunks.
 Columns are the list's: the id, then each field under its label (:func:`label_of`) with the
 value the page shows: a reference by the name of its target (its id in a column beside it,
 ``<Label> ID``), a stored item's location by its name path and slot, a number with its unit.
-A number without a unit is exported exactly (a number cell in XLSX). Text a spreadsheet would
+Numbers are exact (not rounded as the page rounds them); one without a unit is a number cell
+in XLSX. Text a spreadsheet would
 run as a formula (starting with ``=``, ``+``, ``-``, ``@``, tab or carriage return) is
 prefixed with ``'`` in CSV and written as a text cell in XLSX.
 """
@@ -66,12 +67,15 @@ DOWNLOADS = {
 BATCH = 1000
 CHUNK = 64 * 1024
 # What a spreadsheet would take as the start of a formula (OWASP "CSV injection").
-_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+_FORMULA_START = frozenset("=+-@\t\r")
+# Floats up to this size that are whole numbers are written as integers (3, not 3.0).
+_WHOLE = 2 ** 53
 
 Value = str | int | float
+Row = Sequence[Any]
 Names = Mapping[str, tuple[str, str]]
 Places = Mapping[str, display.Place]
-Convert = Callable[[Mapping[str, Any], Names, Places], Value]
+Convert = Callable[[Row, Names, Places], Value]
 
 
 class EntityExportQuerySchema(EntityQuerySchema):
@@ -94,38 +98,35 @@ def wanted_format(requested: str | None, accept: MIMEAccept) -> str | None:
 
 @dataclass(frozen=True)
 class Export:
-    """One planned export: the statement of the visible rows in list order, the names of
-    its columns, the headers and one converter per exported column."""
+    """One planned export: the statement of the visible rows in list order, the headers,
+    one converter per exported column (reading the statement's row by position), and the
+    positions of the references and of the storage location the converters look up."""
 
     spec: ClassSpec
     statement: Select[Any]
-    selected: list[str]
-    attribute_keys: list[str]
-    shown: list[str]
     headers: list[str]
     converters: list[Convert]
+    references: list[int]
+    place: int | None
 
     def batches(self, actor: Actor) -> Iterator[list[list[Value]]]:
         """The exported rows, :data:`BATCH` at a time, references and places looked up
         once per batch."""
         result = db.session.execute(self.statement.execution_options(yield_per=BATCH))
-        for partition in result.partitions():
-            rows = [dict(zip(self.selected, row, strict=True)) for row in partition]
-            for row in rows:
-                attributes = row.get("attributes") or {}
-                for key in self.attribute_keys:
-                    row[key] = attributes.get(key.split(".", 1)[1])
+        for rows in result.partitions():
             names = reading.visible_names(
-                actor, display.referenced_ids(self.spec, rows, self.shown))
-            places = navigation.stored_places(
-                actor, display.place_ids(self.spec, rows, self.shown))
+                actor, {row[at] for row in rows for at in self.references if row[at]})
+            places = {} if self.place is None else navigation.stored_places(
+                actor, {row[self.place] for row in rows if row[self.place]})
             yield [[convert(row, names, places) for convert in self.converters]
                    for row in rows]
 
 
-def plan_export(actor: Actor, spec: ClassSpec, query: Mapping[str, Any]) -> Export:
+def plan_export(actor: Actor, spec: ClassSpec, query: Mapping[str, Any], *,
+                for_csv: bool = True) -> Export:
     """The export of the list ``query`` describes (``filter``, ``orderby``, ``select``,
-    ``top``, ``skip``); without ``select`` the list page's default columns.
+    ``top``, ``skip``); without ``select`` the list page's default columns. ``for_csv``
+    prefixes formula text with ``'`` (XLSX writes it as text cells instead).
 
     Raises InvalidInput (``invalid_filter``, ``invalid_orderby``, ``invalid_select``,
     ``invalid_paging``) exactly as the list does.
@@ -139,9 +140,9 @@ def plan_export(actor: Actor, spec: ClassSpec, query: Mapping[str, Any]) -> Expo
     companions = [extra for name in shown if (extra := display.companion_field(spec, name))]
     wanted = list(dict.fromkeys(["id", *shown, *companions]))
     selected = [name for name in wanted if not name.startswith("attributes.")]
-    attribute_keys = [name for name in wanted if name.startswith("attributes.")]
-    if attribute_keys and "attributes" not in selected:
+    if len(selected) < len(wanted) and "attributes" not in selected:
         selected.append("attributes")
+    at = {name: position for position, name in enumerate(selected)}
     columns = [getattr(spec.model, spec.fields[name].stored_attr) for name in selected]
     statement = (select(*columns).where(readable(actor, spec.model), condition)
                  .order_by(*order))
@@ -149,58 +150,104 @@ def plan_export(actor: Actor, spec: ClassSpec, query: Mapping[str, Any]) -> Expo
         statement = statement.limit(paging_value("$top", query["top"]))
     if query.get("skip") not in (None, ""):
         statement = statement.offset(paging_value("$skip", query["skip"]))
-    headers, converters = ["ID"], [_plain("id")]
+    headers, converters = ["ID"], [_text(at["id"], for_csv)]
+    references: list[int] = []
     for name in shown:
+        field = spec.fields.get(name)
         headers.append(label_of(name))
-        converters.append(_converter(spec, name))
-        if name in spec.fields and spec.fields[name].type == "ref":
+        if field is None:  # attributes.key
+            converters.append(_attribute(at["attributes"], name.split(".", 1)[1], for_csv))
+        elif display.is_place(spec, name):
+            converters.append(_place(at[name], at.get(display.SLOT_FIELD), for_csv))
+        elif field.type == "ref":
+            converters.append(_reference(at[name], for_csv))
+            references.append(at[name])
+        elif field.type in ("datetime", "date"):
+            converters.append(_moment(at[name]))
+        else:
+            unit = display.unit_field(spec, name)
+            converters.append(_value(at[name], at.get(unit or ""), for_csv))
+        if field is not None and field.type == "ref":
             headers.append(f"{label_of(name)} ID")
-            converters.append(_plain(name))
-    return Export(spec, statement, selected, attribute_keys, shown, headers, converters)
+            converters.append(_text(at[name], for_csv))
+    place = next((at[name] for name in shown if display.is_place(spec, name)), None)
+    return Export(spec, statement, headers, converters, references, place)
 
 
-def _plain(name: str) -> Convert:
-    return lambda row, names, places: display.text(row.get(name), exact=True)
+def _guarded(text: str, for_csv: bool) -> str:
+    """``text`` with ``'`` before a formula's first character when written to CSV."""
+    return f"'{text}" if for_csv and text[:1] in _FORMULA_START else text
 
 
-def _converter(spec: ClassSpec, name: str) -> Convert:
-    """How the cell of field ``name`` is exported, as the list page's cell shows it."""
-    if display.is_place(spec, name):
-        def place(row: Mapping[str, Any], names: Names, places: Places) -> Value:
-            location = row.get(name)
-            if location is None:
-                return ""
-            known = places.get(location)
-            slot = row.get(display.SLOT_FIELD)
-            if known is None:
-                return str(location)
-            return f"{known.path} · {slot}" if slot else known.path
-        return place
-    field = spec.fields.get(name)
-    if field is not None and field.type == "ref":
-        def reference(row: Mapping[str, Any], names: Names, places: Places) -> Value:
-            target = row.get(name)
-            if target is None:
-                return ""
-            return (names[target][1] or target) if target in names else str(target)
-        return reference
-    unit = display.unit_field(spec, name) or ""
+def _number(value: Any, unit: Any, for_csv: bool) -> Value:
+    """A number exactly (a whole float as an integer), with its unit as text when it has
+    one; any other value as one line of text."""
+    if type(value) is float and value.is_integer() and abs(value) < _WHOLE:
+        value = int(value)
+    elif type(value) not in (int, float):
+        return _guarded(display.text(value), for_csv)
+    return _guarded(f"{value} {unit}", for_csv) if unit else value
 
-    def value(row: Mapping[str, Any], names: Names, places: Places) -> Value:
-        shown = row.get(name)
-        if isinstance(shown, int | float) and not isinstance(shown, bool):
-            measured = row.get(unit)
-            return f"{display.text(shown)} {measured}" if measured else shown
-        return display.text(shown)
+
+def _text(at: int, for_csv: bool) -> Convert:
+    def text(row: Row, names: Names, places: Places) -> Value:
+        value = row[at]
+        if value is None:
+            return ""
+        return _guarded(value if type(value) is str else display.text(value), for_csv)
+    return text
+
+
+def _value(at: int, unit_at: int | None, for_csv: bool) -> Convert:
+    def value(row: Row, names: Names, places: Places) -> Value:
+        shown = row[at]
+        if shown is None:
+            return ""
+        if type(shown) is str:
+            return _guarded(shown, for_csv)
+        return _number(shown, None if unit_at is None else row[unit_at], for_csv)
     return value
 
 
-def _csv_text(value: Value) -> Value:
-    if isinstance(value, str) and value.startswith(_FORMULA_START):
-        return f"'{value}"
-    if isinstance(value, float) and value.is_integer():
-        return int(value)  # 3, not the float's 3.0, as XLSX shows it
-    return value
+def _attribute(at: int, key: str, for_csv: bool) -> Convert:
+    def attribute(row: Row, names: Names, places: Places) -> Value:
+        shown = (row[at] or {}).get(key)
+        return "" if shown is None else _number(shown, None, for_csv)
+    return attribute
+
+
+def _moment(at: int) -> Convert:
+    def moment(row: Row, names: Names, places: Places) -> Value:
+        value = row[at]
+        if isinstance(value, datetime):
+            # display.iso's text, without strftime (the slowest step of a row)
+            return f"{value.astimezone(UTC).isoformat(timespec='seconds')[:19]}Z"
+        return "" if value is None else display.iso(value)
+    return moment
+
+
+def _reference(at: int, for_csv: bool) -> Convert:
+    """The target's name, its id when the caller may not see it (as the page shows it)."""
+    def reference(row: Row, names: Names, places: Places) -> Value:
+        target = row[at]
+        if target is None:
+            return ""
+        return _guarded((names[target][1] or target) if target in names else target, for_csv)
+    return reference
+
+
+def _place(at: int, slot_at: int | None, for_csv: bool) -> Convert:
+    """Where a stored item is: the location's name path and the slot (its id if unknown)."""
+    def place(row: Row, names: Names, places: Places) -> Value:
+        location = row[at]
+        if location is None:
+            return ""
+        known = places.get(location)
+        slot = None if slot_at is None else row[slot_at]
+        if known is None:
+            return _guarded(location, for_csv)
+        return _guarded(f"{known.path} · {slot}" if slot else known.path, for_csv)
+    return place
 
 
 def csv_chunks(export: Export, actor: Actor) -> Iterator[bytes]:
@@ -209,9 +256,9 @@ def csv_chunks(export: Export, actor: Actor) -> Iterator[bytes]:
     buffer = io.StringIO()
     writer = csv.writer(buffer)
     buffer.write("\ufeff")
-    writer.writerow([_csv_text(header) for header in export.headers])
+    writer.writerow([_guarded(header, True) for header in export.headers])
     for batch in export.batches(actor):
-        writer.writerows([_csv_text(value) for value in row] for row in batch)
+        writer.writerows(batch)  # guarded by the converters of a CSV plan
         yield buffer.getvalue().encode("utf-8")
         buffer.seek(0)
         buffer.truncate()
@@ -224,7 +271,7 @@ def _xlsx_row(sheet: WriteOnlyWorksheet, row: Sequence[Value]) -> list[Any]:
     for value in row:
         if isinstance(value, str):
             value = ILLEGAL_CHARACTERS_RE.sub("", value)
-            if value.startswith(_FORMULA_START):
+            if value[:1] in _FORMULA_START:
                 text_cell = WriteOnlyCell(sheet, value=value)
                 text_cell.data_type = "s"  # never a formula, whatever it starts with
                 cells.append(text_cell)
@@ -254,7 +301,7 @@ def export_response(actor: Actor, spec: ClassSpec, query: Mapping[str, Any],
     """The streamed download of the list ``query`` describes as ``file_format`` (``csv`` or
     ``xlsx``), named ``<Class>-<YYYYMMDD>.<format>``. Raises InvalidInput for a bad query,
     before anything is sent."""
-    export = plan_export(actor, spec, query)
+    export = plan_export(actor, spec, query, for_csv=file_format == "csv")
     chunks = csv_chunks(export, actor) if file_format == "csv" else xlsx_chunks(export, actor)
     mimetype = f"{CSV}; charset=utf-8" if file_format == "csv" else XLSX
     response = Response(stream_with_context(chunks), content_type=mimetype)

@@ -126,6 +126,13 @@ def test_every_matching_row_not_one_page(admin: ApiClient) -> None:
     assert len({row[0] for row in rows[1:]}) == 1203
 
 
+def test_top_and_skip_apply_when_given(admin: ApiClient, samples: None) -> None:
+    rows = csv_rows(admin.get("/api/entity/Sample", query_string={
+        "$format": "csv", "$select": "name", "$filter": "startswith(id, 'EX-')",
+        "$orderby": "id", "$top": "2", "$skip": "1"}))
+    assert [row[0] for row in rows] == ["ID", "EX-2", "EX-3"]
+
+
 def test_a_member_exports_only_what_they_may_see(
         admin: ApiClient, department: Callable[..., str],
         member: Callable[..., ApiClient]) -> None:
