@@ -18,7 +18,7 @@ from sqlalchemy import ColumnElement, Subquery, func, or_, select
 
 from labapp.access.actor import Actor
 from labapp.access.visibility import NONE, access_type, readable
-from labapp.dashboards import tallies
+from labapp.dashboards import lists, tallies
 from labapp.db import db
 from labapp.errors import InvalidInput
 from labapp.model import Entity, EntityEvent, Location, Request
@@ -26,12 +26,15 @@ from labapp.model.registry import ClassSpec, find_class
 from labapp.model.types import utc_now
 from labapp.query.fields import entity_fields
 from labapp.query.filter import compile_filter
-from labapp.query.listing import parse_select
+from labapp.query.listing import parse_select, parse_sort_keys, sort_clause
+from labapp.reading.wording import label_of
 from labapp.storage.service import storage_usage as location_usage
 
 APP = "labapp"
 CLOSED_REQUEST_STATUSES = ("Completed", "Rejected", "Canceled")
 DEFAULT_COLUMNS = ("id", "name", "status")
+# A saved list's order when its config names none: as the entity lists read, by name.
+DEFAULT_ORDER = "name"
 WEEK = timedelta(days=7)
 MAX_LOCATIONS = 50
 ACTIVITY_CHUNK = 200
@@ -86,6 +89,8 @@ class SavedListConfig(_EClassConfig):
     columns = fields.List(fields.String(validate=validate.Length(min=1, max=64)),
                           load_default=None, allow_none=True, validate=validate.Length(max=12))
     top = fields.Integer(strict=True, load_default=10, validate=validate.Range(min=1, max=100))
+    orderby = fields.String(load_default=None, allow_none=True,
+                            validate=validate.Length(max=500))
 
 
 class StorageUsageConfig(Schema):
@@ -119,6 +124,10 @@ def check_saved_list(config: dict[str, Any]) -> None:
         parse_select(",".join(config.get("columns") or DEFAULT_COLUMNS), source)
     except InvalidInput as error:
         raise ValidationError({"columns": [error.detail]}) from None
+    try:
+        parse_sort_keys(config.get("orderby"), source)
+    except InvalidInput as error:
+        raise ValidationError({"orderby": [error.detail]}) from None
 
 
 def _visible_tally(actor: Actor, eclass: str) -> tuple[Subquery, ColumnElement[bool]]:
@@ -161,32 +170,49 @@ def created_per_week(actor: Actor, config: dict[str, Any], _page: int) -> dict[s
 
 
 def saved_list(actor: Actor, config: dict[str, Any], page: int) -> dict[str, Any]:
-    """One page of a saved list: the class's visible entities matching the filter, by id.
+    """One page of a saved list: the class's visible entities matching the filter, in the
+    configured ``orderby`` (by name when none), the id breaking ties.
+
+    ``rows`` hold the stored values of the columns; ``headers`` and ``cells`` are the same
+    rows as a person reads them: field labels, references by the names the reader may see
+    (looked up in one query), numbers with their unit (a unit column beside its number is
+    folded into it) and each row's ``id`` to link it to its entity.
 
     No total: counting every match of a broad filter costs more than the page itself
     (bench/RESULTS.md, issue 12), and paging needs only whether a next page exists."""
     spec = _widget_class(config["eClass"])
     source = entity_fields(spec)
     columns = list(config.get("columns") or DEFAULT_COLUMNS)
-    wanted = parse_select(",".join(columns), source)
+    wanted = parse_select(",".join(columns), source, always=())
     keys = [name for name in wanted if name.startswith("attributes.")]
-    selected = [name for name in wanted if not name.startswith("attributes.")]
+    companions = lists.companions(spec, wanted)
+    selected = list(dict.fromkeys(["id", *(name for name in wanted
+                                           if not name.startswith("attributes.")),
+                                   *companions]))
     if keys and "attributes" not in selected:
         selected.append("attributes")
     top = config.get("top") or 10
+    order = [sort_clause(field, descending) for field, descending
+             in parse_sort_keys(config.get("orderby") or DEFAULT_ORDER, source)]
     rows = db.session.execute(
         select(*(getattr(spec.model, spec.fields[name].stored_attr) for name in selected))
         .where(readable(actor, spec.model),
                compile_filter(config.get("filter"), source, user_id=actor.user_id))
-        .order_by(spec.model.id).limit(top + 1).offset(page * top)).all()
-    data = []
+        .order_by(*order, spec.model.id).limit(top + 1).offset(page * top)).all()
+    items = []
     for row in rows[:top]:
         item = dict(zip(selected, row, strict=True))
         attributes = item.get("attributes") or {}
         item.update({key: attributes.get(key.split(".", 1)[1]) for key in keys})
-        data.append({column: item.get(column) for column in columns})
-    return {"eClass": spec.name, "columns": columns, "rows": data, "page": page,
-            "pageSize": top, "hasMore": len(rows) > top}
+        items.append(item)
+    shown = [name for name in wanted if name not in companions]
+    if all(name in spec.fields and spec.fields[name].type == "ref" for name in shown):
+        shown.insert(0, "id")  # a row needs one cell that links to it
+    return {"eClass": spec.name, "columns": columns,
+            "rows": [{column: item.get(column) for column in columns} for item in items],
+            "headers": [{"field": name, "label": label_of(name)} for name in shown],
+            "cells": lists.row_cells(actor, spec, shown, items),
+            "page": page, "pageSize": top, "hasMore": len(rows) > top}
 
 
 def storage_usage(actor: Actor, config: dict[str, Any], _page: int) -> dict[str, Any]:

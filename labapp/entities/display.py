@@ -12,26 +12,24 @@ linked to the box only when the viewer may open the location.
 """
 from __future__ import annotations
 
-import json
-import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from datetime import UTC, date, datetime
+from datetime import date, datetime
 from typing import Any
 
 from flask import url_for
 from markupsafe import Markup, escape
 
-from labapp.entities.forms import label_of
 from labapp.model.registry import ClassSpec
+from labapp.reading.wording import iso as iso
+from labapp.reading.wording import label_of
+from labapp.reading.wording import number_text as number_text
+from labapp.reading.wording import text as text
+from labapp.reading.wording import unit_field as unit_field
 
 # id → (class, name) of the visible entities a page refers to.
 Names = Mapping[str, tuple[str, str]]
 
-# Decimals a number shows at most; below 1 as many as keep this many significant digits.
-DECIMALS = 4
-# Fields that hold the unit of another when ``<name>Unit`` does not: the amount's is ``unit``.
-_UNIT_FIELDS = {"amount": "unit"}
 # The classes storage checks in and out (labapp.storage.service.STORABLE_CLASSES), their
 # reference to where they are stored and their slot there.
 STORED_CLASSES = frozenset({"Sample", "Plate"})
@@ -40,40 +38,6 @@ SLOT_FIELD = "position"
 # Bookkeeping shown after the lab's own fields on a detail page.
 _BOOKKEEPING = ("id", "eClass", "createdBy", "createdUtc", "modifiedBy", "modifiedUtc",
                 "version")
-
-
-def number_text(value: float) -> str:
-    """A float without its binary noise: at most :data:`DECIMALS` decimals, more below 1 to
-    keep as many significant digits, trailing zeros dropped (``38.14494730136748`` →
-    ``38.1449``, ``0.000123456`` → ``0.0001235``, ``25.0`` → ``25``)."""
-    if not math.isfinite(value) or value == 0:
-        return "0" if value == 0 else str(value)
-    magnitude = math.floor(math.log10(abs(value)))
-    return f"{value:.{max(DECIMALS, DECIMALS - 1 - magnitude)}f}".rstrip("0").rstrip(".")
-
-
-def iso(value: datetime | date) -> str:
-    """A timestamp as ISO 8601 in UTC to the second (``2024-03-05T22:30:00Z``); a date as
-    ``2024-03-05``."""
-    if isinstance(value, datetime):
-        return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    return value.isoformat()
-
-
-def text(value: Any, *, exact: bool = False) -> str:
-    """A value as one line of text; empty for null. Numbers are rounded as
-    :func:`number_text` says unless ``exact``."""
-    if value is None:
-        return ""
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, float) and not exact:
-        return number_text(value)
-    if isinstance(value, datetime | date):
-        return iso(value)
-    if isinstance(value, dict | list):
-        return json.dumps(value, ensure_ascii=False, sort_keys=True)
-    return str(value)
 
 
 def detail_url(eclass: str, entity_id: str, **args: Any) -> str:
@@ -93,14 +57,6 @@ class Cell:
     note: str | None = None
     moment: str | None = None
     numeric: bool = False
-
-
-def unit_field(spec: ClassSpec, name: str) -> str | None:
-    """The field of ``spec`` that holds the unit of the number field ``name``, if any."""
-    for candidate in (f"{name}Unit", _UNIT_FIELDS.get(name)):
-        if candidate and candidate in spec.fields:
-            return candidate
-    return None
 
 
 @dataclass(frozen=True)

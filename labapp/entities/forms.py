@@ -21,6 +21,7 @@ from typing import Any
 from werkzeug.datastructures import MultiDict
 
 from labapp.model.registry import ClassSpec, FieldSpec
+from labapp.reading.wording import label_of as label_of
 
 # Inputs the registry type asks for; select (choices, status) and password are added below.
 _WIDGETS = {"text": "textarea", "int": "number", "float": "number", "bool": "checkbox",
@@ -34,22 +35,7 @@ FORM_ERROR = "_form"
 # Inputs checked for uniqueness as the user types (see ``Input.live``): barcodes must be
 # unique, and a name already in use is worth knowing about before saving.
 UNIQUE_CHECKED = ("name", "barcode")
-_LABELS = {"id": "ID", "eClass": "Class", "sha256": "SHA-256"}
 LOCATION_FIELD, POSITION_FIELD = "locationID", "position"
-
-
-def label_of(name: str) -> str:
-    """A field's name in words: ``concentrationUnit`` → ``Concentration unit``,
-    ``experimentID`` → ``Experiment`` (a reference is named after what it points at),
-    ``createdUtc`` → ``Created`` (the pages show moments in the viewer's own time); an
-    attribute column keeps its name."""
-    if name in _LABELS or name.startswith(f"{ATTRIBUTES}."):
-        return _LABELS.get(name, name)
-    words = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", name).split()
-    if len(words) > 1 and words[-1] in ("ID", "Utc"):
-        words.pop()
-    return " ".join([words[0].capitalize()] + [
-        word if word.isupper() else word.lower() for word in words[1:]])
 
 
 def input_text(spec: FieldSpec, value: Any) -> str:

@@ -36,7 +36,7 @@ def test_an_expiring_soon_list_follows_today(member: Callable[..., ApiClient]) -
                             "expiryDate": expiring_in(days)} for days in (-3, 5, 30)))
     dashboard = created(alice, board("Cold storage", [widget("saved-list", {
         "eClass": "Sample", "filter": EXPIRING, "columns": ["id", "name", "expiryDate"],
-        "top": 20})]))
+        "orderby": "expiryDate", "top": 20})]))
     [shown] = [item for item in alice.get("/api/dashboard").get_json()
                if item["id"] == dashboard["id"]]
     assert shown["widgets"][0]["config"]["filter"] == EXPIRING
