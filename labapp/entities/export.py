@@ -222,7 +222,7 @@ def _moment(at: int) -> Convert:
         if isinstance(value, datetime):
             # display.iso's text, without strftime (the slowest step of a row)
             return f"{value.astimezone(UTC).isoformat(timespec='seconds')[:19]}Z"
-        return "" if value is None else display.iso(value)
+        return "" if value is None else value.isoformat()  # a date
     return moment
 
 
