@@ -14,6 +14,16 @@ from labapp.schemafields import UtcTimestamp, WriteBackSchema
 
 GRID_COLUMNS = 12
 MAX_WIDGETS = 40
+MIN_COLUMNS = {"status-counts": ("a status chart", 6),
+               "created-per-week": ("a per-week chart", 6),
+               "storage-usage": ("a storage chart", 6)}
+"""The narrowest a widget of each kind may be, in grid columns, with what the error calls
+it (charts: their labels and values stay readable); kinds not named may be 1 column."""
+
+
+def min_columns(kind: str) -> int:
+    """The fewest grid columns a widget of ``kind`` may span (:data:`MIN_COLUMNS`)."""
+    return MIN_COLUMNS[kind][1] if kind in MIN_COLUMNS else 1
 _ID = validate.Length(min=1, max=64)
 
 
@@ -112,6 +122,7 @@ class WidgetDataSchema(Schema):
     index = fields.Integer(required=True)
     plugin = fields.Nested(PluginSchema, required=True)
     header = fields.String(allow_none=True)
+    gridster = fields.Nested(GridsterSchema, required=True)
     data = fields.Dict(required=True, metadata={"description": "depends on the widget"})
 
 

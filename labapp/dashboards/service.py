@@ -14,6 +14,7 @@ from sqlalchemy import ColumnElement, and_, exists, or_, select, true
 
 from labapp.access.actor import Actor
 from labapp.access.visibility import readable
+from labapp.dashboards.schemas import MIN_COLUMNS, min_columns
 from labapp.dashboards.widgets import WIDGETS, ClassGone
 from labapp.db import db
 from labapp.errors import Forbidden, InvalidInput, NotFound
@@ -95,8 +96,24 @@ def _check_shares(shares: dict[str, list[str]]) -> None:
                            errors=errors)
 
 
+def _check_sizes(widgets: list[dict[str, Any]]) -> None:
+    """400 naming each widget narrower than its kind's minimum (schemas.MIN_COLUMNS)."""
+    errors = []
+    for index, widget in enumerate(widgets):
+        kind = widget["plugin"]["plugin"]
+        if widget["gridster"]["cols"] < min_columns(kind):
+            noun, least = MIN_COLUMNS[kind]
+            name = widget.get("header") or WIDGETS[kind].title
+            errors.append({"field": f"widgets.{index}.gridster.cols",
+                           "message": f"Widget {name!r}: {noun} needs at least {least} "
+                                      "columns"})
+    if errors:
+        raise InvalidInput("A widget is too narrow for its kind.", errors=errors)
+
+
 def _apply(dashboard: Dashboard, data: dict[str, Any]) -> set[str]:
     """Write the fields and shares of ``data``; returns the users newly shared with."""
+    _check_sizes(data["widgets"])
     shares = data["shares"]
     _check_shares(shares)
     before = {share.target for share in dashboard.shares if share.kind == "user"}
@@ -172,7 +189,7 @@ def widget_data(actor: Actor, dashboard_id: str, index: int, page: int = 0) -> d
     except ClassGone as gone:
         data = {"problem": str(gone)}
     return {"index": index, "plugin": widget["plugin"], "header": widget.get("header"),
-            "data": data}
+            "gridster": widget["gridster"], "data": data}
 
 
 def _starter_widgets() -> list[dict[str, Any]]:

@@ -16,7 +16,7 @@ from werkzeug.wrappers import Response as BaseResponse
 from labapp.access.actor import Actor
 from labapp.dashboards import charts, service
 from labapp.dashboards.editor import body_from_form, rows_of
-from labapp.dashboards.schemas import DashboardInputSchema
+from labapp.dashboards.schemas import DashboardInputSchema, min_columns
 from labapp.dashboards.widgets import WIDGETS
 from labapp.db import transaction
 from labapp.errors import Forbidden, InvalidInput, flatten_messages
@@ -66,14 +66,16 @@ def show(dashboard_id: str) -> Response:
     return _page(current_actor(), dashboard_id)
 
 
-def chart_of(plugin: str, data: dict[str, Any]) -> charts.Chart | None:
-    """The chart a widget draws, if it draws one."""
+def chart_of(plugin: str, data: dict[str, Any], columns: int) -> charts.Chart | None:
+    """The chart a widget ``columns`` grid columns wide draws, if it draws one (never
+    narrower than the kind's minimum: dashboards saved before it was enforced)."""
+    columns = max(columns, min_columns(plugin))
     if plugin == "status-counts":
-        return charts.bars(data["bars"])
+        return charts.bars(data["bars"], columns=columns)
     if plugin == "storage-usage":
-        return charts.bars(data["bars"], by_capacity=True)
+        return charts.bars(data["bars"], columns=columns, by_capacity=True)
     if plugin == "created-per-week":
-        return charts.line(data["points"])
+        return charts.line(data["points"], columns=columns)
     return None
 
 
@@ -91,7 +93,8 @@ def widget(dashboard_id: str, index: int) -> Response:
     return Response(render_block(PAGE, "widget", board={"id": dashboard_id}, index=index,
                                  plugin=plugin, data=answer["data"],
                                  chart=None if "problem" in answer["data"]
-                                 else chart_of(plugin, answer["data"]),
+                                 else chart_of(plugin, answer["data"],
+                                               answer["gridster"]["cols"]),
                                  refresh=REFRESH_SECONDS), mimetype="text/html")
 
 
