@@ -1,16 +1,25 @@
 """Dashboards and the bell in real headless Chromium (issue 12): carol builds a dashboard
 with a chart and a saved list and shares it with a department; its member sees it, an
-outsider does not; a Request assigned to the member reaches them through the bell."""
+outsider does not; a Request assigned to the member reaches them through the bell. The home
+dashboard passes axe-core at desktop and tablet widths, each chart with its table (issue 21
+§4)."""
 from __future__ import annotations
 
+import json
+import re
+from typing import Any
+from urllib.request import Request, urlopen
+
+import pytest
 from flask import Flask
 from playwright.sync_api import Browser, Page, expect
 
 from labapp.db import transaction
 from labapp.users.service import create_user
-from tests.browser.conftest import BROWSER_MARKS, create_entities, log_in, watched_page
+from tests.browser.axe import assert_no_serious_violations
+from tests.browser.conftest import BROWSER_MARKS, USERNAME, create_entities, log_in, watched_page
 from tests.browser.test_access import log_in_as, seed
-from tests.conftest import PASSWORD
+from tests.conftest import PASSWORD, basic_header
 
 pytestmark = BROWSER_MARKS
 
@@ -55,7 +64,8 @@ def test_build_share_and_see_a_dashboard(page: Page, live_app: Flask, live_serve
     page.click("#save-dashboard")
     expect(page.locator(".flash-success")).to_have_text("Dashboard saved.")
     board_url = page.url
-    expect(page.locator("#widget-0 svg title").first).to_contain_text("Initial 2")
+    expect(page.locator("#widget-0 svg")).to_have_attribute(
+        "aria-label", re.compile(r"^Bar chart: Initial 2, InProgress 0"))
     expect(page.locator("#widget-0 table th[scope=row]").first).to_have_text("Initial")
     expect(page.locator("#widget-1 table.saved-list")).to_contain_text("Shared broth")
 
@@ -89,3 +99,53 @@ def test_request_assignment_reaches_the_bell(page: Page, live_app: Flask,
     page.get_by_role("link", name="Calibrate the pH meter").click()
     page.wait_for_url(f"{live_server}/entities/Request/{request['id']}")
     expect(page.locator("#bell-count")).to_have_text("0")
+
+
+def _api(base_url: str, method: str, path: str, body: Any = None) -> Any:
+    """``method path`` on the live server's API as carol; the decoded JSON answer."""
+    request = Request(f"{base_url}{path}", method=method,
+                      data=None if body is None else json.dumps(body).encode(),
+                      headers={"Content-Type": "application/json",
+                               **basic_header(USERNAME, PASSWORD)})
+    with urlopen(request, timeout=10) as response:
+        assert response.status in (200, 201)
+        return json.load(response)
+
+
+def _widget(plugin: str, x: int, y: int, cols: int, config: dict[str, Any]) -> dict[str, Any]:
+    return {"plugin": {"app": "labapp", "plugin": plugin},
+            "gridster": {"x": x, "y": y, "cols": cols, "rows": 4}, "config": config,
+            "header": None}
+
+
+@pytest.mark.parametrize("width", [1366, 768])
+def test_home_dashboard_is_accessible(page: Page, live_server: str, width: int) -> None:
+    create_entities(live_server, {"eClass": "Location", "id": "FRZ-1", "name": "Freezer 1",
+                                  "capacity": 10})
+    create_entities(live_server, *({"eClass": "Sample", "name": f"Broth {n}",
+                                    "locationID": "FRZ-1"} for n in range(3)))
+    page.set_viewport_size({"width": width, "height": 900})
+    log_in(page, live_server)
+    (home,) = _api(live_server, "GET", "/api/dashboard")
+    _api(live_server, "PUT", f"/api/dashboard/{home['id']}", {**home, "widgets": [
+        _widget("status-counts", 0, 0, 6, {"eClass": "Sample"}),
+        _widget("created-per-week", 6, 0, 6, {"eClass": "Sample", "weeks": 26}),
+        _widget("saved-list", 0, 4, 6, {"eClass": "Sample", "columns": ["id", "name"]}),
+        _widget("storage-usage", 6, 4, 6, {}),
+        _widget("note", 0, 8, 12, {"markdown": "See the [samples](/entities/Sample) list."}),
+    ]})
+    page.goto("/")
+    for index in range(5):
+        expect(page.locator(f"#widget-{index} .widget-body")).not_to_contain_text("Loading")
+    for index, rows in ((0, None), (1, 26), (3, 1)):
+        chart = page.locator(f"#widget-{index} svg[role=img]")
+        expect(chart).to_have_attribute("aria-label", re.compile(r"chart"))
+        table = page.locator(f"#widget-{index} table.chart-table tbody tr")
+        expect(table).to_have_count(rows) if rows else expect(table.first).to_be_attached()
+    expect(page.locator("#widget-3 table.chart-table td").first).to_have_text("3")
+    assert page.evaluate("document.documentElement.scrollWidth <= "
+                         "document.documentElement.clientWidth"), page.evaluate(
+        "[...document.querySelectorAll('*')].filter(e => e.getBoundingClientRect().right > "
+        "document.documentElement.clientWidth).map(e => e.tagName + '#' + e.id + '.' + "
+        "e.className + ' ' + e.getBoundingClientRect().right).slice(0, 15)")
+    assert_no_serious_violations(page)
