@@ -136,12 +136,19 @@ _INVALID = frozenset({400, 422})
 _ABOUT_DATA = re.compile(r"^(?:unknown (?:entity |[A-Z]\w* )?'|is not correct$|does not match$)")
 
 
+# Problem codes of a 400 naming, in the path, a field the class does not have: which fields
+# a class has is the data model's data (extension files change it), not the document's form.
+_DATA_CODES = frozenset({"unknown_field"})
+
+
 def _about_data(response: Any) -> bool:
     """Whether a 400 refuses the data sent rather than its form (every error says so)."""
     try:
         problem = response.json()
     except ValueError:
         return False
+    if isinstance(problem, dict) and problem.get("code") in _DATA_CODES:
+        return True
     errors = problem.get("errors") if isinstance(problem, dict) else None
     return bool(errors) and all(_ABOUT_DATA.match(str(error.get("message", "")))
                                 for error in errors)
