@@ -36,15 +36,18 @@ def render_detail(actor: Actor, spec: ClassSpec, entity_id: str, *, block: str |
     check-out) and ``checkin`` (``{"locationID", "position"}`` as typed, to show again)."""
     entity = reading.entity_detail(actor, spec, entity_id)
     notes = _notes(actor, entity["id"])
+    mentioned, visited = display.history_ids(spec, entity)
     names = reading.visible_names(actor, display.referenced_ids(spec, [entity], spec.fields)
-                                  | display.page_people(entity, notes))
-    places = navigation.stored_places(actor, display.place_ids(spec, [entity], spec.fields))
+                                  | display.page_people(entity, notes) | mentioned)
+    places = navigation.stored_places(
+        actor, display.place_ids(spec, [entity], spec.fields) | visited)
     filled, empty = display.field_rows(spec, entity, names, places)
     can_write = entity["canWrite"]
     context: dict[str, Any] = {
         "spec": spec, "entity": entity, "fields": filled, "empty_fields": empty,
         "names": names, "attributes": sorted((entity.get("attributes") or {}).items()),
-        "notes": notes, "audit": display.audit_rows(entity["auditEvents"]),
+        "notes": notes, "audit": display.audit_rows(spec, entity, names, places),
+        "events": [display.event_text(event, names, places) for event in entity["events"]],
         "can_write": can_write,
         "can_clone": can_write and spec.name not in NOT_CLONED and may_create(actor, spec),
         "note_error": None, "note_text": "", "note_notice": None, "file_error": None,

@@ -222,12 +222,15 @@ def person(user_id: str | None, names: Names) -> Markup:
 
 @dataclass(frozen=True)
 class AuditRow:
-    """One changed field of one audit event; ``first``/``span`` group the event's rows."""
+    """One changed field of one audit event: the field's ``label`` (``key`` kept for an
+    attribute, shown as code), its ``old`` and ``new`` cells; ``first``/``span`` group the
+    event's rows."""
 
     event: Mapping[str, Any]
     field: str
-    old: str
-    new: str
+    label: str
+    old: Cell
+    new: Cell
     first: bool
     span: int
 
@@ -245,16 +248,109 @@ def _changes(changes: Mapping[str, Any]) -> Iterable[tuple[str, Any, Any]]:
             yield name, old, new
 
 
-def audit_rows(events: Iterable[Mapping[str, Any]]) -> list[AuditRow]:
-    """The audit trail (newest first) as table rows: when, who, action, field, old → new."""
+def _exact(value: Any) -> str:
+    """A value as the trail shows it: exact (a change however small shows), but a whole
+    float without ``.0``."""
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return text(value, exact=True)
+
+
+def _side(changes: Mapping[str, Any], entity: Mapping[str, Any], name: str | None,
+          side: str) -> Any:
+    """The ``side`` (``old``/``new``) value of companion field ``name`` at an event: changed
+    by it, else as stored now."""
+    if not name:
+        return None
+    change = changes.get(name)
+    return change.get(side) if isinstance(change, dict) else entity.get(name)
+
+
+def _change_cell(spec: ClassSpec, entity: Mapping[str, Any], changes: Mapping[str, Any],
+                 name: str, value: Any, side: str, names: Names, places: Places) -> Cell:
+    """One side of a changed field: a reference by name, a place by path and slot, a number
+    exactly with its unit at the time."""
+    if value is None or value == "":
+        return Cell("")
+    if is_place(spec, name):
+        return place_cell(value, _side(changes, entity, SLOT_FIELD, side), places)
+    field = spec.fields.get(name)
+    if field is not None and field.type == "ref" and isinstance(value, str):
+        return reference(value, names)
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        unit = _side(changes, entity, unit_field(spec, name), side)
+        return Cell(f"{_exact(value)} {unit}" if unit else _exact(value), numeric=True)
+    return Cell(_exact(value))
+
+
+def audit_rows(spec: ClassSpec, entity: Mapping[str, Any], names: Names,
+               places: Places | None = None) -> list[AuditRow]:
+    """The entity's audit trail (newest first) as table rows: when, who, action, and per
+    changed field its label and old → new in words."""
     rows: list[AuditRow] = []
-    for event in events:
-        changes = list(_changes(event.get("changes") or {})) or [("", None, None)]
-        # Exact values: the trail must show a change however small.
-        rows.extend(AuditRow(event, name, text(old, exact=True), text(new, exact=True),
-                             index == 0, len(changes))
-                    for index, (name, old, new) in enumerate(changes))
+    for event in entity.get("auditEvents", []):
+        changes = event.get("changes") or {}
+        listed = list(_changes(changes)) or [("", None, None)]
+        rows.extend(AuditRow(event, name, label_of(name) if name else "",
+                             _change_cell(spec, entity, changes, name, old, "old", names,
+                                          places or {}),
+                             _change_cell(spec, entity, changes, name, new, "new", names,
+                                          places or {}),
+                             index == 0, len(listed))
+                    for index, (name, old, new) in enumerate(listed))
     return rows
+
+
+# Events whose data names a place (``locationID``, ``position``): the words before it.
+_PLACE_EVENTS = {"CheckedIn": "Checked in to", "CheckedOut": "Checked out of"}
+# Events whose data names another entity: the words before it and the key of its id.
+_ENTITY_EVENTS = {"Cloned": ("Cloned from", "sourceID"), "NoteAdded": ("Note added", "id"),
+                  "FileAdded": ("File added", "id")}
+
+
+def event_text(event: Mapping[str, Any], names: Names, places: Places | None = None) -> Markup:
+    """What an event says, in words: ``Checked in to Lab 2 / Box 12 · A1`` (linked as the
+    place is), ``Status changed from Initial to InProgress``, ``Cloned from <name>``; an
+    unknown kind in words (``SomethingHappened`` → ``Something happened``) with its data."""
+    kind, data = event.get("kind") or "", event.get("data") or {}
+    if kind in _PLACE_EVENTS and data.get(PLACE_FIELD):
+        where = place_cell(data[PLACE_FIELD], data.get(SLOT_FIELD), places or {})
+        return Markup("<strong>{}</strong> {}").format(_PLACE_EVENTS[kind], show(where))
+    if kind == "StatusChanged":
+        return Markup("<strong>Status changed</strong> from {} to {}").format(
+            data.get("from") or "—", data.get("to") or "—")
+    if kind in _ENTITY_EVENTS:
+        words, key = _ENTITY_EVENTS[kind]
+        other = data.get(key)
+        return (Markup("<strong>{}</strong> {}").format(words, show(reference(other, names)))
+                if isinstance(other, str) else Markup("<strong>{}</strong>").format(words))
+    sentence = Markup("<strong>{}</strong>").format(label_of(kind) if kind else "Event")
+    if data:
+        sentence += Markup(' <span class="muted small">{}</span>').format(text(data))
+    return sentence
+
+
+def history_ids(spec: ClassSpec, entity: Mapping[str, Any]) -> tuple[set[str], set[str]]:
+    """The ids the events and audit trail of a detail page name, to look up with the page's
+    others: ``(entities, locations)`` (a location by where an item was checked in or out)."""
+    entities: set[str] = set()
+    locations = {event["data"][PLACE_FIELD] for event in entity.get("events", [])
+                 if event.get("kind") in _PLACE_EVENTS
+                 and isinstance((event.get("data") or {}).get(PLACE_FIELD), str)}
+    for event in entity.get("events", []):
+        if event.get("kind") in _ENTITY_EVENTS:
+            other = (event.get("data") or {}).get(_ENTITY_EVENTS[event["kind"]][1])
+            if isinstance(other, str):
+                entities.add(other)
+    for audit in entity.get("auditEvents", []):
+        for name, change in (audit.get("changes") or {}).items():
+            field = spec.fields.get(name)
+            if field is None or field.type != "ref" or not isinstance(change, dict):
+                continue
+            target = locations if is_place(spec, name) else entities
+            target.update(value for value in (change.get("old"), change.get("new"))
+                          if isinstance(value, str))
+    return entities, locations
 
 
 def page_people(entity: Mapping[str, Any], notes: Iterable[Mapping[str, Any]]) -> set[str]:

@@ -223,7 +223,7 @@ def test_add_a_note(signed_in, api, sample):
     assert response.headers["Location"] == f"{path}#notes"
     html = html_of(signed_in.get(path))
     assert '<p class="note-content">Smells of\nyeast</p>' in html
-    assert "<strong>NoteAdded</strong>" in html
+    assert "<strong>Note added</strong>" in html
     notes = api.get("/api/entity/Note", query_string={"$filter": f"subjectID eq '{sample['id']}'"})
     assert [note["content"] for note in notes.get_json()["data"]] == ["Smells of\nyeast"]
 

@@ -165,4 +165,4 @@ def test_the_audit_trail_keeps_exact_numbers(signed_in, api, measured):
     save(api, {"eClass": "Sample", "id": sample["id"], "amount": 38.14494730136749,
                "version": sample["version"]}, status=200)
     audit = section(html_of(signed_in.get(f"/entities/Sample/{sample['id']}")), "audit")
-    assert "<del>38.14494730136748</del>" in audit and "<ins>38.14494730136749</ins>" in audit
+    assert "<del>38.14494730136748 mL</del>" in audit and "<ins>38.14494730136749 mL</ins>" in audit

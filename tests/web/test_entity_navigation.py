@@ -270,7 +270,7 @@ def test_status_change_by_button(signed_in, sample, api):
     page = html_of(signed_in.get(path))
     assert f"Sample {sample['id']} is now InProgress." in page
     assert status_buttons(page) == ["Completed", "Canceled", "Initial", "Discarded"]
-    assert "<strong>StatusChanged</strong>" in page
+    assert "<strong>Status changed</strong> from Initial to InProgress" in page
 
 
 def test_refused_status_changes_answer_409_with_the_reason(signed_in, sample):
