@@ -138,8 +138,8 @@ class CloneOverridesSchema(Schema):
 class EntityQuerySchema(ODataQuerySchema):
     """OData query options of the entity list."""
 
-    top = fields.String(data_key="$top")
-    skip = fields.String(data_key="$skip")
+    top = fields.String(data_key="$top", metadata={"pattern": "^[0-9]*$"})
+    skip = fields.String(data_key="$skip", metadata={"pattern": "^[0-9]*$"})
     select = fields.String(data_key="$select")
     orderby = fields.String(data_key="$orderby")
     filter = fields.String(data_key="$filter", metadata={"description": FILTER_HELP})

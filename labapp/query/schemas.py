@@ -23,8 +23,8 @@ _INDEX = re.compile(r"\.(\d+)(?=\.|$)")
 class ViewQuerySchema(ODataQuerySchema):
     """OData query options of a view, as for the entity list."""
 
-    top = fields.String(data_key="$top")
-    skip = fields.String(data_key="$skip")
+    top = fields.String(data_key="$top", metadata={"pattern": "^[0-9]*$"})
+    skip = fields.String(data_key="$skip", metadata={"pattern": "^[0-9]*$"})
     select = fields.String(data_key="$select")
     orderby = fields.String(data_key="$orderby")
     filter = fields.String(data_key="$filter", metadata={"description": FILTER_HELP})

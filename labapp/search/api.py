@@ -28,7 +28,7 @@ class SearchQuerySchema(ODataQuerySchema):
                                                     + FILTER_HELP})
     top = fields.String(data_key="$top",
                         metadata={"description": "How many to return (default 50, at "
-                                                 "most 500)."})
+                                                 "most 500).", "pattern": "^[0-9]*$"})
 
 
 class SearchResultSchema(Schema):

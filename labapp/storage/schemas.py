@@ -58,8 +58,8 @@ class LocationQuerySchema(EntityQuerySchema):
 
 
 class LogQuerySchema(ODataQuerySchema):
-    top = fields.String(data_key="$top")
-    skip = fields.String(data_key="$skip")
+    top = fields.String(data_key="$top", metadata={"pattern": "^[0-9]*$"})
+    skip = fields.String(data_key="$skip", metadata={"pattern": "^[0-9]*$"})
 
 
 LOCATION_ARRAY = {"type": "array", "minItems": 1, "maxItems": MAX_BATCH,

@@ -77,8 +77,8 @@ def test_pick_a_step_by_suggestion_and_move_the_status(page: Page, live_server: 
     page.wait_for_url(f"{live_server}/entities/Sample/{sample_id}")
     expect(page.locator(".flash-success")).to_have_text(f"Sample {sample_id} is now InProgress.")
     expect(page.locator("#entity-status")).to_have_text("InProgress")
-    expect(page.locator("#events li", has_text="StatusChanged")).to_contain_text(
-        '"to": "InProgress"')
+    expect(page.locator("#events li", has_text="Status changed")).to_contain_text(
+        "from Initial to InProgress")
     expect(page.locator("#status-form button")).to_have_text(
         ["Completed", "Canceled", "Initial", "Discarded"])
 

@@ -136,9 +136,10 @@ _INVALID = frozenset({400, 422})
 _ABOUT_DATA = re.compile(r"^(?:unknown (?:entity |[A-Z]\w* )?'|is not correct$|does not match$)")
 
 
-# Problem codes of a 400 naming, in the path, a field the class does not have: which fields
-# a class has is the data model's data (extension files change it), not the document's form.
-_DATA_CODES = frozenset({"unknown_field"})
+# Problem codes of 400s no JSON Schema can state: a field the class does not have (which
+# fields a class has is the data model's, and extension files change it), and a $filter
+# that does not parse (its grammar, decisions §7, is beyond a schema's pattern).
+_DATA_CODES = frozenset({"unknown_field", "invalid_filter"})
 
 
 def _about_data(response: Any) -> bool:

@@ -127,3 +127,11 @@ def test_anonymous_callers_are_401(client) -> None:
     for mode in ("", "exact/", "like/", "fulltext/"):
         assert_problem(client.get(f"/api/search/{mode}x"), 401, "not_authenticated")
     assert_problem(client.get("/api/query/freetext/x"), 401, "not_authenticated")
+
+
+@pytest.mark.parametrize("mode", ["fulltext", ""])
+def test_top_zero_answers_the_count_alone(admin: ApiClient, samples: dict[str, str],
+                                          mode: str) -> None:
+    """$top=0 asks how many match: no rows, the total (Whoosh refuses a limit of 0: a 500)."""
+    body = search(admin, f"{mode}/lysate" if mode else "lysate", top=0)
+    assert body["data"] == [] and body["total"] >= 1

@@ -198,8 +198,9 @@ def search(path: Path, clauses: list[Clause], *, labels: frozenset[str] | None,
         return _unscored(cached, query, allowed, limit)
     # Without block-quality skipping the collector counts every match as it scores it;
     # with it, the total would take a second run of the query (half of a prefix's time).
-    results = searcher.search(query, limit=limit, filter=allowed, optimize=False)
-    items = [(hit["id"], float(hit.score)) for hit in results]
+    # Whoosh refuses a limit of 0 ($top=0 asks for the count alone): collect one, keep none.
+    results = searcher.search(query, limit=max(limit, 1), filter=allowed, optimize=False)
+    items = [(hit["id"], float(hit.score)) for hit in results][:limit]
     return Hits(items, len(results))
 
 
