@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from labapp.model.registry import Workflow
+from labapp.model.workflows import Workflow
 
 BOX_WIDTH = 112
 BOX_HEIGHT = 32

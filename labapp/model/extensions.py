@@ -48,15 +48,15 @@ from sqlalchemy import (
 from sqlalchemy.orm import column_property
 
 from labapp.db import db
-from labapp.model import registry
+from labapp.model import registry, workflows
 from labapp.model.base import Entity
 from labapp.model.types import UtcDateTime
 
 EXTENSION_METADATA = MetaData(naming_convention=db.metadata.naming_convention)
-WORKFLOWS: dict[str, registry.Workflow] = {
-    "workflow": registry.WORKFLOW, "material": registry.MATERIAL_WORKFLOW,
-    "request": registry.REQUEST_WORKFLOW, "project": registry.PROJECT_WORKFLOW,
-    "activeInactive": registry.ACTIVE_INACTIVE, "initial": registry.INITIAL_ONLY}
+WORKFLOWS: dict[str, workflows.Workflow] = {
+    "workflow": workflows.WORKFLOW, "material": workflows.MATERIAL_WORKFLOW,
+    "request": workflows.REQUEST_WORKFLOW, "project": workflows.PROJECT_WORKFLOW,
+    "activeInactive": workflows.ACTIVE_INACTIVE, "initial": workflows.INITIAL_ONLY}
 _SCALARS = {"str": String, "text": Text, "int": Integer, "float": Float, "bool": Boolean,
             "date": Date, "datetime": UtcDateTime, "json": JSON}
 _CLASS_NAME = re.compile(r"^[A-Z][A-Za-z0-9]{1,31}$")
@@ -92,7 +92,7 @@ class FieldDef:
 class ClassDef:
     name: str
     prefix: str
-    workflow: registry.Workflow
+    workflow: workflows.Workflow
     fields: tuple[FieldDef, ...]
     parent_links: tuple[str, ...]
     unique: frozenset[str]
@@ -190,7 +190,7 @@ def _class_def(source: str, where: str, item: Any) -> ClassDef:
     return ClassDef(name, prefix, workflow, defs, tuple(links), frozenset(unique), source)
 
 
-def _workflow(source: str, where: str, value: Any) -> registry.Workflow:
+def _workflow(source: str, where: str, value: Any) -> workflows.Workflow:
     if isinstance(value, str):
         _expect(value in WORKFLOWS, source,
                 f"{where}: workflow {value!r} is not one of {sorted(WORKFLOWS)}")
@@ -199,7 +199,7 @@ def _workflow(source: str, where: str, value: Any) -> registry.Workflow:
         isinstance(status, str) and status.isidentifier() for status in value)
         and len(set(value)) == len(value), source,
         f"{where}: 'workflow' must be a workflow name or a list of distinct statuses")
-    return registry.Workflow(tuple(value))
+    return workflows.Workflow(tuple(value))
 
 
 def _field_def(source: str, where: str, item: Any) -> FieldDef:

@@ -15,7 +15,7 @@ import operator
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, time, timedelta
+from datetime import UTC, date, datetime, time
 from typing import Any
 
 from sqlalchemy import (
@@ -54,8 +54,6 @@ _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 _DATETIME = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:\d{2})?",
                        re.IGNORECASE)
 # OData's day-time durations (xsd:dayTimeDuration): days, hours, minutes, seconds.
-_DURATION = re.compile(r"(-?)P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?")
-_CALENDAR = re.compile(r"-?P[^T]*[YMW]")
 _OPERATORS = {"eq": operator.eq, "ne": operator.ne, "gt": operator.gt, "ge": operator.ge,
               "lt": operator.lt, "le": operator.le}
 _INVERSE = {"eq": "ne", "gt": "le", "ge": "lt", "lt": "ge", "le": "gt"}
@@ -122,39 +120,6 @@ def parse_datetime(text: str) -> datetime:
     """An ISO datetime as aware UTC (naive text is taken as UTC)."""
     value = datetime.fromisoformat(text.upper())
     return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
-
-
-def parse_duration(text: str, position: int) -> timedelta:
-    """The duration of a ``duration'P1DT2H30M'`` token: days, hours, minutes and seconds, with
-    an optional leading ``-``. Years, months and weeks are refused (a month has no fixed
-    length); FilterError names the token's ``position``."""
-    body = text[text.index("'") + 1:-1].upper()
-    if _CALENDAR.match(body):
-        raise FilterError(f"Duration '{body}' counts years, months or weeks; use days, hours, "
-                          "minutes and seconds (a month has no fixed length): P30D, PT12H",
-                          position)
-    found = _DURATION.fullmatch(body)
-    if found is None or not any(found.groups()[1:]) or body.endswith("T"):
-        raise FilterError(f"Invalid duration '{body}': expected ISO 8601 days and time, as in "
-                          "P14D, PT12H or P1DT2H30M", position)
-    sign, days, hours, minutes, seconds = found.groups()
-    try:
-        delta = timedelta(days=int(days or 0), hours=int(hours or 0),
-                          minutes=int(minutes or 0), seconds=float(seconds or 0))
-    except OverflowError:
-        raise FilterError(f"Duration '{body}' is out of range", position) from None
-    return -delta if sign else delta
-
-
-def shift(value: date, delta: timedelta, position: int) -> date:
-    """``value`` moved by ``delta``: a date stays a date for whole days, else it becomes that
-    date's midnight UTC moved by ``delta``. FilterError at ``position`` when out of range."""
-    try:
-        if isinstance(value, datetime) or delta % timedelta(days=1) == timedelta(0):
-            return value + delta
-        return datetime.combine(value, time(), UTC) + delta
-    except OverflowError:
-        raise FilterError("Date out of range", position) from None
 
 
 def _attribute_value(lit: Literal) -> str:

@@ -34,9 +34,8 @@ from labapp.query.conditions import (
     Literal,
     Operand,
     parse_datetime,
-    parse_duration,
-    shift,
 )
+from labapp.query.durations import parse_duration, shift
 from labapp.query.fields import ATTRIBUTE, FieldSource, FilterField, entity_fields
 
 __all__ = ["FILTER_HELP", "MAX_DEPTH", "MAX_FILTER_LENGTH", "MAX_VALUES", "FieldSource",
