@@ -7,7 +7,13 @@ from labapp.model.auth import (
     RefreshToken,
 )
 from labapp.model.base import Entity
-from labapp.model.boards import Dashboard, DashboardShare, Notification
+from labapp.model.boards import (
+    Dashboard,
+    DashboardShare,
+    Notification,
+    SavedView,
+    SavedViewShare,
+)
 from labapp.model.content import File, Note
 from labapp.model.lab import (
     Experiment,
@@ -30,6 +36,7 @@ __all__ = [
     "Fermentation", "File", "Location", "LoginFailure", "LoginSession", "ModelState", "Note",
     "Notification",
     "PersonalAccessToken", "Plate", "Project", "ProjectAccess", "ProjectSetting", "RefreshToken",
-    "Request", "Role", "Sample", "SearchQueue", "Sequence", "Step", "StepInput",
+    "Request", "Role", "Sample", "SavedView", "SavedViewShare", "SearchQueue", "Sequence",
+    "Step", "StepInput",
     "StorageLogEntry", "User", "UserRole",
 ]

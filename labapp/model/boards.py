@@ -1,4 +1,5 @@
-"""Per-user things that are not entities: dashboards (with their shares) and notifications."""
+"""Per-user things that are not entities: dashboards and saved views (with their shares) and
+notifications."""
 from __future__ import annotations
 
 from datetime import datetime
@@ -49,6 +50,46 @@ class Dashboard(Model):
     shares: Mapped[list[DashboardShare]] = relationship(
         DashboardShare, cascade="all, delete-orphan", lazy="selectin",
         order_by=(DashboardShare.kind, DashboardShare.target))
+
+
+class SavedViewShare(Model):
+    """One party a saved view is shared with, as a dashboard's (``DashboardShare``)."""
+
+    __tablename__ = "saved_view_share"
+    __table_args__ = (
+        CheckConstraint("kind IN ('user', 'department', 'project', 'role')", name="kind"),
+        Index("ix_saved_view_share_kind_target", "kind", "target"),
+    )
+
+    view_id: Mapped[str] = mapped_column(
+        String(32), ForeignKey("saved_view.id", ondelete="CASCADE"), primary_key=True)
+    kind: Mapped[str] = mapped_column(String(16), primary_key=True)
+    target: Mapped[str] = mapped_column(String(64), primary_key=True)
+
+
+class SavedView(Model):
+    """A list's filter, columns and sort stored under a name by one user (issue 21 §2).
+
+    ``filter`` and ``orderby`` are in the API's notation ($filter, $orderby); ``columns`` the
+    field names the list shows, in order."""
+
+    __tablename__ = "saved_view"
+    __table_args__ = (Index("ix_saved_view_user_id_eclass", "user_id", "eclass"),)
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    name: Mapped[str] = mapped_column(String(255))
+    eclass: Mapped[str] = mapped_column(String(32))
+    filter: Mapped[str | None] = mapped_column(Text)
+    columns: Mapped[list[Any]] = mapped_column(JsonObject, default=list)
+    orderby: Mapped[str | None] = mapped_column(String(255))
+    user_id: Mapped[str] = mapped_column(
+        String(64), ForeignKey("app_user.id", ondelete="CASCADE"))
+    created_utc: Mapped[datetime] = mapped_column(UtcDateTime)
+    modified_utc: Mapped[datetime] = mapped_column(UtcDateTime)
+
+    shares: Mapped[list[SavedViewShare]] = relationship(
+        SavedViewShare, cascade="all, delete-orphan", lazy="selectin",
+        order_by=(SavedViewShare.kind, SavedViewShare.target))
 
 
 class Notification(Model):
