@@ -31,12 +31,17 @@ bp = Blueprint("entity_api", __name__, url_prefix="/api/entity")
 def list_entities(eclass: str, query: dict[str, Any]) -> Response:
     file_format = export.wanted_format(query.get("format"), request.accept_mimetypes)
     if file_format is not None:
-        return export.export_response(current_actor(), class_named(eclass), query, file_format)
-    page = reading.list_entities(
-        current_actor(), class_named(eclass), filter_text=query.get("filter"),
-        orderby=query.get("orderby"), select_text=query.get("select"),
-        top=query.get("top"), skip=query.get("skip"))
-    return jsonify(page.to_json())
+        response = export.export_response(current_actor(), class_named(eclass), query,
+                                          file_format)
+    else:
+        page = reading.list_entities(
+            current_actor(), class_named(eclass), filter_text=query.get("filter"),
+            orderby=query.get("orderby"), select_text=query.get("select"),
+            top=query.get("top"), skip=query.get("skip"))
+        response = jsonify(page.to_json())
+    # The same URL answers JSON, CSV or XLSX by its Accept header: caches must key on it.
+    response.vary.add("Accept")
+    return response
 
 
 @bp.get("/<eclass>/<path:entity_id>")

@@ -90,6 +90,7 @@ def test_the_accept_header_chooses_the_format(admin: ApiClient, samples: None,
         "$select": "name", "$filter": "startswith(id, 'EX-')", "$orderby": "id desc"})
     rows = csv_rows(response) if accept == "text/csv" else xlsx_rows(response)
     assert [row[0] for row in rows] == ["ID", "EX-4", "EX-3", "EX-2", "EX-1"]
+    assert "Accept" in response.vary
 
 
 def test_json_stays_the_default(admin: ApiClient, samples: None) -> None:
@@ -97,6 +98,7 @@ def test_json_stays_the_default(admin: ApiClient, samples: None) -> None:
         response = admin.get("/api/entity/Sample?$filter=startswith(id, 'EX-')",
                              headers=headers)
         assert response.status_code == 200 and response.get_json()["total"] == 4
+        assert "Accept" in response.vary  # a cache must not answer CSV to a JSON client
     assert admin.get("/api/entity/Sample?$format=json", headers={"Accept": "text/csv"}
                      ).get_json()["total"] >= 4
 
