@@ -191,9 +191,11 @@ def _like(actor: Actor, term: str, filter_text: str | None, top: int, *,
     # term) instead of sorting the few candidates the trigram index finds.
     # The sort reads every match anyway: ``count(*) OVER ()`` counts them in the same pass
     # (a second query for ``total`` rechecked every trigram candidate again).
+    # At least one row is read even for ``$top=0``: it carries the total.
     rows = db.session.execute(select(Entity.id, func.count().over()).where(*where)
-                              .order_by(Entity.name + "", Entity.id).limit(top)).all()
-    return _Matches([(entity_id, 1.0) for entity_id, _total in rows], rows[0][1] if rows else 0)
+                              .order_by(Entity.name + "", Entity.id).limit(max(top, 1))).all()
+    return _Matches([(entity_id, 1.0) for entity_id, _total in rows[:top]],
+                    rows[0][1] if rows else 0)
 
 
 def _fulltext(actor: Actor, term: str, filter_text: str | None, top: int) -> _Matches:

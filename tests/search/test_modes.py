@@ -129,9 +129,10 @@ def test_anonymous_callers_are_401(client) -> None:
     assert_problem(client.get("/api/query/freetext/x"), 401, "not_authenticated")
 
 
-@pytest.mark.parametrize("mode", ["fulltext", ""])
+@pytest.mark.parametrize("mode", ["fulltext", "", "like", "exact"])
 def test_top_zero_answers_the_count_alone(admin: ApiClient, samples: dict[str, str],
                                           mode: str) -> None:
     """$top=0 asks how many match: no rows, the total (Whoosh refuses a limit of 0: a 500)."""
-    body = search(admin, f"{mode}/lysate" if mode else "lysate", top=0)
+    term = "LYS-1" if mode == "exact" else "lysate"
+    body = search(admin, f"{mode}/{term}" if mode else term, top=0)
     assert body["data"] == [] and body["total"] >= 1
