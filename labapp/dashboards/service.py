@@ -10,57 +10,36 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from sqlalchemy import ColumnElement, and_, exists, or_, select, true
+from sqlalchemy import ColumnElement, select
 
+from labapp.access import sharing
 from labapp.access.actor import Actor
-from labapp.access.visibility import readable
 from labapp.dashboards.schemas import MIN_COLUMNS, min_columns
 from labapp.dashboards.widgets import WIDGETS, ClassGone
 from labapp.db import db
 from labapp.errors import Forbidden, InvalidInput, NotFound
-from labapp.model import Dashboard, DashboardShare, Department, Project, Role, User
+from labapp.model import Dashboard, DashboardShare
 from labapp.model.types import utc_now
 from labapp.notifications.service import DASHBOARD_SHARED, raise_for
 
-SHARE_FIELDS = {"userIDs": ("user", User.id), "departmentIDs": ("department", Department.id),
-                "projectIDs": ("project", Project.id), "userRoles": ("role", Role.name)}
+SHARE_FIELDS = sharing.SHARE_FIELDS  # the editor's form reads the share lists from here
 
 
 def visible(actor: Actor) -> ColumnElement[bool]:
-    """SQL predicate: the dashboards the actor may see."""
-    if actor.is_admin:
-        return true()
-    share = DashboardShare
-    terms = [and_(share.kind == "user", share.target == actor.user_id)]
-    if actor.department_id:
-        terms.append(and_(share.kind == "department", share.target == actor.department_id))
-    if actor.read_projects:
-        terms.append(and_(share.kind == "project",
-                          share.target.in_(sorted(actor.read_projects))))
-    if actor.roles:
-        terms.append(and_(share.kind == "role", share.target.in_(sorted(actor.roles))))
-    return or_(Dashboard.user_id == actor.user_id,
-               exists().where(share.dashboard_id == Dashboard.id, or_(*terms)))
+    """SQL predicate: the dashboards the actor may see (:func:`sharing.visible`)."""
+    return sharing.visible(actor, Dashboard.user_id, DashboardShare.kind,
+                           DashboardShare.target, DashboardShare.dashboard_id == Dashboard.id)
 
 
 def may_change(actor: Actor, dashboard: Dashboard) -> bool:
     return actor.is_admin or dashboard.user_id == actor.user_id
 
 
-def shares_of(dashboard: Dashboard) -> dict[str, list[str]]:
-    """The shares as the API shows them: four sorted lists."""
-    by_kind = {kind: field for field, (kind, _) in SHARE_FIELDS.items()}
-    shares: dict[str, list[str]] = {field: [] for field in SHARE_FIELDS}
-    for share in dashboard.shares:
-        shares[by_kind[share.kind]].append(share.target)
-    return {field: sorted(values) for field, values in shares.items()}
-
-
 def to_api(actor: Actor, dashboard: Dashboard) -> dict[str, Any]:
     """A dashboard as the API shows it, with ``canWrite`` for the actor."""
     return {"id": dashboard.id, "name": dashboard.name, "description": dashboard.description,
             "userID": dashboard.user_id, "widgets": dashboard.widgets,
-            "shares": shares_of(dashboard), "createdUtc": dashboard.created_utc,
+            "shares": sharing.shares_of(dashboard.shares), "createdUtc": dashboard.created_utc,
             "modifiedUtc": dashboard.modified_utc, "canWrite": may_change(actor, dashboard)}
 
 
@@ -78,22 +57,6 @@ def get_visible(actor: Actor, dashboard_id: str) -> Dashboard:
     if dashboard is None:
         raise NotFound(f"No dashboard {dashboard_id!r}.")
     return dashboard
-
-
-def _check_shares(shares: dict[str, list[str]]) -> None:
-    """400 naming the field when a share names a user, department, project or role that
-    does not exist."""
-    errors = []
-    for field, (_, column) in SHARE_FIELDS.items():
-        wanted = set(shares.get(field) or ())
-        if not wanted:
-            continue
-        found = set(db.session.scalars(select(column).where(column.in_(sorted(wanted)))))
-        for missing in sorted(wanted - found):
-            errors.append({"field": f"shares.{field}", "message": f"unknown {missing!r}"})
-    if errors:
-        raise InvalidInput("The dashboard is shared with parties that do not exist.",
-                           errors=errors)
 
 
 def _check_sizes(widgets: list[dict[str, Any]]) -> None:
@@ -115,20 +78,14 @@ def _apply(dashboard: Dashboard, data: dict[str, Any]) -> set[str]:
     """Write the fields and shares of ``data``; returns the users newly shared with."""
     _check_sizes(data["widgets"])
     shares = data["shares"]
-    _check_shares(shares)
-    before = {share.target for share in dashboard.shares if share.kind == "user"}
+    sharing.check_shares(shares, "dashboard")
     dashboard.name = data["name"]
     dashboard.description = data.get("description")
     dashboard.widgets = data["widgets"]
     dashboard.modified_utc = utc_now()
-    wanted = {(kind, target) for field, (kind, _) in SHARE_FIELDS.items()
-              for target in shares.get(field) or ()}
-    dashboard.shares = [share for share in dashboard.shares
-                        if (share.kind, share.target) in wanted]
-    kept = {(share.kind, share.target) for share in dashboard.shares}
-    for kind, target in sorted(wanted - kept):
-        dashboard.shares.append(DashboardShare(kind=kind, target=target))
-    return {target for kind, target in wanted if kind == "user"} - before
+    dashboard.shares, newly_shared = sharing.replace_shares(
+        dashboard.shares, shares, lambda kind, target: DashboardShare(kind=kind, target=target))
+    return newly_shared
 
 
 def _notify_shared(actor: Actor, dashboard: Dashboard, users: set[str]) -> None:
@@ -221,22 +178,10 @@ def default_for(actor: Actor) -> Dashboard:
     own = own_default(actor)
     if own is not None:
         return own
-    empty_shares: dict[str, list[str]] = {field: [] for field in SHARE_FIELDS}
     return create(actor, {"name": "My dashboard", "description": "Your starter dashboard.",
-                          "widgets": _starter_widgets(), "shares": empty_shares})
+                          "widgets": _starter_widgets(), "shares": sharing.no_shares()})
 
 
 def share_choices(actor: Actor) -> dict[str, list[tuple[str, str]]]:
-    """What the editor's pickers offer: ``(id, label)`` of active users, departments, the
-    projects the actor can read, and roles."""
-    def pairs(query: Any) -> list[tuple[str, str]]:
-        return [(key, f"{name} ({key})" if name and name != key else key)
-                for key, name in db.session.execute(query)]
-    return {
-        "userIDs": pairs(select(User.id, User.name).where(User.is_active.is_(True))
-                         .order_by(User.id)),
-        "departmentIDs": pairs(select(Department.id, Department.name).order_by(Department.id)),
-        "projectIDs": pairs(select(Project.id, Project.name)
-                            .where(readable(actor, Project)).order_by(Project.id)),
-        "userRoles": pairs(select(Role.name, Role.name).order_by(Role.name)),
-    }
+    """What the editor's pickers offer (:func:`sharing.share_choices`)."""
+    return sharing.share_choices(actor)
