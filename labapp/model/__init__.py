@@ -15,6 +15,7 @@ from labapp.model.boards import (
     SavedViewShare,
 )
 from labapp.model.content import File, Note
+from labapp.model.imports import ImportJob, ImportRow, SavedMapping
 from labapp.model.lab import (
     Experiment,
     Fermentation,
@@ -33,10 +34,10 @@ from labapp.model.tallies import EntityCount, EntityCountChange
 __all__ = [
     "AuditEvent", "Dashboard", "DashboardShare", "Department", "DepartmentAccess", "Entity",
     "EntityCount", "EntityCountChange", "EntityEvent", "Experiment",
-    "Fermentation", "File", "Location", "LoginFailure", "LoginSession", "ModelState", "Note",
-    "Notification",
+    "Fermentation", "File", "ImportJob", "ImportRow", "Location", "LoginFailure", "LoginSession",
+    "ModelState", "Note", "Notification",
     "PersonalAccessToken", "Plate", "Project", "ProjectAccess", "ProjectSetting", "RefreshToken",
-    "Request", "Role", "Sample", "SavedView", "SavedViewShare", "SearchQueue", "Sequence",
-    "Step", "StepInput",
+    "Request", "Role", "Sample", "SavedMapping", "SavedView", "SavedViewShare", "SearchQueue",
+    "Sequence", "Step", "StepInput",
     "StorageLogEntry", "User", "UserRole",
 ]
