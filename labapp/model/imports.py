@@ -57,6 +57,9 @@ class ImportJob(Model):
     progress_total: Mapped[int | None] = mapped_column(Integer)
     error: Mapped[str | None] = mapped_column(Text)
     upload: Mapped[str] = mapped_column(String(255))
+    # The dry run this job commits (POST /api/import/{id}/commit): one commit per dry run.
+    dry_run_id: Mapped[str | None] = mapped_column(
+        String(32), ForeignKey("import_job.id", ondelete="SET NULL"), unique=True)
     created_utc: Mapped[datetime] = mapped_column(UtcDateTime)
     started_utc: Mapped[datetime | None] = mapped_column(UtcDateTime)
     finished_utc: Mapped[datetime | None] = mapped_column(UtcDateTime)

@@ -40,12 +40,15 @@ def upgrade():
     sa.Column('progress_total', sa.Integer(), nullable=True),
     sa.Column('error', sa.Text(), nullable=True),
     sa.Column('upload', sa.String(length=255), nullable=False),
+    sa.Column('dry_run_id', sa.String(length=32), nullable=True),
     sa.Column('created_utc', sa.DateTime(), nullable=False),
     sa.Column('started_utc', sa.DateTime(), nullable=True),
     sa.Column('finished_utc', sa.DateTime(), nullable=True),
     sa.CheckConstraint("status IN ('queued', 'running', 'done', 'failed')", name=op.f('ck_import_job_status')),
+    sa.ForeignKeyConstraint(['dry_run_id'], ['import_job.id'], name=op.f('fk_import_job_dry_run_id_import_job'), ondelete='SET NULL'),
     sa.ForeignKeyConstraint(['owner_id'], ['app_user.id'], name=op.f('fk_import_job_owner_id_app_user'), ondelete='CASCADE'),
-    sa.PrimaryKeyConstraint('id', name=op.f('pk_import_job'))
+    sa.PrimaryKeyConstraint('id', name=op.f('pk_import_job')),
+    sa.UniqueConstraint('dry_run_id', name=op.f('uq_import_job_dry_run_id'))
     )
     with op.batch_alter_table('import_job', schema=None) as batch_op:
         batch_op.create_index('ix_import_job_owner_id_created_utc', ['owner_id', 'created_utc'], unique=False)
