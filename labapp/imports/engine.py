@@ -1,0 +1,300 @@
+"""The import of a spreadsheet into one class: a dry run that gives every row its outcome,
+then a commit through the entity batch.
+
+:func:`plan_import` reads the rows in chunks; each row is a ``create``, an ``update`` (of the
+entity its id, barcode or ``match`` field names), ``unchanged`` (an update that changes
+nothing) or an ``error`` naming the column and the reason. :func:`commit_import` reads the
+file again and saves its rows through :func:`labapp.entities.service.save_batch` in chunks —
+sequences, audit, search queue, tallies, notifications and the check-in rule as for any API
+write — inside the caller's one transaction; the plan keeps outcomes only, so memory stays
+flat however long the file is.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from labapp.access.actor import Actor
+from labapp.entities.batch import resolve_sequence
+from labapp.entities.service import save_batch
+from labapp.errors import AppError, Conflict, InvalidInput
+from labapp.imports.cells import Named
+from labapp.imports.mapping import check_mapping
+from labapp.imports.reading import SourceTable
+from labapp.imports.rows import Draft, FileRow, RowBuilder
+from labapp.imports.targets import taken_values
+from labapp.imports.values import DateOrder
+from labapp.model.registry import ClassSpec
+from labapp.sequences.service import next_ids
+
+CHUNK = 500  # rows per chunk: per bulk lookup, and per save_batch (the API's bulk size)
+Outcome = Literal["create", "update", "unchanged", "error"]
+OUTCOMES: tuple[Outcome, ...] = ("create", "update", "unchanged", "error")
+_ITEM_INDEX = re.compile(r"entities\[(\d+)\]")
+
+
+@dataclass(frozen=True, slots=True)
+class CellError:
+    """Why one cell (named by its column header) stops its row."""
+
+    column: str
+    message: str
+
+
+@dataclass(slots=True)
+class RowOutcome:
+    """What the import does with one row (``row`` as the spreadsheet numbers it)."""
+
+    row: int
+    outcome: Outcome
+    entity_id: str | None
+    errors: list[CellError] = field(default_factory=list)
+
+
+@dataclass
+class ImportPlan:
+    """A dry run: every row's outcome and the counts, plus what the commit needs to build
+    the same items again (the table, the checked mapping, the decisions of the dry run)."""
+
+    spec: ClassSpec
+    outcomes: list[RowOutcome]
+    counts: dict[str, int]
+    table: SourceTable
+    mapping: dict[str, str]
+    match: str | None
+    date_orders: dict[str, DateOrder] = field(default_factory=dict)
+    file_refs: dict[tuple[int, str], int] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        """Whether the plan may be committed: no row has an error."""
+        return self.counts.get("error", 0) == 0
+
+
+def _chunks(table: SourceTable, size: int) -> Iterator[list[tuple[int, list[Any]]]]:
+    chunk: list[tuple[int, list[Any]]] = []
+    for row in table.rows():
+        chunk.append(row)
+        if len(chunk) >= size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+def _check_match(spec: ClassSpec, mapping: Mapping[str, str], match: str | None) -> str | None:
+    if match is None:
+        return None
+    found = spec.field(match)
+    if found is None or found.attr is None or found.type in ("json", "ref"):
+        raise InvalidInput(f"{spec.name} has no field {match!r} to match rows by.",
+                           code="invalid_match")
+    if found.name not in mapping.values():
+        raise InvalidInput(f"Rows are matched by {found.name}, but no column is mapped to it.",
+                           code="invalid_match")
+    return found.name
+
+
+def _outcome(draft: Draft) -> RowOutcome:
+    existing = draft.existing
+    if draft.errors:
+        return RowOutcome(draft.row, "error", existing.id if existing is not None else None,
+                          [CellError(column, message) for column, message in draft.errors])
+    if existing is None:
+        return RowOutcome(draft.row, "create", None)
+    return RowOutcome(draft.row, "unchanged" if draft.unchanged else "update", existing.id)
+
+
+def plan_import(actor: Actor, spec: ClassSpec, table: SourceTable, mapping: Mapping[str, str],
+                *, match: str | None = None,
+                progress: Callable[[int], None] | None = None) -> ImportPlan:
+    """The dry run of importing ``table`` into ``spec`` with ``mapping`` (column → field);
+    writes nothing. Raises :class:`InvalidInput` for a bad mapping or match field; a bad
+    row is an ``error`` outcome, not an exception."""
+    checked = check_mapping(spec, table.headers, mapping)
+    chosen = _check_match(spec, checked, match)
+    builder = RowBuilder(actor, spec, table.headers, checked, chosen, checking=True)
+    outcomes: list[RowOutcome] = []
+    position: dict[int, int] = {}
+    undecided: list[tuple[int, list[str], Outcome]] = []  # rows held up by a date alone
+    forward: list[tuple[int, str, str]] = []  # (row, field, key) naming a row further down
+    file_refs: dict[tuple[int, str], int] = {}
+    for chunk in _chunks(table, CHUNK):
+        for draft in builder.build(chunk):
+            for name, value in draft.values.items():
+                if isinstance(value, FileRow):
+                    file_refs[draft.row, name] = value.row
+                elif isinstance(value, Named) and not draft.errors:
+                    forward.append((draft.row, name, value.key))
+            position[draft.row] = len(outcomes)
+            outcome = _outcome(draft)
+            if draft.ambiguous and len(draft.ambiguous) == len(draft.errors):
+                undecided.append((draft.row, draft.ambiguous,
+                                  "create" if draft.existing is None else "update"))
+            outcomes.append(outcome)
+        if progress is not None:
+            progress(len(outcomes))
+    orders = builder.decided_orders()
+    for row, columns, would_be in undecided:
+        outcome = outcomes[position[row]]
+        if all(column in orders for column in columns):
+            outcome.errors.clear()
+            outcome.outcome = would_be
+    _link_forward(builder, outcomes, position, forward, file_refs)
+    counts: dict[str, int] = dict.fromkeys(OUTCOMES, 0)
+    for outcome in outcomes:
+        counts[outcome.outcome] += 1
+    return ImportPlan(spec, outcomes, counts, table, checked, chosen, orders, file_refs)
+
+
+def _link_forward(builder: RowBuilder, outcomes: list[RowOutcome], position: dict[int, int],
+                  forward: list[tuple[int, str, str]],
+                  file_refs: dict[tuple[int, str], int]) -> None:
+    """Resolve references to rows further down the file, once every row is read; then
+    refuse references that go round in a circle."""
+    for row, name, key in forward:
+        outcome = outcomes[position[row]]
+        rows = builder.file_keys.rows_named(key)
+        if len(rows) == 1 and rows[0] != row:
+            file_refs[row, name] = rows[0]
+            continue
+        column = next((header for _, header, target in builder.columns if target == name), name)
+        message = (f"{key!r} is ambiguous: rows {', '.join(map(str, rows[:5]))} of this file"
+                   if len(rows) > 1 else f"unknown {builder.spec.fields[name].ref} {key!r}")
+        _fail(outcome, column, message)
+    parents: dict[int, set[int]] = {}
+    for (row, _name), parent in file_refs.items():
+        parents.setdefault(row, set()).add(parent)
+        if outcomes[position[parent]].outcome == "error":
+            _fail(outcomes[position[row]], "", f"it refers to row {parent}, which has errors")
+    for start in parents:
+        seen, stack = {start}, list(parents[start])
+        while stack:
+            current = stack.pop()
+            if current == start:
+                _fail(outcomes[position[start]], "", "rows of the file refer to each other "
+                                                     "in a circle")
+                break
+            if current not in seen:
+                seen.add(current)
+                stack.extend(parents.get(current, ()))
+
+
+def _fail(outcome: RowOutcome, column: str, message: str) -> None:
+    outcome.outcome = "error"
+    outcome.errors.append(CellError(column, message))
+
+
+def _item(spec: ClassSpec, draft: Draft, row_ids: Mapping[int, str]) -> dict[str, Any]:
+    item: dict[str, Any] = {"eClass": spec.name}
+    for name, value in draft.values.items():
+        item[name] = row_ids[value.row] if isinstance(value, FileRow) else value
+    if draft.existing is not None:
+        item["id"] = draft.existing.id
+    return item
+
+
+class _Committer:
+    """Saves drafts in batches, parents before the rows that refer to them."""
+
+    def __init__(self, actor: Actor, plan: ImportPlan) -> None:
+        self.actor, self.spec = actor, plan.spec
+        self.sequence = resolve_sequence(plan.spec.name) if plan.spec.prefix else None
+        self.referenced = set(plan.file_refs.values())
+        self.row_ids: dict[int, str] = {}
+        self.batch: list[Draft] = []
+        self.in_batch: set[int] = set()
+        self.waiting: dict[int, list[Draft]] = {}
+        self.written: dict[int, str] = {}
+
+    def add(self, draft: Draft) -> None:
+        missing = [value.row for value in draft.values.values() if isinstance(value, FileRow)
+                   and value.row not in self.row_ids and value.row not in self.in_batch]
+        if missing:
+            self.waiting.setdefault(missing[0], []).append(draft)
+            return
+        self.batch.append(draft)
+        self.in_batch.add(draft.row)
+        for child in self.waiting.pop(draft.row, []):
+            self.add(child)
+
+    def flush(self) -> None:
+        if not self.batch:
+            return
+        new = [draft for draft in self.batch
+               if draft.existing is None and not isinstance(draft.values.get("id"), str)]
+        if new and self.sequence is not None:
+            drawn = next_ids(self.sequence, len(new))
+            if taken_values("id", drawn):
+                raise Conflict(f"An id drawn from sequence {self.sequence!r} is already taken; "
+                               "raise the sequence's nextValue.", code="duplicate_id")
+            for draft, entity_id in zip(new, drawn, strict=True):
+                draft.values["id"] = entity_id
+        for draft in self.batch:
+            if draft.row in self.referenced:
+                existing = draft.existing
+                self.row_ids[draft.row] = existing.id if existing else draft.values["id"]
+        items = [_item(self.spec, draft, self.row_ids) for draft in self.batch]
+        try:
+            saved = save_batch(self.actor, items, notation=False).entities
+        except AppError as error:
+            raise _on_row(error, self.batch) from None
+        for draft, entity in zip(self.batch, saved, strict=True):
+            self.written[draft.row] = entity["id"]
+        self.batch, self.in_batch = [], set()
+
+
+def _on_row(error: AppError, batch: list[Draft]) -> AppError:
+    """The batch's error told by the spreadsheet row it is about."""
+    found = _ITEM_INDEX.search(error.detail)
+    if found is not None and int(found[1]) < len(batch):
+        error.detail = f"Row {batch[int(found[1])].row}: {error.detail}"
+        error.args = (error.detail,)
+    return error
+
+
+def commit_import(actor: Actor, plan: ImportPlan, *,
+                  progress: Callable[[int], None] | None = None) -> list[str]:
+    """Write the rows ``plan`` creates or updates; the ids written, in the order of the
+    plan's ``create``/``update`` outcomes (each outcome's ``entity_id`` is set too).
+
+    Runs in the caller's transaction, which must roll back on any error: the whole import
+    is then unwritten. Raises :class:`InvalidInput` for a plan with errors, and whatever
+    the entity batch raises (naming the row) should the data have changed since the plan.
+    """
+    if not plan.ok:
+        raise InvalidInput(f"{plan.counts['error']} rows have errors; nothing was imported.",
+                           code="import_has_errors")
+    outcome_of = {outcome.row: outcome for outcome in plan.outcomes}
+    builder = RowBuilder(actor, plan.spec, plan.table.headers, plan.mapping, plan.match,
+                         checking=False, date_orders=plan.date_orders, file_refs=plan.file_refs)
+    committer = _Committer(actor, plan)
+    done = 0
+    for chunk in _chunks(plan.table, CHUNK):
+        for draft in builder.build(chunk):
+            outcome = outcome_of.get(draft.row)
+            if outcome is None or outcome.outcome not in ("create", "update"):
+                continue
+            if draft.errors:
+                column, message = draft.errors[0]
+                raise InvalidInput(f"Row {draft.row}, column {column!r}: {message}",
+                                   code="import_changed")
+            committer.add(draft)
+        if len(committer.batch) >= CHUNK:
+            committer.flush()
+        done += len(chunk)
+        if progress is not None:
+            progress(done)
+    committer.flush()
+    if committer.waiting:
+        row = next(iter(committer.waiting))
+        raise InvalidInput(f"Row {row} of the file is referred to but was not written.",
+                           code="import_changed")
+    ids = []
+    for outcome in plan.outcomes:
+        if outcome.outcome in ("create", "update"):
+            outcome.entity_id = committer.written[outcome.row]
+            ids.append(outcome.entity_id)
+    return ids

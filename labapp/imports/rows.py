@@ -1,0 +1,350 @@
+"""A chunk of spreadsheet rows into drafts of batch items: values parsed, the entity each row
+updates found, references and locations resolved — each in bulk for the chunk.
+
+The dry run and the commit build drafts the same way; the dry run also checks what the
+batch would refuse (storage slots, taken barcodes, rights) so that every row gets its
+outcome, while the commit leaves those checks to the entity batch itself.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from labapp.access.actor import Actor
+from labapp.access.policy import may_create_class
+from labapp.access.visibility import WRITE, access_type
+from labapp.imports.cells import Measured, Named, attribute_value, cell_value, checked
+from labapp.imports.mapping import ATTRIBUTE_PREFIX, header_unit
+from labapp.imports.placing import Placements
+from labapp.imports.targets import Found, Lookup, Places, existing_by, taken_values
+from labapp.imports.values import AmbiguousDate, CellProblem, DateOrder, convert, date_evidence
+from labapp.model import Entity
+from labapp.model.registry import ClassSpec, FieldSpec
+from labapp.reading.wording import unit_field
+from labapp.storage.service import STORABLE_CLASSES
+
+LOCATION_FIELD, POSITION_FIELD = "locationID", "position"
+
+
+@dataclass(frozen=True, slots=True)
+class FileRow:
+    """A reference to the entity another row of the same file creates."""
+
+    row: int
+
+
+@dataclass(slots=True)
+class Draft:
+    """One row on its way to a batch item."""
+
+    row: int
+    values: dict[str, Any] = field(default_factory=dict)
+    columns: dict[str, str] = field(default_factory=dict)  # field → the column it came from
+    errors: list[tuple[str, str]] = field(default_factory=list)
+    existing: Entity | None = None
+    unchanged: bool = False
+    ambiguous: list[str] = field(default_factory=list)  # columns with an undecided date
+
+    def fail(self, name: str, message: str) -> None:
+        self.errors.append((self.columns.get(name, name), message))
+
+
+@dataclass
+class FileKeys:
+    """The ids, barcodes and names of the rows of the file that create entities, for
+    references between rows of the same file (a parent above or below its child)."""
+
+    by_id: dict[str, int] = field(default_factory=dict)
+    by_barcode: dict[str, int] = field(default_factory=dict)
+    by_name: dict[str, list[int]] = field(default_factory=dict)
+
+    def add(self, row: int, values: Mapping[str, Any]) -> None:
+        for name, index in (("id", self.by_id), ("barcode", self.by_barcode)):
+            if isinstance(values.get(name), str):
+                index.setdefault(values[name], row)
+        if isinstance(values.get("name"), str):
+            self.by_name.setdefault(values["name"], []).append(row)
+
+    def rows_named(self, key: str) -> list[int]:
+        for index in (self.by_id, self.by_barcode):
+            if key in index:
+                return [index[key]]
+        return self.by_name.get(key, [])
+
+
+class RowBuilder:
+    """Builds the drafts of one import, chunk by chunk (see the module docstring)."""
+
+    def __init__(self, actor: Actor, spec: ClassSpec, headers: Sequence[str],
+                 mapping: Mapping[str, str], match: str | None, *, checking: bool,
+                 date_orders: Mapping[str, DateOrder] | None = None,
+                 file_refs: Mapping[tuple[int, str], int] | None = None) -> None:
+        self.actor, self.spec, self.checking = actor, spec, checking
+        self.columns = [(index, header, mapping[header]) for index, header in enumerate(headers)
+                        if header in mapping]
+        self.units = {header: header_unit(header) for _, header, _ in self.columns}
+        mapped = set(mapping.values())
+        self.match = match or ("id" if "id" in mapped else "barcode" if "barcode" in mapped
+                               else None)
+        self.storable = spec.name in STORABLE_CLASSES
+        self.lookups: dict[str, Lookup] = {}
+        self.places = Places(actor)
+        self.placements = Placements(actor)
+        self.file_keys = FileKeys()
+        # Same-file references are possible only when the class refers to itself.
+        self.self_refs = {name for name in mapped if name in spec.fields
+                          and spec.fields[name].type == "ref"
+                          and spec.fields[name].ref in (spec.name, "*")}
+        self.evidence: dict[str, set[DateOrder]] = {}
+        self.date_orders: dict[str, DateOrder] = dict(date_orders or {})
+        self.claimed: dict[str, dict[str, int]] = {"id": {}, "barcode": {}}
+        # (row, field) → the row of the file it refers to, as the dry run decided.
+        self.file_refs = dict(file_refs or {})
+
+    # --- cells ---------------------------------------------------------------------
+
+    def _parse(self, row: int, cells: list[Any]) -> Draft:
+        draft = Draft(row)
+        for index, header, name in self.columns:
+            cell = cells[index]
+            if cell is None or (isinstance(cell, str) and not cell.strip()):
+                continue  # a blank cell never clears a value: it leaves the field alone
+            draft.columns[name] = header
+            if name.startswith(ATTRIBUTE_PREFIX):
+                draft.values[name] = attribute_value(cell)
+                continue
+            spec = self.spec.fields[name]
+            if spec.type == "date" and isinstance(cell, str):
+                seen = date_evidence(cell)
+                if seen is not None:
+                    self.evidence.setdefault(header, set()).add(seen)
+            try:
+                draft.values[name] = cell_value(self.spec, spec, cell, self.units[header],
+                                                self.date_orders.get(header))
+            except AmbiguousDate as problem:
+                draft.ambiguous.append(header)
+                draft.fail(name, str(problem))
+            except CellProblem as problem:
+                draft.fail(name, str(problem))
+        return draft
+
+    def decided_orders(self) -> dict[str, DateOrder]:
+        """The day/month order of each date column whose cells agree on one."""
+        return {column: next(iter(orders)) for column, orders in self.evidence.items()
+                if len(orders) == 1}
+
+    # --- the chunk -----------------------------------------------------------------
+
+    def build(self, chunk: Sequence[tuple[int, list[Any]]]) -> list[Draft]:
+        """The drafts of a chunk of ``(row number, cells)``."""
+        drafts = [self._parse(row, cells) for row, cells in chunk]
+        self._match(drafts)
+        if self.checking:
+            self._check_taken(drafts)
+        self._resolve(drafts)
+        if self.storable:
+            self._place(drafts)
+        for draft in drafts:
+            self._finish(draft)
+        return drafts
+
+    def _match(self, drafts: list[Draft]) -> None:
+        """Find the stored entity each row updates, by the match field."""
+        if self.match is None:
+            return
+        keys = {draft.row: draft.values.get(self.match) for draft in drafts}
+        wanted = {str(key) for key in keys.values() if key is not None}
+        found = existing_by(self.actor, self.spec, self.match, wanted) if wanted else {}
+        for draft in drafts:
+            key = keys[draft.row]
+            matches = found.get(str(key), []) if key is not None else []
+            if len(matches) > 1:
+                draft.fail(self.match, f"{key!r} matches {len(matches)} entities ("
+                                       f"{', '.join(sorted(e.id for e in matches))})")
+            elif matches:
+                draft.existing = matches[0]
+
+    def _lookup(self, target: str | None) -> Lookup:
+        key = target or "*"
+        if key not in self.lookups:
+            self.lookups[key] = Lookup(self.actor, None if key == "*" else target)
+        return self.lookups[key]
+
+    def _resolve(self, drafts: list[Draft]) -> None:
+        """Every reference cell of the chunk to an id (or a :class:`FileRow`): one query per
+        target class."""
+        wanted: dict[str, set[str]] = {}
+        for draft in drafts:
+            for name, value in draft.values.items():
+                if isinstance(value, Named) and not (name == LOCATION_FIELD and self.storable):
+                    wanted.setdefault(self.spec.fields[name].ref or "*", set()).add(value.key)
+        for target, keys in wanted.items():
+            self._lookup(target).load(keys)
+        for draft in drafts:
+            for name, value in list(draft.values.items()):
+                if not isinstance(value, Named) or (name == LOCATION_FIELD and self.storable):
+                    continue
+                draft.values[name] = self._reference(draft, name, value.key)
+        if self.checking:
+            for draft in drafts:
+                if draft.existing is None and not draft.errors:
+                    self.file_keys.add(draft.row, draft.values)
+
+    def _reference(self, draft: Draft, name: str, key: str) -> Any:
+        spec = self.spec.fields[name]
+        if (draft.row, name) in self.file_refs:
+            return FileRow(self.file_refs[draft.row, name])
+        found, problem = self._lookup(spec.ref or "*").pick(key)
+        in_file = self.file_keys.rows_named(key) if name in self.self_refs else []
+        if problem is not None:
+            draft.fail(name, problem)
+            return None
+        if found is not None and in_file:
+            draft.fail(name, f"{key!r} is ambiguous: {found.id} and row {in_file[0]} of this file")
+            return None
+        if found is not None:
+            return self._found(draft, name, found)
+        if len(in_file) == 1:
+            return FileRow(in_file[0])
+        if in_file:
+            draft.fail(name, f"{key!r} is ambiguous: rows "
+                             f"{', '.join(str(row) for row in in_file[:5])} of this file")
+            return None
+        if name in self.self_refs:
+            return Named(key)  # perhaps a row further down: decided once every row is read
+        draft.fail(name, f"unknown {spec.ref if spec.ref not in (None, '*') else 'entity'} "
+                         f"{key!r}")
+        return None
+
+    @staticmethod
+    def _found(draft: Draft, name: str, found: Found) -> str:
+        if name == "parentID" and found.id == (draft.existing.id if draft.existing else None):
+            draft.fail(name, "an entity cannot be its own parent")
+        return found.id
+
+    def _place(self, drafts: list[Draft]) -> None:
+        keys = {value.key for draft in drafts
+                if isinstance(value := draft.values.get(LOCATION_FIELD), Named)}
+        self.places.load(keys)
+        for draft in drafts:
+            named = draft.values.get(LOCATION_FIELD)
+            wanted = draft.values.get(POSITION_FIELD)
+            existing = draft.existing
+            current = ((getattr(existing, "location_id", None), getattr(existing, "position", None))
+                       if existing is not None else (None, None))
+            if named is None:
+                if wanted is not None and current[0] is None:
+                    draft.fail(POSITION_FIELD, "a slot needs a location")
+                elif wanted is not None:
+                    draft.values[LOCATION_FIELD] = current[0]
+                    named = Named(current[0] or "")
+                if named is None:
+                    continue
+            place, problem = self.places.pick(named.key)
+            if problem is not None or place is None:
+                draft.fail(LOCATION_FIELD, problem or f"unknown location {named.key!r}")
+                continue
+            draft.values[LOCATION_FIELD] = place.id
+            if not self.checking or draft.errors:
+                continue
+            slot, problem = self.placements.claim(
+                draft.row, place, wanted, existing.id if existing is not None else None, current)
+            if problem is not None:
+                draft.fail(POSITION_FIELD if wanted else LOCATION_FIELD, problem)
+            elif slot is not None:
+                draft.values[POSITION_FIELD] = slot
+
+    # --- one row -------------------------------------------------------------------
+
+    def _finish(self, draft: Draft) -> None:
+        """Units converted, values checked as the API checks them, rights, and whether an
+        update changes anything."""
+        self._units(draft)
+        typed: dict[str, Any] = {}
+        for name, value in draft.values.items():
+            if name.startswith(ATTRIBUTE_PREFIX) or isinstance(value, FileRow | Named):
+                continue
+            spec = self.spec.fields[name]
+            try:
+                typed[name] = checked(spec, value)
+            except CellProblem as problem:
+                draft.fail(name, str(problem))
+        if not self.checking:
+            return
+        if draft.existing is None:
+            self._check_new(draft)
+        else:
+            self._check_update(draft, typed)
+
+    def _units(self, draft: Draft) -> None:
+        for name, value in list(draft.values.items()):
+            if not isinstance(value, Measured):
+                continue
+            holder = unit_field(self.spec, name)
+            if holder is None:
+                draft.fail(name, f"{value.unit!r}: {name} has no unit; give the number alone")
+                draft.values[name] = None
+                continue
+            target = draft.values.get(holder)
+            if target is None and draft.existing is not None:
+                target = getattr(draft.existing, self.spec.fields[holder].stored_attr)
+            if not target:
+                draft.values[name], draft.values[holder] = value.value, value.unit
+                continue
+            try:
+                draft.values[name] = convert(value.value, value.unit or target, target)
+            except CellProblem as problem:
+                draft.fail(name, str(problem))
+                draft.values[name] = None
+
+    def _check_new(self, draft: Draft) -> None:
+        if not may_create_class(self.actor, self.spec.name):
+            draft.fail("id", f"you may not create {self.spec.name} entities")
+        if self.spec.prefix is None and "id" not in draft.values:
+            draft.fail("id", f"an id is required for class {self.spec.name}")
+        for name in ("id", "barcode"):
+            value = draft.values.get(name)
+            if isinstance(value, str):
+                earlier = self.claimed[name].setdefault(value, draft.row)
+                if earlier != draft.row:
+                    draft.fail(name, f"{value!r} is also given to row {earlier}")
+
+    def _check_update(self, draft: Draft, typed: dict[str, Any]) -> None:
+        entity = draft.existing
+        assert entity is not None
+        if access_type(self.actor, entity.eclass, entity.department_id,
+                       entity.project_id) != WRITE:
+            draft.fail(self.match or "id", f"you may read but not change {entity.id}")
+            return
+        status = typed.get("status")
+        workflow = self.spec.workflow
+        if status is not None and not workflow.can_move(entity.status, status):
+            draft.fail("status", f"{entity.id} cannot go from {entity.status} to {status}")
+        if draft.ambiguous:
+            return
+        draft.unchanged = all(self._same(entity, name, value, typed)
+                              for name, value in draft.values.items())
+
+    def _same(self, entity: Entity, name: str, value: Any, typed: dict[str, Any]) -> bool:
+        if name.startswith(ATTRIBUTE_PREFIX):
+            return bool((entity.attributes or {}).get(name[len(ATTRIBUTE_PREFIX):]) == value)
+        spec: FieldSpec = self.spec.fields[name]
+        if spec.attr is None or isinstance(value, FileRow | Named):
+            return False
+        stored = getattr(entity, spec.attr)
+        return bool(stored == typed.get(name, value))
+
+    def _check_taken(self, drafts: list[Draft]) -> None:
+        """Refuse new rows whose id or barcode another entity holds (visible or not): one
+        query per chunk."""
+        for name in ("id", "barcode"):
+            keys = {draft.values[name] for draft in drafts if draft.existing is None
+                    and isinstance(draft.values.get(name), str)}
+            if not keys:
+                continue
+            taken = taken_values(name, keys)
+            for draft in drafts:
+                if draft.existing is None and draft.values.get(name) in taken:
+                    draft.fail(name, f"{draft.values[name]!r} is already used by another entity")
+
