@@ -21,7 +21,7 @@ from werkzeug.wrappers import Response as BaseResponse
 
 from labapp.access.actor import Actor
 from labapp.db import transaction
-from labapp.entities import display, editing, navigation, reading, service
+from labapp.entities import display, editing, filter_chips, navigation, reading, service
 from labapp.entities.detail import back_to, render_detail
 from labapp.entities.editing import may_create
 from labapp.entities.forms import label_of
@@ -177,21 +177,48 @@ def _column_choices(state: TableState) -> list[tuple[str, str]]:
     return [(name, label_of(name)) for name in names]
 
 
+def _builder_condition() -> filter_chips.Condition | None:
+    """The filter builder's condition when ``Add condition`` sent one (a field chosen)."""
+    args = request.args
+    if args.get("add") != "1" or not args.get("add_field", "").strip():
+        return None
+    return filter_chips.Condition(args.get("add_field", ""), args.get("add_op", ""),
+                                  args.get("add_ref") or args.get("add_value", ""))
+
+
 @bp.get("/<eclass>")
-def browse(eclass: str) -> Response:
-    """The visible entities of a class: filter, sort, choose columns, page through them."""
+def browse(eclass: str) -> BaseResponse:
+    """The visible entities of a class: filter, sort, choose columns, page through them.
+
+    ``?add=1`` with ``add_field``, ``add_op`` and ``add_value`` (or ``add_ref``, the id a
+    reference picker chose) joins the filter builder's condition to the filter; a plain
+    request is then sent to the table's own address."""
     actor = current_actor()
     spec = class_named(eclass)
     skip = request.args.get("skip", "")
     state = TableState(spec, request.args.get("filter", "").strip(),
                        request.args.get("orderby", "").strip(),
                        int(skip) if skip.isdigit() else 0, _requested_columns(spec))
+    chosen, builder_error = _builder_condition(), None
+    if chosen is not None:
+        try:
+            state = replace(state, filter=filter_chips.add_condition(spec, state.filter, chosen),
+                            skip=0)
+        except filter_chips.ConditionError as error:
+            builder_error = str(error)
+        else:
+            chosen = None
+            if not is_htmx():
+                return redirect(state.url(), 303)
     context = _table(actor, state)
-    failed = context["filter_error"] or context["error"]
+    failed = context["filter_error"] or context["error"] or builder_error
     response = render_page(LIST_TEMPLATE, block="table", status=400 if failed else 200,
                            spec=spec, page_size=PAGE_SIZE,
                            choices=_column_choices(context["state"]),
-                           can_create=may_create(actor, spec), **context)
+                           can_create=may_create(actor, spec),
+                           builder_fields=filter_chips.builder_fields(spec),
+                           chips=filter_chips.read_chips(actor, spec, state.filter),
+                           chosen=chosen, builder_error=builder_error, **context)
     if is_htmx():
         # The address bar shows the table's state as links write it, not the raw form fields.
         response.headers["HX-Push-Url"] = context["state"].url()

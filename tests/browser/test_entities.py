@@ -57,6 +57,7 @@ def test_create_find_edit_audit_attach_and_download(page: Page, live_server: str
     create_samples(live_server, ["Other culture"])
     page.goto("/entities/Sample")
     expect(page.locator("#entity-table tbody tr")).to_have_count(2)
+    page.click("#filter-raw summary")  # the $filter box, under the filter builder
     page.fill("#filter", "attributes.strain eq")
     page.click("#table-query button[type=submit]")
     expect(page.locator("#filter-error")).to_contain_text("at position")

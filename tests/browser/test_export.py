@@ -48,6 +48,7 @@ def test_the_list_exports_what_it_shows(page: Page, live_server: str, width: int
         {"eClass": "Sample", "name": "Plasmid", "amount": 1})
     log_in(page, live_server)
     page.goto("/entities/Sample?columns=name,amount,experimentID")
+    page.click("#filter-raw summary")  # the $filter box, under the filter builder
     page.fill("#filter", "amount ge 5")
     page.click("#table-query button[type=submit]")
     expect(page.locator("#entity-table tbody tr")).to_have_count(3)
