@@ -156,6 +156,8 @@ def _register_blueprints(app: Flask) -> None:
     from labapp.odata.views import bp as odata_views
     from labapp.query.api import bp as query_api
     from labapp.query.lookup_api import bp as query_lookup_api
+    from labapp.savedviews.api import bp as saved_view_api
+    from labapp.savedviews.views import bp as saved_view_views
     from labapp.search.api import bp as search_api
     from labapp.search.views import bp as search_views
     from labapp.sequences.api import bp as sequence_api
@@ -169,10 +171,10 @@ def _register_blueprints(app: Flask) -> None:
 
     api = (account_api, user_api, grant_api, entity_api, file_api, sequence_api, query_api,
            query_lookup_api, storage_api, openapi_bp, notification_api, dashboard_api,
-           search_api, odata_api, datamodel_api)
+           search_api, odata_api, datamodel_api, saved_view_api)
     pages = (account_views, web_views, entity_views, file_views, grant_views, user_views,
              storage_views, storage_item_views, dashboard_views, notification_views,
-             search_views, odata_views, datamodel_views)
+             search_views, odata_views, datamodel_views, saved_view_views)
     for blueprint in api + pages:
         app.register_blueprint(blueprint)
     _register_exports(app)

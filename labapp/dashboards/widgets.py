@@ -208,7 +208,8 @@ def saved_list(actor: Actor, config: dict[str, Any], page: int) -> dict[str, Any
     shown = [name for name in wanted if name not in companions]
     if all(name in spec.fields and spec.fields[name].type == "ref" for name in shown):
         shown.insert(0, "id")  # a row needs one cell that links to it
-    return {"eClass": spec.name, "columns": columns,
+    return {"eClass": spec.name, "columns": columns, "filter": config.get("filter"),
+            "orderby": config.get("orderby") or DEFAULT_ORDER,
             "rows": [{column: item.get(column) for column in columns} for item in items],
             "headers": [{"field": name, "label": label_of(name)} for name in shown],
             "cells": lists.row_cells(actor, spec, shown, items),

@@ -77,12 +77,15 @@ class Trace:
 def _values(lab: FuzzLab, browser: FlaskClient) -> dict[str, str]:
     """A real value for every path parameter name of the application's GET routes."""
     dashboards = browser.get("/api/dashboard").get_json()
+    view = browser.post("/api/saved-view", json={"name": "View", "eClass": "Sample"},
+                        headers={"X-CSRF-Token": csrf_of(browser)})
     known = {name: values[0] for name, values in lab.known.items()}
     sample = lab.known["entity_id"][6]
     return {**known, "eclass": "Sample", "entity_id": sample, "dashboard_id": dashboards[0]["id"],
             "index": "0", "term": "Alpha", "area_slug": "departments",
             "target_id": lab.known["department_id"][0], "filename": "none.zip",
-            "notification_id": "0" * 32, "path": "missing.txt"}
+            "notification_id": "0" * 32, "path": "missing.txt",
+            "view_id": view.get_json()["id"]}
 
 
 def _paths(app: Flask, values: dict[str, str]) -> Iterator[tuple[str, str]]:

@@ -29,6 +29,7 @@ NOT_WRITE_BACKS = {
     "POST /api/entity/{eclass}/{entity_id}": "clones an entity; POST /api/entity writes back",
     "POST /api/file": "uploads file content",
     "POST /api/query/dataset": "a query, read only",
+    "POST /api/saved-view": "creates a new saved view; PUT /api/saved-view/{id} writes one back",
     "POST /api/storage/location/checkout": "an action on stored items",
     "POST /api/storage/location/{location_id}/checkin": "an action on stored items",
     "POST /api/sync": "an action: applies the data model",
@@ -83,6 +84,14 @@ def _dashboard(lab: Lab) -> RoundTrip:
     created = body_of(lab.admin.post("/api/dashboard", json={"name": "Board"}), 201)
     return RoundTrip("/api/dashboard", _with_id(created["id"]),
                      f"/api/dashboard/{created['id']}", "name", "Renamed board")
+
+
+def _saved_view(lab: Lab) -> RoundTrip:
+    created = body_of(lab.admin.post("/api/saved-view", json={
+        "name": "View", "eClass": "Sample", "filter": "status eq 'Initial'",
+        "columns": ["name"], "orderby": "name desc"}), 201)
+    url = f"/api/saved-view/{created['id']}"
+    return RoundTrip(url, _whole, url, "name", "Renamed view")
 
 
 def _department_access(lab: Lab) -> RoundTrip:
@@ -157,6 +166,7 @@ ROUND_TRIPS: dict[str, Callable[[Lab], RoundTrip]] = {
     "POST /api/notification": _notification,
     "POST /api/project/{project_id}/rls": _project_rls,
     "POST /api/project/{project_id}/settings/{settings_name}": _project_settings,
+    "PUT /api/saved-view/{view_id}": _saved_view,
     "POST /api/sequence": _sequence,
     "POST /api/storage/location": _location,
     "PUT /api/user": _user,

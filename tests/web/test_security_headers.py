@@ -78,6 +78,7 @@ def world(app: Flask, api_as, admin: FlaskClient) -> dict[str, str]:
     board = api.post("/api/dashboard", json={"name": "Headers", "widgets": [{
         "plugin": {"app": "labapp", "plugin": "note"}, "config": {"markdown": "x"},
         "gridster": {"x": 0, "y": 0, "cols": 6, "rows": 2}}]}).get_json()["id"]
+    view = api.post("/api/saved-view", json={"name": "Headers", "eClass": "Sample"})
     with app.app_context(), transaction():
         raise_for(["admin"], "DashboardShared", "headers", subject_class="Dashboard",
                   subject_id=board, actor_id="system")
@@ -89,7 +90,8 @@ def world(app: Flask, api_as, admin: FlaskClient) -> dict[str, str]:
             "query": "Bro", "field": "name", "text": "Bro", "value": "Broth",
             "name": "SampleOverview", "pat_id": pat, "filename": "app.css",
             "location_id": location, "term": "Bro",
-            "dashboard_id": board, "index": 0, "notification_id": notification}
+            "dashboard_id": board, "index": 0, "notification_id": notification,
+            "view_id": view.get_json()["id"]}
 
 
 def requests(app: Flask, values: dict[str, str]) -> list[tuple[str, str, Rule]]:

@@ -20,6 +20,7 @@ from tests.contracts.visibility.paths import (
     paged_keys,
 )
 from tests.contracts.visibility.queries import QUERY_READ_PATHS
+from tests.contracts.visibility.savedviews import SAVED_VIEW_READ_PATHS
 from tests.contracts.visibility.search import SEARCH_READ_PATHS
 from tests.contracts.visibility.storage import READ_PATHS as STORAGE_READ_PATHS
 from tests.contracts.visibility.world import ENTITY, FILES, KEYS
@@ -112,6 +113,7 @@ READ_PATHS: tuple[MatrixPath, ...] = (
     *STORAGE_READ_PATHS,  # /api/storage (issue 11)
     *ITEM_PAGE_READ_PATHS,  # the storage part of a sample's page (issue 19)
     *BOARD_READ_PATHS,  # /api/dashboard, /api/notification (issue 12)
+    *SAVED_VIEW_READ_PATHS,  # /api/saved-view (issue 21)
     *DATAMODEL_READ_PATHS,  # /api/datamodel, /api/sync (issue 14)
     *SEARCH_READ_PATHS,  # /api/search, /api/query/freetext (issue 10)
     *ODATA_READ_PATHS,  # /odata (issue 13)

@@ -19,6 +19,7 @@ from tests.contracts.visibility.paths import (
     entity_url,
     hidden_like_unknown,
 )
+from tests.contracts.visibility.savedviews import SAVED_VIEW_WRITE_PATHS
 from tests.contracts.visibility.world import (
     ENTITY,
     KEYS,
@@ -184,6 +185,7 @@ WRITE_PATHS: tuple[MatrixPath, ...] = (
     MatrixPath("file.upload", ATTACH_SUBJECTS, expect_attach, upload),
     MatrixPath("note", ATTACH_SUBJECTS, expect_attach, add_note),
     *BOARD_WRITE_PATHS,  # /api/dashboard, /api/notification (issue 12)
+    *SAVED_VIEW_WRITE_PATHS,  # /api/saved-view (issue 21)
     *EXPORT_WRITE_PATHS,  # /api/sync/save (issue 14)
     *DATAMODEL_WRITE_PATHS,  # /api/datamodel, /api/sync (issue 14)
 )
