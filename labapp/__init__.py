@@ -178,9 +178,21 @@ def _register_blueprints(app: Flask) -> None:
     for blueprint in api + pages:
         app.register_blueprint(blueprint)
     _register_exports(app)
+    _register_alerts(app)
     # The home page is the user's default dashboard (issue 12); every page links it as
     # web.home.
     app.add_url_rule("/", endpoint="web.home", view_func=dashboard_home)
+
+
+def _register_alerts(app: Flask) -> None:
+    """Alert rules (issue 23): their API, pages and ``flask alerts``."""
+    from labapp.alerts.api import bp as alert_rule_api
+    from labapp.alerts.cli import alerts_cli
+    from labapp.alerts.views import bp as alert_views
+
+    app.register_blueprint(alert_rule_api)
+    app.register_blueprint(alert_views)
+    app.cli.add_command(alerts_cli)
 
 
 def _register_exports(app: Flask) -> None:

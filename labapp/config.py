@@ -65,6 +65,25 @@ def _parse_text(raw: str) -> str:
     return raw
 
 
+def _parse_smtp_url(raw: str) -> str:
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(raw)
+    if parts.scheme not in {"smtp", "smtps"} or not parts.hostname:
+        raise ValueError("expected smtp://[user:password@]host[:port] or smtps://...")
+    try:
+        parts.port  # noqa: B018  (a port that is not a number raises here)
+    except ValueError:
+        raise ValueError("the port must be a number") from None
+    return raw
+
+
+def _parse_http_url(raw: str) -> str:
+    if not raw.startswith(("http://", "https://")):
+        raise ValueError("expected an http:// or https:// address")
+    return raw.rstrip("/")
+
+
 @dataclass(frozen=True)
 class Setting:
     """One setting: its name without the prefix, default (None = computed), help and parser."""
@@ -142,6 +161,14 @@ SETTINGS: tuple[Setting, ...] = (
             "plain `BEGIN`, not `BEGIN IMMEDIATE`). False makes every request's unit of work "
             "take it, as before issue 20; only `bench/readlock.py` sets it, to compare.",
             _parse_bool),
+    Setting("SMTP_URL", None,
+            "Mail server alert e-mails go through: `smtp://host:port` (STARTTLS when the server "
+            "offers it) or `smtps://host:port`, with an optional `user:password@`. Unset: "
+            "e-mail is off and alerts only ring the bell.", _parse_smtp_url),
+    Setting("MAIL_FROM", "labapp@localhost",
+            "Sender address of alert e-mails."),
+    Setting("PUBLIC_URL", "http://localhost:5000",
+            "Address users reach labapp at, for the links in e-mails.", _parse_http_url),
 )
 
 SETTINGS_BY_NAME = {setting.name: setting for setting in SETTINGS}

@@ -24,12 +24,14 @@ from flask.cli import with_appcontext
 from sqlalchemy.exc import SQLAlchemyError
 
 from labapp import sqlite_stats
+from labapp.alerts import evaluate as alerts
 from labapp.dashboards import tallies
 from labapp.db import db
 from labapp.search import indexer
 from labapp.search import worker as search_worker
 
 POLL = 0.15  # seconds between two looks when no upkeep found work
+ALERT_SECONDS = 60.0  # alert rules are evaluated (and due e-mail sent) once a minute
 logger = logging.getLogger(__name__)
 
 
@@ -47,6 +49,7 @@ def upkeeps(app: Flask) -> list[Upkeep]:
     """Every feature's upkeep, in the order one look runs them."""
     jobs = [Upkeep("search queue", search_worker.upkeep),
             Upkeep("entity tallies", tallies.upkeep)]
+    jobs.append(Upkeep("alert rules", alerts.upkeep, ALERT_SECONDS))
     every = float(app.config["LABAPP"]["SQLITE_STATISTICS_SECONDS"])
     if every:
         jobs.append(Upkeep("SQLite statistics", sqlite_stats.upkeep, every))

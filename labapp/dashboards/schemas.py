@@ -16,7 +16,8 @@ GRID_COLUMNS = 12
 MAX_WIDGETS = 40
 MIN_COLUMNS = {"status-counts": ("a status chart", 6),
                "created-per-week": ("a per-week chart", 6),
-               "storage-usage": ("a storage chart", 6)}
+               "storage-usage": ("a storage chart", 6),
+               "alerts": ("an alerts list", 4)}
 """The narrowest a widget of each kind may be, in grid columns, with what the error calls
 it (charts: their labels and values stay readable); kinds not named may be 1 column."""
 

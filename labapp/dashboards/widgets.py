@@ -18,10 +18,11 @@ from sqlalchemy import ColumnElement, Subquery, func, or_, select
 
 from labapp.access.actor import Actor
 from labapp.access.visibility import NONE, access_type, readable
+from labapp.alerts.matching import RuleBroken, recipient_ids, rule_condition
 from labapp.dashboards import lists, tallies
 from labapp.db import db
 from labapp.errors import InvalidInput
-from labapp.model import Entity, EntityEvent, Location, Request
+from labapp.model import AlertRule, Entity, EntityEvent, Location, Request
 from labapp.model.registry import ClassSpec, find_class
 from labapp.model.types import utc_now
 from labapp.query.fields import entity_fields
@@ -39,6 +40,8 @@ WEEK = timedelta(days=7)
 MAX_LOCATIONS = 50
 ACTIVITY_CHUNK = 200
 ACTIVITY_CHUNKS = 20
+ALERT_ITEMS = 20  # items an alerts widget lists per rule (the count says how many match)
+MAX_ALERT_RULES = 10
 _markdown = MarkdownIt("commonmark", {"html": False})
 
 
@@ -108,6 +111,17 @@ class RecentActivityConfig(Schema):
 
 class NoteConfig(Schema):
     markdown = fields.String(required=True, validate=validate.Length(max=20000))
+
+
+class AlertsConfig(Schema):
+    ruleID = fields.String(load_default=None, allow_none=True,
+                           validate=validate.Length(min=1, max=64))
+
+
+def check_alerts(config: dict[str, Any]) -> None:
+    """An ``alerts`` widget's rule must exist (400 otherwise)."""
+    if config.get("ruleID") and db.session.get(AlertRule, config["ruleID"]) is None:
+        raise ValidationError({"ruleID": [f"unknown alert rule {config['ruleID']!r}"]})
 
 
 def check_saved_list(config: dict[str, Any]) -> None:
@@ -279,6 +293,46 @@ def recent_activity(actor: Actor, config: dict[str, Any], _page: int) -> dict[st
     return {"rows": found[:limit]}
 
 
+def _alert_rules(actor: Actor, rule_id: str | None) -> list[AlertRule]:
+    """The rule named, or the active rules the reader owns or is told by."""
+    if rule_id:
+        rule = db.session.get(AlertRule, rule_id)
+        return [rule] if rule is not None else []
+    rules = db.session.scalars(select(AlertRule).where(AlertRule.active.is_(True))
+                               .order_by(AlertRule.name, AlertRule.id))
+    return [rule for rule in rules if rule.owner_id == actor.user_id
+            or actor.user_id in recipient_ids(rule.recipients)]
+
+
+def alerts(actor: Actor, config: dict[str, Any], _page: int) -> dict[str, Any]:
+    """The items an alert rule matches now that the reader may read (without ``ruleID``:
+    each active rule the reader owns or is told by), with names, amounts with their unit
+    and places worded as a saved list words them (:mod:`labapp.dashboards.lists`)."""
+    now = utc_now()
+    shown_rules: list[dict[str, Any]] = []
+    for rule in _alert_rules(actor, config.get("ruleID"))[:MAX_ALERT_RULES]:
+        try:
+            spec, where = rule_condition(rule, now)
+        except RuleBroken as error:
+            shown_rules.append({"id": rule.id, "name": rule.name, "problem": str(error)})
+            continue
+        shown = [name for name in ("name", "amount", "expiryDate", "dueDate", "locationID")
+                 if name in spec.fields]
+        selected = list(dict.fromkeys(["id", *shown, *lists.companions(spec, shown)]))
+        visible = (spec.model.eclass == spec.name, readable(actor, spec.model), where)
+        count = db.session.scalar(select(func.count()).select_from(spec.model)
+                                  .where(*visible)) or 0
+        items = [dict(zip(selected, row, strict=True)) for row in db.session.execute(
+            select(*(getattr(spec.model, spec.fields[name].stored_attr) for name in selected))
+            .where(*visible).order_by(spec.model.name, spec.model.id).limit(ALERT_ITEMS))]
+        shown_rules.append({"id": rule.id, "name": rule.name, "eClass": spec.name,
+                            "count": count,
+                            "headers": [{"field": name, "label": label_of(name)}
+                                        for name in shown],
+                            "cells": lists.row_cells(actor, spec, shown, items)})
+    return {"rules": shown_rules}
+
+
 def note(_actor: Actor, config: dict[str, Any], _page: int) -> dict[str, Any]:
     """The note's Markdown as sanitised HTML (raw HTML is escaped, then nh3 cleans)."""
     return {"html": nh3.clean(_markdown.render(config["markdown"]))}
@@ -304,6 +358,7 @@ WIDGETS: dict[str, WidgetType] = {widget.name: widget for widget in (
     WidgetType("my-requests", "My open requests", MyRequestsConfig, my_requests),
     WidgetType("recent-activity", "Recent activity", RecentActivityConfig, recent_activity),
     WidgetType("note", "Note", NoteConfig, note),
+    WidgetType("alerts", "Alerts", AlertsConfig, alerts, check_alerts),
 )}
 
 

@@ -1,5 +1,6 @@
 """The SQLAlchemy models; importing this package registers every table on ``db.metadata``."""
 from labapp.model.access import DepartmentAccess, ProjectAccess
+from labapp.model.alerts import AlertRule, AlertState, MailMessage
 from labapp.model.auth import (
     LoginFailure,
     LoginSession,
@@ -32,10 +33,11 @@ from labapp.model.system import AuditEvent, EntityEvent, ModelState, Sequence
 from labapp.model.tallies import EntityCount, EntityCountChange
 
 __all__ = [
-    "AuditEvent", "Dashboard", "DashboardShare", "Department", "DepartmentAccess", "Entity",
+    "AlertRule", "AlertState", "AuditEvent", "Dashboard", "DashboardShare", "Department",
+    "DepartmentAccess", "Entity",
     "EntityCount", "EntityCountChange", "EntityEvent", "Experiment",
     "Fermentation", "File", "ImportJob", "ImportRow", "Location", "LoginFailure", "LoginSession",
-    "ModelState", "Note", "Notification",
+    "MailMessage", "ModelState", "Note", "Notification",
     "PersonalAccessToken", "Plate", "Project", "ProjectAccess", "ProjectSetting", "RefreshToken",
     "Request", "Role", "Sample", "SavedMapping", "SavedView", "SavedViewShare", "SearchQueue",
     "Sequence", "Step", "StepInput",

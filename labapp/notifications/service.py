@@ -23,10 +23,11 @@ from labapp.model.boards import NOTIFICATION_STATUSES
 from labapp.model.types import utc_now
 
 ACCESS_GIVEN = "AccessGiven"
+ALERT = "Alert"  # raised by the alert rules' evaluation (labapp/alerts/evaluate.py)
 DASHBOARD_SHARED = "DashboardShared"
 REQUEST_ASSIGNED = "RequestAssigned"
 STATUS_CHANGED = "StatusChanged"
-KINDS = (ACCESS_GIVEN, DASHBOARD_SHARED, REQUEST_ASSIGNED, STATUS_CHANGED)
+KINDS = (ACCESS_GIVEN, ALERT, DASHBOARD_SHARED, REQUEST_ASSIGNED, STATUS_CHANGED)
 NOT_READ = ("Unread", "Seen")
 LIST_LIMIT = 200
 

@@ -1,0 +1,159 @@
+"""What a rule matches, and who a rule tells: the pieces the evaluation, the API's
+``matches`` and the ``alerts`` widget share.
+
+A rule's filter is compiled against its class's fields with ``now()`` fixed for the whole
+tick. The rules of one class are evaluated in one scan of that class: each rule's condition
+becomes a column of the scan, so twenty rules on Sample read the samples once, not twenty
+times (bench/alerts.py).
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import ColumnElement, func, or_, select
+
+from labapp.access.actor import Actor
+from labapp.access.grant_sets import actor_for
+from labapp.access.visibility import NONE, access_type, readable
+from labapp.db import db
+from labapp.errors import InvalidInput
+from labapp.model import AlertRule, User, UserRole
+from labapp.model.access import ProjectAccess
+from labapp.model.registry import ClassSpec, find_class
+from labapp.query.fields import entity_fields
+from labapp.query.filter import compile_filter
+
+
+class RuleBroken(Exception):
+    """A stored rule no longer applies: its class is gone or its filter no longer compiles
+    against the class's fields (a data-model sync changed them since it was saved)."""
+
+
+@dataclass(frozen=True)
+class Item:
+    """A matching item with what visibility needs: its department and project."""
+
+    id: str
+    department_id: str | None
+    project_id: str | None
+
+
+def condition(spec: ClassSpec, text: str | None, now: datetime,
+              user_id: str | None = None) -> ColumnElement[bool]:
+    """The WHERE condition of filter ``text`` over ``spec`` (InvalidInput if it does not
+    compile); ``now()`` is ``now``."""
+    return compile_filter(text, entity_fields(spec), user_id=user_id, now=now)
+
+
+def rule_class(rule: AlertRule) -> ClassSpec:
+    """The class of a stored rule (RuleBroken when the data model lost it)."""
+    spec = find_class(rule.eclass)
+    if spec is None:
+        raise RuleBroken(f"class {rule.eclass!r} no longer exists")
+    return spec
+
+
+def rule_condition(rule: AlertRule, now: datetime) -> tuple[ClassSpec, ColumnElement[bool]]:
+    """The class and compiled condition of a stored rule (RuleBroken if either is gone).
+    ``'!me'`` in a rule's filter is its owner."""
+    spec = rule_class(rule)
+    try:
+        return spec, condition(spec, rule.filter, now, rule.owner_id)
+    except InvalidInput as error:
+        raise RuleBroken(f"filter no longer compiles: {error.detail}") from None
+
+
+def scan(rules: Sequence[AlertRule], now: datetime
+         ) -> tuple[dict[str, dict[str, Item]], dict[str, str]]:
+    """The items each rule matches now, by rule id, reading each class once; and the rules
+    that no longer apply, with why."""
+    by_class: dict[str, list[tuple[AlertRule, ColumnElement[bool]]]] = defaultdict(list)
+    specs: dict[str, ClassSpec] = {}
+    broken: dict[str, str] = {}
+    for rule in rules:
+        try:
+            spec, where = rule_condition(rule, now)
+        except RuleBroken as error:
+            broken[rule.id] = str(error)
+            continue
+        specs[spec.name] = spec
+        by_class[spec.name].append((rule, where))
+    matched: dict[str, dict[str, Item]] = {rule.id: {} for rule in rules
+                                           if rule.id not in broken}
+    for name, pairs in by_class.items():
+        model = specs[name].model
+        flags = [where.label(f"rule_{number}") for number, (_, where) in enumerate(pairs)]
+        query = (select(model.id, model.department_id, model.project_id, *flags)
+                 .where(model.eclass == name, or_(*(where for _, where in pairs))))
+        for row in db.session.execute(query):
+            item = Item(row[0], row[1], row[2])
+            for number, (rule, _) in enumerate(pairs):
+                if row[3 + number]:
+                    matched[rule.id][item.id] = item
+    return matched, broken
+
+
+def may_read(actor: Actor, eclass: str, item: Item) -> bool:
+    """The one visibility rule, for one matching item."""
+    return access_type(actor, eclass, item.department_id, item.project_id) != NONE
+
+
+def recipient_ids(recipients: dict[str, Any]) -> set[str]:
+    """The active users a rule's recipients name: the users, the home members of the
+    departments, the members of the projects (users granted access to it and the home
+    members of departments granted it) and the holders of the roles."""
+    users = set(recipients.get("userIDs") or ())
+    departments = set(recipients.get("departmentIDs") or ())
+    projects = sorted(recipients.get("projectIDs") or ())
+    roles = sorted(recipients.get("userRoles") or ())
+    if projects:
+        for user_id, department_id in db.session.execute(
+                select(ProjectAccess.user_id, ProjectAccess.department_id)
+                .where(ProjectAccess.project_id.in_(projects))):
+            if user_id:
+                users.add(user_id)
+            if department_id:
+                departments.add(department_id)
+    terms = [User.id.in_(sorted(users))] if users else []
+    if departments:
+        terms.append(User.department_id.in_(sorted(departments)))
+    if roles:
+        terms.append(User.id.in_(select(UserRole.user_id)
+                                 .where(UserRole.role_name.in_(roles))))
+    if not terms:
+        return set()
+    return set(db.session.scalars(select(User.id).where(User.is_active.is_(True), or_(*terms))))
+
+
+class Actors:
+    """The actors of recipients, each built once per tick (roles and grants read once)."""
+
+    def __init__(self) -> None:
+        self._known: dict[str, tuple[Actor, str | None] | None] = {}
+
+    def get(self, user_id: str) -> tuple[Actor, str | None] | None:
+        """The user's actor and e-mail address; None for an unknown or inactive user."""
+        if user_id not in self._known:
+            user = db.session.get(User, user_id)
+            self._known[user_id] = (None if user is None or not user.is_active else
+                                    (actor_for(user, method=None), user.email or None))
+        return self._known[user_id]
+
+
+def visible_matches(actor: Actor, rule: AlertRule, now: datetime, limit: int
+                    ) -> tuple[int, list[dict[str, Any]]]:
+    """How many items ``rule`` matches now that ``actor`` may read, and the first ``limit``
+    of them by name (``{id, eClass, name}``). RuleBroken if the rule no longer applies."""
+    spec, where = rule_condition(rule, now)
+    model = spec.model
+    visible = (model.eclass == spec.name, readable(actor, model), where)
+    count = db.session.execute(select(func.count()).select_from(model)
+                               .where(*visible)).scalar_one()
+    rows = db.session.execute(select(model.id, model.name).where(*visible)
+                              .order_by(model.name, model.id).limit(limit)) if limit else ()
+    return count, [{"id": row.id, "eClass": spec.name, "name": row.name} for row in rows]
+

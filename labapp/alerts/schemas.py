@@ -1,0 +1,93 @@
+"""Bodies of ``/api/alert-rule`` (decisions §16): a rule, and what matches it now."""
+from __future__ import annotations
+
+from typing import Any
+
+from marshmallow import Schema, ValidationError, fields, validate, validates
+
+from labapp.model.alerts import CADENCES, CHANNELS
+from labapp.schemafields import UtcTimestamp, WriteBackSchema
+
+_ID = validate.Length(min=1, max=64)
+
+
+class RecipientsSchema(Schema):
+    """Who is told: users, every member of a department (its home users), every member of a
+    project (users and departments granted access to it), every holder of a role."""
+
+    userIDs = fields.List(fields.String(validate=_ID), load_default=list,
+                          validate=validate.Length(max=500))
+    departmentIDs = fields.List(fields.String(validate=_ID), load_default=list,
+                                validate=validate.Length(max=500))
+    projectIDs = fields.List(fields.String(validate=_ID), load_default=list,
+                             validate=validate.Length(max=500))
+    userRoles = fields.List(fields.String(validate=_ID), load_default=list,
+                            validate=validate.Length(max=100))
+
+
+class AlertRuleInputSchema(WriteBackSchema):
+    """``POST``/``PUT /api/alert-rule``: a whole rule. ``id`` and ``ownerID`` may be sent
+    back as read; they are ignored (the path names the rule, the owner never changes)."""
+
+    id = fields.String(load_default=None, allow_none=True, validate=_ID,
+                       metadata={"description": "ignored (read-only)"})
+    ownerID = fields.String(load_default=None, allow_none=True, validate=_ID,
+                            metadata={"description": "ignored (read-only)"})
+    name = fields.String(required=True, validate=validate.Length(min=1, max=255))
+    eClass = fields.String(required=True, validate=validate.Length(min=1, max=32))
+    filter = fields.String(load_default=None, allow_none=True,
+                           validate=validate.Length(max=2000),
+                           metadata={"description": "$filter over the class's fields; "
+                                                    "relative dates allowed"})
+    recipients = fields.Nested(RecipientsSchema, load_default=lambda: RecipientsSchema().load({}))
+    channels = fields.List(fields.String(validate=validate.OneOf(CHANNELS)),
+                           load_default=lambda: ["bell"],
+                           validate=validate.Length(min=1, max=len(CHANNELS)))
+    cadence = fields.String(load_default="immediate", validate=validate.OneOf(CADENCES))
+    active = fields.Boolean(load_default=True)
+    createdUtc = UtcTimestamp(dump_only=True)
+    modifiedUtc = UtcTimestamp(dump_only=True)
+    canWrite = fields.Boolean(dump_only=True)
+
+    @validates("channels")
+    def _distinct(self, value: list[str], **_kwargs: Any) -> None:
+        if len(set(value)) != len(value):
+            raise ValidationError("each channel at most once")
+
+
+class AlertRuleSchema(Schema):
+    """An alert rule as the API shows it."""
+
+    id = fields.String(required=True)
+    name = fields.String(required=True)
+    eClass = fields.String(required=True)
+    filter = fields.String(allow_none=True)
+    recipients = fields.Nested(RecipientsSchema, required=True)
+    channels = fields.List(fields.String(), required=True)
+    cadence = fields.String(required=True, validate=validate.OneOf(CADENCES))
+    active = fields.Boolean(required=True)
+    ownerID = fields.String(required=True)
+    createdUtc = UtcTimestamp(required=True)
+    modifiedUtc = UtcTimestamp(required=True)
+    canWrite = fields.Boolean(required=True)
+
+
+class MatchItemSchema(Schema):
+    id = fields.String(required=True)
+    eClass = fields.String(required=True)
+    name = fields.String(allow_none=True)
+
+
+class MatchesSchema(Schema):
+    """``GET /api/alert-rule/{id}/matches``: what the rule matches now that the caller may
+    read: how many, and the first of them by name."""
+
+    ruleID = fields.String(required=True)
+    count = fields.Integer(required=True)
+    items = fields.List(fields.Nested(MatchItemSchema), required=True)
+    message = fields.String(required=True, metadata={"example": "12 items match now"})
+
+
+class MatchesQuerySchema(Schema):
+    top = fields.Integer(load_default=20, validate=validate.Range(min=0, max=500),
+                         metadata={"description": "how many of the items to list"})

@@ -1,0 +1,185 @@
+"""Alert rules as the API and the pages keep them (decisions §16): who sees and changes a
+rule, storing it whole after checking every part, and what it matches now.
+
+A rule is seen and changed by its owner and by ADMIN; anyone else is answered 404, as for an
+id that never existed (no rule is shared, so none is seen but not changeable). A rule is
+checked whole before anything is written: its class exists, its filter compiles against the
+class's fields, its recipients exist, its channels and cadence are known.
+"""
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime, time, timedelta
+from typing import Any
+
+from sqlalchemy import ColumnElement, delete, select, true
+
+from labapp.access.actor import Actor
+from labapp.alerts.matching import RuleBroken, condition, visible_matches
+from labapp.db import db
+from labapp.errors import InvalidInput, NotFound
+from labapp.model import AlertRule, AlertState, Department, Project, Role, User
+from labapp.model.registry import find_class
+from labapp.model.types import utc_now
+
+RECIPIENT_FIELDS = {"userIDs": User.id, "departmentIDs": Department.id,
+                    "projectIDs": Project.id, "userRoles": Role.name}
+DIGEST_HOUR = 6  # digests go out at 06:00 UTC: daily each day, weekly on Mondays
+
+
+def next_digest(cadence: str, now: datetime) -> datetime | None:
+    """When a rule of ``cadence`` next sends its digest after ``now`` (None: immediate)."""
+    if cadence == "immediate":
+        return None
+    due = datetime.combine(now.astimezone(UTC).date(), time(DIGEST_HOUR), tzinfo=UTC)
+    if cadence == "weekly":
+        due -= timedelta(days=due.weekday())
+        step = timedelta(days=7)
+    else:
+        step = timedelta(days=1)
+    while due <= now:
+        due += step
+    return due
+
+
+def visible(actor: Actor) -> ColumnElement[bool]:
+    """SQL predicate: the rules the actor may see (and change): their own; ADMIN all."""
+    return true() if actor.is_admin else AlertRule.owner_id == actor.user_id
+
+
+def to_api(actor: Actor, rule: AlertRule) -> dict[str, Any]:
+    """A rule as the API shows it."""
+    return {"id": rule.id, "name": rule.name, "eClass": rule.eclass, "filter": rule.filter,
+            "recipients": {field: sorted(rule.recipients.get(field) or ())
+                           for field in RECIPIENT_FIELDS},
+            "channels": list(rule.channels), "cadence": rule.cadence, "active": rule.active,
+            "ownerID": rule.owner_id, "createdUtc": rule.created_utc,
+            "modifiedUtc": rule.modified_utc,
+            "canWrite": actor.is_admin or rule.owner_id == actor.user_id}
+
+
+def list_rules(actor: Actor) -> list[AlertRule]:
+    """The rules the actor may see, by name."""
+    return list(db.session.scalars(select(AlertRule).where(visible(actor))
+                                   .order_by(AlertRule.name, AlertRule.id)))
+
+
+def get_visible(actor: Actor, rule_id: str) -> AlertRule:
+    """The rule if the actor may see it; else 404."""
+    rule = db.session.scalar(select(AlertRule).where(AlertRule.id == rule_id, visible(actor)))
+    if rule is None:
+        raise NotFound(f"No alert rule {rule_id!r}.")
+    return rule
+
+
+def _checked(data: dict[str, Any], now: datetime) -> tuple[str, dict[str, list[str]]]:
+    """The canonical class name and the recipients of a rule body; InvalidInput naming every
+    field that is wrong."""
+    errors = []
+    spec = find_class(data["eClass"])
+    if spec is None:
+        errors.append({"field": "eClass", "message": f"unknown entity class {data['eClass']!r}"})
+    else:
+        try:
+            condition(spec, data.get("filter"), now)
+        except InvalidInput as error:
+            errors.append({"field": "filter", "message": error.detail})
+    recipients = {field: sorted(set(data["recipients"].get(field) or ()))
+                  for field in RECIPIENT_FIELDS}
+    for field, column in RECIPIENT_FIELDS.items():
+        wanted = recipients[field]
+        found = set(db.session.scalars(select(column).where(column.in_(wanted)))) if wanted \
+            else set()
+        errors += [{"field": f"recipients.{field}", "message": f"unknown {missing!r}"}
+                   for missing in wanted if missing not in found]
+    if not any(recipients.values()):
+        errors.append({"field": "recipients", "message": "name at least one recipient"})
+    if errors or spec is None:
+        raise InvalidInput("The alert rule is not valid.", errors=errors)
+    return spec.name, recipients
+
+
+def _apply(rule: AlertRule, data: dict[str, Any], now: datetime) -> None:
+    eclass, recipients = _checked(data, now)
+    if rule.eclass != eclass or rule.filter != data.get("filter"):
+        # Another question: what matched the old one says nothing about the new one.
+        db.session.execute(delete(AlertState).where(AlertState.rule_id == rule.id))
+    if rule.cadence != data["cadence"] or rule.digest_due_utc is None:
+        rule.digest_due_utc = next_digest(data["cadence"], now)
+    rule.name = data["name"]
+    rule.eclass = eclass
+    rule.filter = data.get("filter") or None
+    rule.recipients = recipients
+    rule.channels = sorted(set(data["channels"]))
+    rule.cadence = data["cadence"]
+    rule.active = data["active"]
+    rule.modified_utc = now
+
+
+def create(actor: Actor, data: dict[str, Any]) -> AlertRule:
+    """Store a new rule owned by the actor (InvalidInput, nothing written, if any part is
+    wrong)."""
+    now = utc_now()
+    rule = AlertRule(id=uuid.uuid4().hex, owner_id=actor.author_id, created_utc=now,
+                     eclass="", cadence=data["cadence"], digest_due_utc=None)
+    _apply(rule, data, now)
+    db.session.add(rule)
+    db.session.flush()
+    return rule
+
+
+def update(actor: Actor, rule_id: str, data: dict[str, Any]) -> AlertRule:
+    """Replace a rule (its owner or ADMIN; 404 for anyone else)."""
+    rule = get_visible(actor, rule_id)
+    _apply(rule, data, utc_now())
+    db.session.flush()
+    return rule
+
+
+def set_active(actor: Actor, rule_id: str, active: bool) -> AlertRule:
+    """Switch a rule on or off (its owner or ADMIN)."""
+    rule = get_visible(actor, rule_id)
+    rule.active = active
+    rule.modified_utc = utc_now()
+    db.session.flush()
+    return rule
+
+
+def delete_rule(actor: Actor, rule_id: str) -> None:
+    """Delete a rule and its states (its owner or ADMIN; 404 for anyone else)."""
+    db.session.delete(get_visible(actor, rule_id))
+    db.session.flush()
+
+
+def matches(actor: Actor, rule: AlertRule, limit: int) -> dict[str, Any]:
+    """What the rule matches now that the actor may read: ``{ruleID, count, items,
+    message}``, the message as the pages say it ("12 items match now")."""
+    try:
+        count, items = visible_matches(actor, rule, utc_now(), limit)
+    except RuleBroken as error:
+        raise InvalidInput(f"The rule no longer applies: {error}.",
+                           errors=[{"field": "filter", "message": str(error)}]) from None
+    return {"ruleID": rule.id, "count": count, "items": items, "message": match_message(count)}
+
+
+def match_message(count: int) -> str:
+    """"12 items match now", "1 item matches now", "No items match now"."""
+    if count == 0:
+        return "No items match now"
+    return "1 item matches now" if count == 1 else f"{count} items match now"
+
+
+def try_filter(actor: Actor, eclass: str, text: str | None, limit: int) -> dict[str, Any]:
+    """What an unsaved rule of ``eclass`` with filter ``text`` would match now for the actor
+    (the form's Test button); InvalidInput naming the field when it does not compile."""
+    spec = find_class(eclass)
+    if spec is None:
+        raise InvalidInput(f"Unknown entity class {eclass!r}.",
+                           errors=[{"field": "eClass", "message": "unknown entity class"}])
+    probe = AlertRule(id="", eclass=spec.name, filter=text or None, owner_id=actor.user_id)
+    try:
+        count, items = visible_matches(actor, probe, utc_now(), limit)
+    except RuleBroken as error:
+        raise InvalidInput(str(error), errors=[{"field": "filter", "message": str(error)}]) \
+            from None
+    return {"ruleID": "", "count": count, "items": items, "message": match_message(count)}

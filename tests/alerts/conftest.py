@@ -1,0 +1,87 @@
+"""Fixtures of the alert rule tests: a lab of two departments with samples, rule bodies, and
+one evaluation tick at a chosen moment."""
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from flask import Flask
+from sqlalchemy import select
+
+from labapp.alerts.evaluate import Report, evaluate
+from labapp.alerts.mail import MailSettings
+from labapp.db import db
+from labapp.model import AlertState, Notification
+from tests.conftest import ApiClient
+from tests.entities.conftest import (  # noqa: F401
+    admin,
+    body_of,
+    department,
+    grant,
+    member,
+    project,
+    save,
+)
+
+NOW = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)
+
+
+def rule_body(name: str = "Running low", eclass: str = "Sample", filter: str | None = "amount le 5",
+              **values: Any) -> dict[str, Any]:
+    """A rule body; ``users=[...]`` are its userIDs, other keyword arguments override."""
+    users = values.pop("users", ["alice"])
+    return {"name": name, "eClass": eclass, "filter": filter,
+            "recipients": {"userIDs": users, "departmentIDs": values.pop("departments", []),
+                           "projectIDs": values.pop("projects", []),
+                           "userRoles": values.pop("roles", [])},
+            "channels": values.pop("channels", ["bell"]),
+            "cadence": values.pop("cadence", "immediate"), "active": True, **values}
+
+
+def made(api: ApiClient, body: dict[str, Any]) -> dict[str, Any]:
+    """``POST /api/alert-rule`` asserting 201."""
+    return body_of(api.post("/api/alert-rule", json=body), 201)
+
+
+def set_amount(api: ApiClient, sample_id: str, amount: float) -> None:
+    body_of(api.post("/api/entity", json={"entities": [
+        {"eClass": "Sample", "id": sample_id, "amount": amount}]}), 200)
+
+
+def tick(app: Flask, now: datetime = NOW, mail: MailSettings | None = None) -> Report:
+    """One evaluation at ``now``."""
+    with app.app_context():
+        return evaluate(now, mail)
+
+
+def alerts_of(app: Flask, user_id: str) -> list[str]:
+    """The messages of the user's Alert notifications, oldest first."""
+    with app.app_context():
+        return list(db.session.scalars(
+            select(Notification.message).where(Notification.user_id == user_id,
+                                               Notification.kind == "Alert")
+            .order_by(Notification.created_utc, Notification.id)))
+
+
+def states_of(app: Flask, rule_id: str) -> set[str]:
+    with app.app_context():
+        return set(db.session.scalars(select(AlertState.entity_id)
+                                      .where(AlertState.rule_id == rule_id)))
+
+
+@pytest.fixture
+def lab(admin: ApiClient, member: Callable[..., ApiClient],
+        department: Callable[..., str]) -> dict[str, Any]:
+    """Physics (alice, with two samples, one low) and Chemistry (bob, one low sample);
+    each member reads only their own department."""
+    physics, chemistry = department("Physics"), department("Chemistry")
+    alice = member("alice", department_id=physics)
+    bob = member("bob", department_id=chemistry)
+    low, full = (item["id"] for item in save(
+        alice, {"eClass": "Sample", "name": "Tube low", "amount": 2.0, "unit": "mL"},
+        {"eClass": "Sample", "name": "Tube full", "amount": 50.0, "unit": "mL"}))
+    bobs = save(bob, {"eClass": "Sample", "name": "Bob tube", "amount": 1.0, "unit": "mL"})[0]["id"]
+    return {"physics": physics, "chemistry": chemistry, "alice": alice, "bob": bob,
+            "low": low, "full": full, "bobs": bobs}
