@@ -84,6 +84,7 @@ class RowBuilder:
         self.columns = [(index, header, mapping[header]) for index, header in enumerate(headers)
                         if header in mapping]
         self.units = {header: header_unit(header) for _, header, _ in self.columns}
+        self.order = {header: index for index, header in enumerate(headers)}
         mapped = set(mapping.values())
         self.match = match or ("id" if "id" in mapped else "barcode" if "barcode" in mapped
                                else None)
@@ -147,6 +148,7 @@ class RowBuilder:
             self._place(drafts)
         for draft in drafts:
             self._finish(draft)
+            draft.errors.sort(key=lambda error: self.order.get(error[0], len(self.order)))
         return drafts
 
     def _match(self, drafts: list[Draft]) -> None:
@@ -188,7 +190,7 @@ class RowBuilder:
                 draft.values[name] = self._reference(draft, name, value.key)
         if self.checking:
             for draft in drafts:
-                if draft.existing is None and not draft.errors:
+                if draft.existing is None:
                     self.file_keys.add(draft.row, draft.values)
 
     def _reference(self, draft: Draft, name: str, key: str) -> Any:

@@ -20,7 +20,7 @@ from labapp.model import User
 from labapp.model.registry import existing_class
 
 # The entity tests' factories: the administrator, departments, members and grants.
-from tests.entities.conftest import admin, department, grant, member, save  # noqa: F401
+from tests.entities.conftest import admin, department, grant, member  # noqa: F401
 
 
 def actor_of(username: str) -> Actor:
@@ -97,7 +97,7 @@ class Importer:
 
 
 @pytest.fixture
-def importer(app: Flask, admin: Any) -> Importer:
+def importer(app: Flask, admin: Any) -> Importer:  # noqa: F811
     """The engine, as the administrator unless told (``admin`` re-hashes its password)."""
     return Importer(app)
 
