@@ -15,7 +15,14 @@ from werkzeug.wrappers import Response as BaseResponse
 
 from labapp.access.actor import Actor
 from labapp.dashboards import charts, service
-from labapp.dashboards.editor import body_from_form, rows_of
+from labapp.dashboards.editor import (
+    KIND_FIELDS,
+    PICKERS,
+    body_from_form,
+    card_of,
+    editor_errors,
+    new_widget,
+)
 from labapp.dashboards.schemas import DashboardInputSchema, min_columns
 from labapp.dashboards.widgets import WIDGETS
 from labapp.db import transaction
@@ -100,15 +107,26 @@ def widget(dashboard_id: str, index: int) -> Response:
 
 def _editor(actor: Actor, board: dict[str, Any] | None, form: dict[str, Any],
             errors: list[dict[str, str]], status: int = 200) -> Response:
+    """The editor of ``form`` (a dashboard body); ``errors`` as the API would answer them,
+    shown at the widget they are about."""
+    widgets = form.get("widgets", [])
     with transaction():
         choices = service.share_choices(actor)
     return render_page(EDITOR, status=status, board=board, form=form,
-                       rows=rows_of(form.get("widgets", [])), errors=errors, choices=choices,
+                       cards=[card_of(widget) for widget in widgets],
+                       templates={kind: card_of(new_widget(kind, [])) for kind in KIND_FIELDS},
+                       errors=editor_errors(errors, widgets), choices=choices, pickers=PICKERS,
                        widgets=WIDGETS, eclasses=[spec.name for spec in classes()])
 
 
 def _save(actor: Actor, dashboard_id: str | None) -> BaseResponse:
     body = body_from_form(request.form)
+    board = {"id": dashboard_id} if dashboard_id else None
+    added = request.form.get("add_kind", "")
+    if "add" in request.form and added in KIND_FIELDS:
+        # "Add widget" without JavaScript: the same form again, with one more card.
+        body["widgets"].append(new_widget(added, body["widgets"]))
+        return _editor(actor, board, body, [])
     try:
         loaded = DashboardInputSchema().load(body)
         with transaction():
@@ -116,10 +134,9 @@ def _save(actor: Actor, dashboard_id: str | None) -> BaseResponse:
                      else service.create(actor, loaded))
             saved_id = saved.id
     except ValidationError as error:
-        return _editor(actor, {"id": dashboard_id} if dashboard_id else None, body,
-                       flatten_messages(error.messages), 400)
+        return _editor(actor, board, body, flatten_messages(error.messages), 400)
     except InvalidInput as error:
-        return _editor(actor, {"id": dashboard_id} if dashboard_id else None, body,
+        return _editor(actor, board, body,
                        error.errors or [{"field": "", "message": error.detail}], 400)
     flash("Dashboard saved.", "success")
     return redirect(url_for("dashboard_views.show", dashboard_id=saved_id), 303)

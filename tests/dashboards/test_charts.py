@@ -103,8 +103,8 @@ def test_the_editor_shows_the_size_error(app: Flask, member: Callable[..., ApiCl
     browser = signed_in(app, "alice")
     html(browser, "/dashboards/new")
     bad = post_form(browser, "/dashboards/new", {
-        "name": "Mine", "plugin": "storage-usage", "header": "Freezers", "x": "0", "y": "0",
-        "cols": "3", "rows": "4"})
+        "name": "Mine", "w0-plugin": "storage-usage", "w0-header": "Freezers", "w0-x": "0",
+        "w0-y": "0", "w0-cols": "3", "w0-rows": "4"})
     assert bad.status_code == 400
     assert "Widget &#39;Freezers&#39;: a storage chart needs at least 6 columns" in (
         bad.get_data(as_text=True))

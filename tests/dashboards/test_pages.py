@@ -84,14 +84,14 @@ def test_editor_creates_shares_and_reports_errors(app: Flask,
     form = html(browser, "/dashboards/new")
     assert 'name="share_users"' in form and '<option value="bob">' in form
     bad = post_form(browser, "/dashboards/new", {
-        "name": "Mine", "plugin": "status-counts", "x": "0", "y": "0", "cols": "20",
-        "rows": "4", "eclass": "Sample"})
+        "name": "Mine", "w0-plugin": "status-counts", "w0-x": "0", "w0-y": "0",
+        "w0-cols": "20", "w0-rows": "4", "w0-eclass": "Sample"})
     assert bad.status_code == 400
-    assert "widgets.0.gridster.cols" in bad.get_data(as_text=True)
+    assert "Widget &#39;Entities by status&#39;: width: " in bad.get_data(as_text=True)
     assert listed(bob) == []
     good = post_form(browser, "/dashboards/new", {
-        "name": "Mine", "plugin": "status-counts", "x": "0", "y": "0", "cols": "6",
-        "rows": "4", "eclass": "Sample", "share_users": "bob"})
+        "name": "Mine", "w0-plugin": "status-counts", "w0-x": "0", "w0-y": "0",
+        "w0-cols": "6", "w0-rows": "4", "w0-eclass": "Sample", "share_users": "bob"})
     assert good.status_code == 303
     assert listed(bob) == ["Mine"]
     board_id = good.headers["Location"].rsplit("/", 1)[1]
@@ -99,7 +99,7 @@ def test_editor_creates_shares_and_reports_errors(app: Flask,
     assert '<option value="bob" selected>' in edit
     # bob sees it but may not edit it
     assert signed_in(app, "bob").get(f"/dashboards/{board_id}/edit").status_code == 403
-    removed = post_form(browser, f"/dashboards/{board_id}/edit", {"name": "Mine", "plugin": ""})
+    removed = post_form(browser, f"/dashboards/{board_id}/edit", {"name": "Mine"})
     assert removed.status_code == 303
     assert listed(bob) == []
 

@@ -1,0 +1,404 @@
+/* The dashboard editor (templates/dashboards/editor.html), on top of a form that works without
+ * JavaScript: each card keeps its position and size in the inputs w<n>-x|y|cols|rows, which
+ * this file keeps in sync while the card is arranged on a 12-column grid.
+ *
+ * - Drag a card by its name to move it, by its lower right corner to resize it (pointer
+ *   events); a focused name moves with the arrow keys and resizes with Shift+arrows. Each
+ *   change is announced in #grid-status; a card never gets narrower than its kind allows
+ *   (data-min-cols), and cards it lands on move down out of its way.
+ * - "Settings" opens the card's <dialog> (only that kind's fields); "Add widget" adds a card
+ *   of the chosen kind (from its <template>) and opens its settings; "Remove" hides a card
+ *   and ticks its w<n>-remove box, with an Undo.
+ * - The share lists (select[data-picker]) become searchable pickers: type to filter, the
+ *   chosen ones shown as removable chips; the hidden select still posts them.
+ * - A card the server refused (data-open-settings: a setting is wrong) opens its dialog.
+ * Positions are set through the CSSOM (element.style), which the page's CSP allows.
+ */
+(function () {
+  "use strict";
+
+  var form = document.querySelector("[data-dashboard-editor]");
+  if (!form) return;
+  var COLUMNS = parseInt(form.getAttribute("data-grid-columns"), 10) || 12;
+  var MAX_Y = 1000;
+  var MAX_ROWS = 50;
+  var SPARE_ROWS = 4;
+  var grid = document.getElementById("editor-grid");
+  var status = document.getElementById("grid-status");
+  var undoBar = document.getElementById("undo-bar");
+  form.classList.add("enhanced");
+  // A card growing under the pointer must not scroll the page (Chromium's scroll anchoring
+  // would keep what is below the grid in place, moving the grid away from the pointer; the
+  // body's property is the one that counts for the page).
+  document.documentElement.style.overflowAnchor = "none";
+  document.body.style.overflowAnchor = "none";
+
+  function clamp(value, low, high) { return Math.max(low, Math.min(high, value)); }
+
+  function cards() {
+    return Array.prototype.slice.call(grid.querySelectorAll(".editor-widget:not([hidden])"));
+  }
+
+  function input(card, key) {
+    return document.getElementById(card.getAttribute("data-prefix") + "-" + key);
+  }
+
+  function minCols(card) { return parseInt(card.getAttribute("data-min-cols"), 10) || 1; }
+
+  function nameOf(card) { return input(card, "title").textContent.trim(); }
+
+  // The card's box as its inputs say, made to fit the grid (a value typed wrong reads as 0).
+  function read(card) {
+    function number(key, fallback) {
+      var value = parseInt(input(card, key).value, 10);
+      return isNaN(value) ? fallback : value;
+    }
+    var cols = clamp(number("cols", minCols(card)), minCols(card), COLUMNS);
+    return { x: clamp(number("x", 0), 0, COLUMNS - cols), y: clamp(number("y", 0), 0, MAX_Y),
+             cols: cols, rows: clamp(number("rows", 4), 1, MAX_ROWS) };
+  }
+
+  function place(card, box) {
+    card.style.gridColumn = (box.x + 1) + " / span " + box.cols;
+    card.style.gridRow = (box.y + 1) + " / span " + box.rows;
+  }
+
+  function write(card, box) {
+    ["x", "y", "cols", "rows"].forEach(function (key) { input(card, key).value = box[key]; });
+    input(card, "where").textContent = "Column " + (box.x + 1) + ", row " + (box.y + 1) + "; " +
+      box.cols + " × " + box.rows + " cells";
+    place(card, box);
+  }
+
+  // Enough rows below the lowest card to drag one further down.
+  function fitRows() {
+    var bottom = cards().reduce(function (low, card) {
+      var box = read(card);
+      return Math.max(low, box.y + box.rows);
+    }, 0);
+    grid.style.gridTemplateRows = "repeat(" + (bottom + SPARE_ROWS) + ", 3.5rem)";
+    document.getElementById("grid-empty").hidden = cards().length > 0;
+  }
+
+  function overlap(a, b) {
+    return a.x < b.x + b.cols && b.x < a.x + a.cols && a.y < b.y + b.rows && b.y < a.y + a.rows;
+  }
+
+  // Cards under the moved one go down below it, and so on for the cards they land on.
+  function makeRoom(moved) {
+    var queue = [moved];
+    while (queue.length) {
+      var card = queue.shift();
+      var box = read(card);
+      cards().forEach(function (other) {
+        if (other === card) return;
+        var below = read(other);
+        if (!overlap(box, below)) return;
+        below.y = box.y + box.rows;
+        write(other, below);
+        queue.push(other);
+      });
+    }
+  }
+
+  function settle(card, message) {
+    makeRoom(card);
+    fitRows();
+    status.textContent = message;
+  }
+
+  function moved(card) {
+    var box = read(card);
+    return nameOf(card) + " moved to column " + (box.x + 1) + ", row " + (box.y + 1);
+  }
+
+  function resized(card) {
+    var box = read(card);
+    return nameOf(card) + " resized to " + box.cols + " columns by " + box.rows + " rows";
+  }
+
+  // ---- Dragging: by the name to move, by the corner to resize ----
+  function cellAt(event) {
+    var rect = grid.getBoundingClientRect();
+    var style = getComputedStyle(grid);
+    var gap = parseFloat(style.columnGap) || 0;
+    var rowGap = parseFloat(style.rowGap) || 0;
+    var width = (rect.width - gap * (COLUMNS - 1)) / COLUMNS;
+    var height = parseFloat(style.gridTemplateRows) || 56;
+    return { col: Math.floor((event.clientX - rect.left) / (width + gap)),
+             row: Math.floor((event.clientY - rect.top) / (height + rowGap)) };
+  }
+
+  var drag = null;
+
+  grid.addEventListener("pointerdown", function (event) {
+    var handle = event.target.closest("[data-handle], [data-resize]");
+    if (!handle || event.button !== 0) return;
+    var card = handle.closest(".editor-widget");
+    drag = { card: card, resize: handle.hasAttribute("data-resize"), start: cellAt(event),
+             box: read(card), x: event.clientX, y: event.clientY, active: false };
+    handle.setPointerCapture(event.pointerId);
+    if (drag.resize) event.preventDefault();
+  });
+
+  grid.addEventListener("pointermove", function (event) {
+    if (!drag) return;
+    if (!drag.active && Math.abs(event.clientX - drag.x) + Math.abs(event.clientY - drag.y) < 5) {
+      return;
+    }
+    drag.active = true;
+    drag.card.classList.add("dragging");
+    var cell = cellAt(event);
+    var box = { x: drag.box.x, y: drag.box.y, cols: drag.box.cols, rows: drag.box.rows };
+    if (drag.resize) {
+      box.cols = clamp(cell.col - box.x + 1, minCols(drag.card), COLUMNS - box.x);
+      box.rows = clamp(cell.row - box.y + 1, 1, MAX_ROWS);
+    } else {
+      box.x = clamp(box.x + cell.col - drag.start.col, 0, COLUMNS - box.cols);
+      box.y = clamp(box.y + cell.row - drag.start.row, 0, MAX_Y);
+    }
+    write(drag.card, box);
+    fitRows();
+  });
+
+  function endDrag() {
+    if (!drag) return;
+    var done = drag;
+    drag = null;
+    done.card.classList.remove("dragging");
+    if (done.active) settle(done.card, done.resize ? resized(done.card) : moved(done.card));
+  }
+  grid.addEventListener("pointerup", endDrag);
+  grid.addEventListener("pointercancel", endDrag);
+
+  // ---- Keyboard: arrows move the focused card, Shift+arrows resize it ----
+  var STEPS = { ArrowLeft: [-1, 0], ArrowRight: [1, 0], ArrowUp: [0, -1], ArrowDown: [0, 1] };
+
+  grid.addEventListener("keydown", function (event) {
+    var step = STEPS[event.key];
+    var handle = event.target.closest("[data-handle]");
+    if (!step || !handle || event.altKey || event.ctrlKey || event.metaKey) return;
+    event.preventDefault();
+    var card = handle.closest(".editor-widget");
+    var box = read(card);
+    if (event.shiftKey) {
+      box.cols = clamp(box.cols + step[0], minCols(card), COLUMNS - box.x);
+      box.rows = clamp(box.rows + step[1], 1, MAX_ROWS);
+    } else {
+      box.x = clamp(box.x + step[0], 0, COLUMNS - box.cols);
+      box.y = clamp(box.y + step[1], 0, MAX_Y);
+    }
+    write(card, box);
+    settle(card, event.shiftKey ? resized(card) : moved(card));
+  });
+
+  // ---- Settings dialogs ----
+  function openSettings(card) {
+    var dialog = document.getElementById(card.getAttribute("data-prefix") + "-dialog");
+    if (dialog && !dialog.open) dialog.showModal();
+  }
+
+  form.addEventListener("click", function (event) {
+    var opener = event.target.closest("[data-settings]");
+    if (opener) openSettings(opener.closest(".editor-widget"));
+    var done = event.target.closest("[data-close-dialog]");
+    if (done) done.closest("dialog").close();
+  });
+
+  // The card's name follows its heading (or its kind when the heading is empty).
+  form.addEventListener("input", function (event) {
+    if (!event.target.matches("[data-heading]")) return;
+    var card = event.target.closest(".editor-widget");
+    input(card, "title").textContent = event.target.value.trim() || event.target.placeholder;
+  });
+
+  // ---- Add and remove ----
+  function nextNumber() {
+    return grid.querySelectorAll(".editor-widget").length === 0 ? 0 :
+      Math.max.apply(null, Array.prototype.map.call(grid.querySelectorAll(".editor-widget"),
+        function (card) { return parseInt(card.getAttribute("data-prefix").slice(1), 10); })) + 1;
+  }
+
+  document.getElementById("add-widget").addEventListener("click", function (event) {
+    var kind = document.getElementById("add-kind").value;
+    var template = document.getElementById("widget-template-" + kind);
+    if (!template) return;  // posts: the server adds the card
+    event.preventDefault();
+    var bottom = cards().reduce(function (low, card) {
+      var box = read(card);
+      return Math.max(low, box.y + box.rows);
+    }, 0);
+    grid.insertAdjacentHTML("beforeend", template.innerHTML.split("__N__").join(nextNumber()));
+    var card = grid.lastElementChild;
+    var box = read(card);
+    box.y = bottom;
+    write(card, box);
+    fitRows();
+    status.textContent = nameOf(card) + " added at column 1, row " + (bottom + 1);
+    openSettings(card);
+  });
+
+  function removeCard(card) {
+    input(card, "remove").checked = true;
+    card.hidden = true;
+    fitRows();
+    undoBar.textContent = "";
+    undoBar.appendChild(document.createTextNode("Removed " + nameOf(card) + ". "));
+    var undo = document.createElement("button");
+    undo.type = "button";
+    undo.className = "button-secondary";
+    undo.id = "undo-remove";
+    undo.textContent = "Undo";
+    undo.addEventListener("click", function () {
+      input(card, "remove").checked = false;
+      card.hidden = false;
+      undoBar.textContent = "";
+      makeRoom(card);
+      fitRows();
+      input(card, "title").focus();
+    });
+    undoBar.appendChild(undo);
+    undo.focus();
+  }
+
+  form.addEventListener("click", function (event) {
+    var button = event.target.closest("[data-remove-widget]");
+    if (button) removeCard(button.closest(".editor-widget"));
+  });
+
+  // ---- Searchable share pickers ----
+  function picker(select) {
+    var label = form.querySelector("label[for='" + select.id + "']");
+    var noun = select.getAttribute("data-picker");
+    var wrap = document.createElement("div");
+    wrap.className = "picker";
+    var chips = document.createElement("ul");
+    chips.className = "chips";
+    chips.setAttribute("aria-label", "Chosen " + noun);
+    var box = document.createElement("input");
+    box.id = select.id + "-search";
+    box.type = "text";
+    box.autocomplete = "off";
+    box.placeholder = "Type to find " + noun;
+    box.setAttribute("role", "combobox");
+    box.setAttribute("aria-autocomplete", "list");
+    box.setAttribute("aria-expanded", "false");
+    var list = document.createElement("ul");
+    list.className = "picker-options";
+    list.id = select.id + "-options";
+    list.setAttribute("role", "listbox");
+    list.setAttribute("aria-label", label.textContent);
+    list.hidden = true;
+    box.setAttribute("aria-controls", list.id);
+    label.htmlFor = box.id;
+    select.hidden = true;
+    wrap.appendChild(chips);
+    wrap.appendChild(box);
+    wrap.appendChild(list);
+    select.parentNode.insertBefore(wrap, select);
+
+    function drawChips() {
+      chips.textContent = "";
+      Array.prototype.forEach.call(select.options, function (option) {
+        if (!option.selected) return;
+        var chip = document.createElement("li");
+        chip.className = "chip";
+        chip.appendChild(document.createTextNode(option.textContent));
+        var remove = document.createElement("button");
+        remove.type = "button";
+        remove.textContent = "×";
+        remove.setAttribute("aria-label", "Remove " + option.textContent);
+        remove.addEventListener("click", function () {
+          option.selected = false;
+          drawChips();
+          status.textContent = option.textContent + " removed from " + noun;
+          box.focus();
+        });
+        chip.appendChild(remove);
+        chips.appendChild(chip);
+      });
+      chips.hidden = chips.children.length === 0;
+    }
+
+    function close() {
+      list.hidden = true;
+      box.setAttribute("aria-expanded", "false");
+      box.removeAttribute("aria-activedescendant");
+    }
+
+    function choose(option) {
+      option.selected = true;
+      box.value = "";
+      close();
+      drawChips();
+      status.textContent = option.textContent + " added to " + noun;
+      box.focus();
+    }
+
+    function draw() {
+      var term = box.value.trim().toLowerCase();
+      list.textContent = "";
+      Array.prototype.forEach.call(select.options, function (option, index) {
+        if (option.selected || option.textContent.toLowerCase().indexOf(term) < 0) return;
+        var item = document.createElement("li");
+        item.id = list.id + "-" + index;
+        item.setAttribute("role", "option");
+        item.setAttribute("aria-selected", "false");
+        item.textContent = option.textContent;
+        item.addEventListener("mousedown", function (event) { event.preventDefault(); });
+        item.addEventListener("click", function () { choose(option); });
+        item.option = option;
+        list.appendChild(item);
+      });
+      if (!list.children.length) {
+        var none = document.createElement("li");
+        none.textContent = "No " + noun + " match";
+        none.setAttribute("aria-disabled", "true");
+        none.setAttribute("role", "option");
+        list.appendChild(none);
+      }
+      list.hidden = false;
+      box.setAttribute("aria-expanded", "true");
+      box.removeAttribute("aria-activedescendant");
+    }
+
+    box.addEventListener("input", draw);
+    box.addEventListener("focus", draw);
+    box.addEventListener("blur", close);
+    box.addEventListener("keydown", function (event) {
+      var items = Array.prototype.filter.call(list.children, function (item) { return item.option; });
+      var current = items.map(function (item) { return item.id; })
+        .indexOf(box.getAttribute("aria-activedescendant"));
+      if ((event.key === "ArrowDown" || event.key === "ArrowUp") && items.length) {
+        event.preventDefault();
+        if (list.hidden) draw();
+        var next = (current + (event.key === "ArrowDown" ? 1 : -1) + items.length) % items.length;
+        items.forEach(function (item, at) {
+          item.setAttribute("aria-selected", at === next ? "true" : "false");
+        });
+        box.setAttribute("aria-activedescendant", items[next].id);
+        items[next].scrollIntoView({ block: "nearest" });
+      } else if (event.key === "Enter" && !list.hidden) {
+        event.preventDefault();  // never submits the form from the picker
+        if (current >= 0) choose(items[current].option);
+        else if (items.length === 1) choose(items[0].option);
+      } else if (event.key === "Escape" && !list.hidden) {
+        event.preventDefault();
+        close();
+      }
+    });
+    drawChips();
+  }
+
+  form.querySelectorAll("select[data-picker]").forEach(picker);
+
+  // ---- Start: place the cards, open the settings the server refused ----
+  cards().forEach(function (card) { place(card, read(card)); });
+  fitRows();
+  var refused = form.querySelector(".editor-widget[data-open-settings]");
+  if (refused) openSettings(refused);
+  else {
+    var wrong = form.querySelector(".editor-widget.has-error");
+    if (wrong) input(wrong, "title").focus();
+  }
+})();
