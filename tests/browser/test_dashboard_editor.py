@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 from flask import Flask
-from playwright.sync_api import Dialog, Page, expect
+from playwright.sync_api import Browser, Dialog, Page, expect
 
 from labapp.db import transaction
 from labapp.users.service import create_user
 from tests.browser.axe import assert_no_serious_violations
-from tests.browser.conftest import BROWSER_MARKS, log_in
+from tests.browser.conftest import BROWSER_MARKS, log_in, watched_page
 from tests.browser.test_access import seed
 from tests.browser.test_dashboards import _api
 from tests.conftest import PASSWORD
@@ -165,3 +165,30 @@ def test_arrange_configure_share_save_and_delete(page: Page, live_app: Flask, li
     delete.click()
     expect(page.locator(".flash-success")).to_have_text("Dashboard deleted.")
     assert "Lab board" not in [b["name"] for b in _api(live_server, "GET", "/api/dashboard")]
+
+
+def test_the_editor_works_without_javascript(browser: Browser, live_server: str) -> None:
+    with watched_page(browser, base_url=live_server, java_script_enabled=False) as page:
+        page.set_viewport_size({"width": 768, "height": 900})
+        log_in(page, live_server)
+        page.goto("/dashboards/new")
+        page.fill("#field-name", "Plain board")
+        page.select_option("#add-kind", "recent-activity")
+        page.click("#add-widget")
+        expect(page.locator("#w0-size")).to_be_visible()
+        page.fill("#w0-header", "Latest")
+        page.fill("#w0-size", "5")
+        page.fill("#w0-x", "2")
+        page.select_option("#add-kind", "note")
+        page.click("#add-widget")
+        page.fill("#w1-markdown", "Going away")
+        page.check("#w1-remove")
+        page.select_option("#share-userRoles", ["ADMIN"])
+        page.press("#field-name", "Enter")
+        expect(page.locator(".flash-success")).to_have_text("Dashboard saved.")
+        _no_horizontal_scroll(page)
+    (saved,) = [board for board in _api(live_server, "GET", "/api/dashboard")
+                if board["name"] == "Plain board"]
+    assert [(w["header"], w["config"], w["gridster"]) for w in saved["widgets"]] == [
+        ("Latest", {"limit": 5}, {"x": 2, "y": 0, "cols": 6, "rows": 4})]
+    assert saved["shares"]["userRoles"] == ["ADMIN"]
