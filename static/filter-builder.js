@@ -6,7 +6,8 @@
  * of days for "within the next / in the last … days", none for "is empty", and for a
  * reference a text box that suggests entities by name (entity_views.suggest, the fragment
  * the entity forms use) and puts the chosen id in add_ref. The server writes the $filter
- * from these inputs (labapp/entities/filter_chips.py). After a chip is removed or a
+ * from these inputs (labapp/entities/filter_builder.py;
+ * filter_chips.py reads it back into chips). After a chip is removed or a
  * condition added, focus returns to the chips or to the field list rather than the page top.
  */
 (function () {

@@ -1,92 +1,46 @@
-"""The filter builder of the entity list (issue 21 §2): conditions a lab member picks instead
-of typing ``$filter``.
+"""Chips of the entity list's filter (issue 21 §2): a filter text read back into the filter
+builder's conditions (:mod:`labapp.entities.filter_builder`).
 
-A condition is a field of the class (offered by its label), an operator that suits the
-field's type and a value. :func:`condition_text` writes it in the dialect of decisions §7
-(string literals quoted with doubled single quotes, relative dates as ``date(now()) add
-duration'P14D'``); :func:`add_condition` joins it to the list's filter with ``and``. The other
-way round, :func:`read_chips` cuts a filter at its top-level ``and`` and reads every part the
-builder could have written back into a condition, shown as a removable chip; whatever it
-cannot read becomes one "Custom expression" chip holding the parts' own text. Removing a chip
-leaves the other parts' text exactly as it was.
+:func:`read_chips` cuts a filter at its top-level ``and`` and reads every part the builder
+could have written back into a condition, shown as a removable chip; whatever it cannot read
+becomes one "Custom expression" chip holding the parts' own text. Removing a chip leaves the
+other parts' text exactly as it was.
 """
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from datetime import date
 
 from lark import Token, Tree
 
 from labapp.access.actor import Actor
+from labapp.entities.filter_builder import (
+    BOOL,
+    CHOICE,
+    DATE,
+    DATETIME,
+    DAY_COUNTS,
+    LAST,
+    NEXT,
+    NO_VALUE,
+    NUMBER,
+    REF,
+    TEXT,
+    Condition,
+    ConditionError,
+    condition_text,
+    field_named,
+)
 from labapp.entities.reading import visible_names
-from labapp.model.registry import ClassSpec, FieldSpec
+from labapp.model.registry import ClassSpec
 from labapp.query.filter import FilterError, parse_filter
-from labapp.reading.wording import label_of
 
-TEXT, NUMBER, DATE, DATETIME, CHOICE, REF, BOOL = (
-    "text", "number", "date", "datetime", "choice", "ref", "bool")
-NEXT, LAST = "next", "last"
-NO_VALUE = frozenset({"isempty", "isnotempty"})
-DAY_COUNTS = frozenset({NEXT, LAST})
-MAX_DAYS = 36_500
-# Per kind of field: the operators offered, in order, as (operator, what the select shows).
-OPERATORS: Mapping[str, tuple[tuple[str, str], ...]] = {
-    TEXT: (("eq", "equals"), ("contains", "contains"), ("startswith", "starts with"),
-           ("isempty", "is empty"), ("isnotempty", "is not empty")),
-    NUMBER: (("eq", "= equal to"), ("ne", "≠ not equal to"), ("lt", "< less than"),
-             ("le", "≤ at most"), ("gt", "> more than"), ("ge", "≥ at least")),
-    DATE: (("lt", "before"), ("gt", "after"), ("eq", "on"),
-           (NEXT, "within the next … days"), (LAST, "in the last … days")),
-    # A time compared with a date compares with its midnight UTC: "on" would need two.
-    DATETIME: (("lt", "before"), ("ge", "since"),
-               (NEXT, "within the next … days"), (LAST, "in the last … days")),
-    CHOICE: (("eq", "is"), ("ne", "is not")),
-    REF: (("eq", "is"), ("ne", "is not")),
-    BOOL: (("eq", "is"),),
-}
 _SYMBOLS = {"eq": "=", "ne": "≠", "lt": "<", "le": "≤", "gt": ">", "ge": "≥"}
-_KINDS = {"int": NUMBER, "float": NUMBER, "date": DATE, "datetime": DATETIME, "bool": BOOL,
-          "str": TEXT, "text": TEXT}
-_HIDDEN = frozenset({"eClass", "attributes"})
-_NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:e[+-]?\d+)?", re.IGNORECASE)
 _DAYS = re.compile(r"duration'P(\d+)D'", re.IGNORECASE)
 # The literal tokens a value of each kind may be written as.
 _TOKENS = {TEXT: {"STRING"}, CHOICE: {"STRING"}, REF: {"STRING"}, NUMBER: {"NUMBER"},
            DATE: {"DATE"}, DATETIME: {"DATE"}, BOOL: {"TRUE", "FALSE"}}
-
-
-class ConditionError(ValueError):
-    """A condition the builder cannot write: an unknown field or operator, a missing or
-    malformed value. The message says what to fix, in the builder's words."""
-
-
-@dataclass(frozen=True)
-class BuilderField:
-    """A field the builder offers: API name, label, kind (:data:`OPERATORS`' keys), the
-    values a choice field may take and the class a reference points at."""
-
-    name: str
-    label: str
-    kind: str
-    choices: tuple[str, ...] = ()
-    ref: str | None = None
-
-    @property
-    def operators(self) -> tuple[tuple[str, str], ...]:
-        return OPERATORS[self.kind]
-
-
-@dataclass(frozen=True)
-class Condition:
-    """One condition as the builder's inputs hold it: the value as typed (text, a number, an
-    ISO date, a count of days, an entity id, ``true``/``false``)."""
-
-    field: str
-    op: str
-    value: str = ""
 
 
 @dataclass(frozen=True)
@@ -99,103 +53,6 @@ class Chip:
     remaining: str
     custom: bool = False
 
-
-def _kind(field: FieldSpec) -> str:
-    if field.name == "status" or field.choices:
-        return CHOICE
-    if field.type == "ref":
-        return REF if field.ref not in (None, "*") else TEXT
-    return _KINDS[field.type]
-
-
-def builder_fields(spec: ClassSpec) -> list[BuilderField]:
-    """The stored fields of ``spec`` the builder offers, in registry order (JSON ones and
-    the class name left out: they need the raw ``$filter``)."""
-    found = []
-    for field in spec.fields.values():
-        if field.attr is None or field.type == "json" or field.name in _HIDDEN:
-            continue
-        kind = _kind(field)
-        choices = (spec.workflow.statuses if field.name == "status"
-                   else field.choices or ("true", "false") if kind == BOOL else ())
-        found.append(BuilderField(field.name, label_of(field.name), kind, tuple(choices),
-                                  field.ref if kind == REF else None))
-    return found
-
-
-def _field(spec: ClassSpec, name: str) -> BuilderField:
-    for field in builder_fields(spec):
-        if field.name.lower() == name.strip().lower():
-            return field
-    raise ConditionError("Choose a field to filter by." if not name.strip()
-                         else f"{spec.name} has no field {name!r} to filter by.")
-
-
-def quote(text: str) -> str:
-    """``text`` as a ``$filter`` string literal: single quotes doubled."""
-    return "'" + text.replace("'", "''") + "'"
-
-
-def _days(field: BuilderField, value: str) -> int:
-    if not value.isdigit() or not 1 <= int(value) <= MAX_DAYS:
-        raise ConditionError(f"{field.label}: give the number of days as a whole number "
-                             f"from 1 to {MAX_DAYS}.")
-    return int(value)
-
-
-def _literal(field: BuilderField, value: str) -> str:
-    """The value as the literal a condition on ``field`` compares with."""
-    if field.kind == NUMBER:
-        if not _NUMBER.fullmatch(value) or not math.isfinite(float(value)):
-            raise ConditionError(f"{field.label}: {value!r} is not a number.")
-        return value
-    if field.kind in (DATE, DATETIME):
-        try:
-            return date.fromisoformat(value).isoformat()
-        except ValueError:
-            raise ConditionError(f"{field.label}: {value!r} is not a date "
-                                 "(YYYY-MM-DD).") from None
-    if field.kind in (CHOICE, BOOL) and value not in field.choices:
-        raise ConditionError(f"{field.label}: choose one of {', '.join(field.choices)}.")
-    return value if field.kind == BOOL else quote(value)
-
-
-def condition_text(spec: ClassSpec, condition: Condition) -> str:
-    """The ``$filter`` text of ``condition`` on a field of ``spec``; ConditionError when the
-    field, the operator or the value is not one the builder offers."""
-    field = _field(spec, condition.field)
-    op, value, name = condition.op, condition.value.strip(), field.name
-    if op not in dict(field.operators):
-        raise ConditionError(f"{field.label}: choose a condition from the list.")
-    if op in NO_VALUE:
-        return f"{name} {op}"
-    if not value:
-        raise ConditionError(f"{field.label}: give a value to compare with.")
-    if op in DAY_COUNTS:
-        base = "date(now())" if field.kind == DATE else "now()"
-        days = f"duration'P{_days(field, value)}D'"
-        if op == NEXT:
-            return f"{name} ge {base} and {name} le {base} add {days}"
-        return f"{name} ge {base} sub {days} and {name} le {base}"
-    if op in ("contains", "startswith"):
-        return f"{op}({name},{quote(value)})"
-    return f"{name} {op} {_literal(field, value)}"
-
-
-def add_condition(spec: ClassSpec, filter_text: str, condition: Condition) -> str:
-    """``filter_text`` and ``condition`` (an expression joined by ``or`` is parenthesised)."""
-    added = condition_text(spec, condition)
-    if not filter_text.strip():
-        return added
-    try:
-        tree = parse_filter(filter_text)
-    except FilterError:
-        return f"{filter_text} and {added}"  # shown with its error, as typed
-    joined = f"({filter_text})" if tree.data == "or_expr" else filter_text
-    return f"{joined} and {added}"
-
-
-# ---- Reading a filter back -------------------------------------------------------------------
 
 @dataclass(frozen=True)
 class _Atom:
@@ -276,7 +133,7 @@ def _pair(first: _Atom, second: _Atom) -> Condition | None:
 def _condition(spec: ClassSpec, atom: _Atom) -> Condition | None:
     """The builder's condition ``atom`` stands for, if the builder offers it."""
     try:
-        field = _field(spec, atom.field)
+        field = field_named(spec, atom.field)
     except ConditionError:
         return None
     if atom.op in NO_VALUE:
@@ -293,7 +150,8 @@ def _condition(spec: ClassSpec, atom: _Atom) -> Condition | None:
 def _valid(spec: ClassSpec, condition: Condition) -> Condition | None:
     """``condition`` with the field's own spelling, if the builder could have written it."""
     try:
-        condition = Condition(_field(spec, condition.field).name, condition.op, condition.value)
+        name = field_named(spec, condition.field).name
+        condition = Condition(name, condition.op, condition.value)
         condition_text(spec, condition)
     except ConditionError:
         return None
@@ -302,7 +160,7 @@ def _valid(spec: ClassSpec, condition: Condition) -> Condition | None:
 
 def _words(spec: ClassSpec, condition: Condition, names: Mapping[str, str]) -> str:
     """A chip's label: "Status is Stored", "Expiry date within the next 14 days"."""
-    field = _field(spec, condition.field)
+    field = field_named(spec, condition.field)
     op, value = condition.op, condition.value
     phrase = dict(field.operators)[op]
     if op in DAY_COUNTS:
@@ -358,7 +216,7 @@ def read_conditions(spec: ClassSpec, filter_text: str) -> list[tuple[str, Condit
 def _reference_names(actor: Actor, spec: ClassSpec,
                      conditions: Iterable[Condition]) -> dict[str, str]:
     ids = [condition.value for condition in conditions
-           if _field(spec, condition.field).kind == REF]
+           if field_named(spec, condition.field).kind == REF]
     return {entity_id: name for entity_id, (_, name) in visible_names(actor, ids).items()
             if name}
 

@@ -21,7 +21,15 @@ from werkzeug.wrappers import Response as BaseResponse
 
 from labapp.access.actor import Actor
 from labapp.db import transaction
-from labapp.entities import display, editing, filter_chips, navigation, reading, service
+from labapp.entities import (
+    display,
+    editing,
+    filter_builder,
+    filter_chips,
+    navigation,
+    reading,
+    service,
+)
 from labapp.entities.detail import back_to, render_detail
 from labapp.entities.editing import may_create
 from labapp.entities.forms import label_of
@@ -177,12 +185,12 @@ def _column_choices(state: TableState) -> list[tuple[str, str]]:
     return [(name, label_of(name)) for name in names]
 
 
-def _builder_condition() -> filter_chips.Condition | None:
+def _builder_condition() -> filter_builder.Condition | None:
     """The filter builder's condition when ``Add condition`` sent one (a field chosen)."""
     args = request.args
     if args.get("add") != "1" or not args.get("add_field", "").strip():
         return None
-    return filter_chips.Condition(args.get("add_field", ""), args.get("add_op", ""),
+    return filter_builder.Condition(args.get("add_field", ""), args.get("add_op", ""),
                                   args.get("add_ref") or args.get("add_value", ""))
 
 
@@ -202,9 +210,11 @@ def browse(eclass: str) -> BaseResponse:
     chosen, builder_error = _builder_condition(), None
     if chosen is not None:
         try:
-            state = replace(state, filter=filter_chips.add_condition(spec, state.filter, chosen),
-                            skip=0)
-        except filter_chips.ConditionError as error:
+            if not request.args.get("add_ref"):  # a reference typed, not picked
+                chosen = filter_builder.resolve_reference(actor, spec, chosen)
+            state = replace(state, skip=0,
+                            filter=filter_builder.add_condition(spec, state.filter, chosen))
+        except filter_builder.ConditionError as error:
             builder_error = str(error)
         else:
             chosen = None
@@ -216,7 +226,7 @@ def browse(eclass: str) -> BaseResponse:
                            spec=spec, page_size=PAGE_SIZE,
                            choices=_column_choices(context["state"]),
                            can_create=may_create(actor, spec),
-                           builder_fields=filter_chips.builder_fields(spec),
+                           builder_fields=filter_builder.builder_fields(spec),
                            chips=filter_chips.read_chips(actor, spec, state.filter),
                            chosen=chosen, builder_error=builder_error, **context)
     if is_htmx():

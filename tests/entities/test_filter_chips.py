@@ -1,4 +1,5 @@
-"""The filter builder's server side (issue 21 §2): conditions written as ``$filter`` (quoting,
+"""The filter builder's server side (issue 21 §2, labapp/entities/filter_builder.py and
+filter_chips.py): conditions written as ``$filter`` (quoting,
 relative dates), filters read back into chips (a round trip, custom expressions), and the
 entity list applying a condition and naming references as the viewer may see them. The
 list tests run on SQLite and PostgreSQL alike."""
@@ -14,15 +15,15 @@ import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 
-from labapp.entities.filter_chips import (
+from labapp.entities.filter_builder import (
     Condition,
     ConditionError,
     add_condition,
     builder_fields,
     condition_text,
     quote,
-    read_conditions,
 )
+from labapp.entities.filter_chips import read_conditions
 from labapp.model.registry import built_in
 from tests.conftest import ApiClient
 from tests.entities.conftest import save
@@ -251,3 +252,32 @@ def test_references_are_named_as_the_viewer_may_see_them(
         "filter": f"locationID eq '{box['id']}' and locationID ne '{hidden['id']}'"})
     assert _chips(response.get_data(as_text=True)) == [
         "Location is Box 12", f"Location is not {hidden['id']}"]
+
+
+def test_a_reference_typed_by_name_is_the_one_entity_so_called(
+        member: tuple[FlaskClient, ApiClient], admin: ApiClient) -> None:
+    client, api = member
+    box, _, _ = save(api, {"eClass": "Location", "name": "Box 12"},
+                     {"eClass": "Location", "name": "Twin"}, {"eClass": "Location", "name": "twin"})
+    save(api, {"eClass": "Sample", "name": "In the box", "locationID": box["id"]},
+         {"eClass": "Sample", "name": "Elsewhere"})
+    elsewhere, = save(admin, {"eClass": "Department", "name": "Elsewhere"})
+    save(admin, {"eClass": "Location", "name": "Secret room", "departmentID": elsewhere["id"]})
+    args = {"columns": "name", "add": "1", "add_field": "locationID", "add_op": "eq"}
+    named = client.get("/entities/Sample", headers=HTMX,
+                       query_string={**args, "add_value": "box 12"})
+    html = named.get_data(as_text=True)
+    assert named.status_code == 200
+    assert _names(html) == ["In the box"] and _chips(html) == ["Location is Box 12"]
+    assert f"locationID eq &#39;{box['id']}&#39;" in html
+    by_id = client.get("/entities/Sample", headers=HTMX,
+                       query_string={**args, "add_value": box["id"]})
+    assert _chips(by_id.get_data(as_text=True)) == ["Location is Box 12"]
+    for typed, message in (
+            ("Twin", "Location: 2 are called &#39;Twin&#39;; choose one from the suggestions."),
+            ("Secret room", "Location: nothing you may see is called &#39;Secret room&#39;; "
+                            "choose one from the suggestions.")):
+        refused = client.get("/entities/Sample", headers=HTMX,
+                             query_string={**args, "add_value": typed})
+        assert refused.status_code == 400
+        assert message in refused.get_data(as_text=True)
