@@ -178,6 +178,7 @@ def _register_blueprints(app: Flask) -> None:
     for blueprint in api + pages:
         app.register_blueprint(blueprint)
     _register_exports(app)
+    _register_imports(app)
     _register_alerts(app)
     # The home page is the user's default dashboard (issue 12); every page links it as
     # web.home.
@@ -193,6 +194,17 @@ def _register_alerts(app: Flask) -> None:
     app.register_blueprint(alert_rule_api)
     app.register_blueprint(alert_views)
     app.cli.add_command(alerts_cli)
+
+
+def _register_imports(app: Flask) -> None:
+    """Spreadsheet imports (issue 22): their API, wizard and ``flask import``."""
+    from labapp.imports.api import bp as import_api
+    from labapp.imports.cli import import_command
+    from labapp.imports.views import bp as import_views
+
+    app.register_blueprint(import_api)
+    app.register_blueprint(import_views)
+    app.cli.add_command(import_command)
 
 
 def _register_exports(app: Flask) -> None:

@@ -3,8 +3,9 @@
 One long-running process beside the web server does every feature's upkeep, each through
 the one function the feature exposes: the search queue drained into the index
 (:func:`labapp.search.worker.upkeep`), the entity tallies folded
-(:func:`labapp.dashboards.tallies.upkeep`) and SQLite's planner statistics gathered when the
-data has grown (:func:`labapp.sqlite_stats.upkeep`, looked at every
+(:func:`labapp.dashboards.tallies.upkeep`), the queued spreadsheet imports run one at a time
+(:func:`labapp.imports.jobs.upkeep`, long finished ones removed hourly) and SQLite's planner
+statistics gathered when the data has grown (:func:`labapp.sqlite_stats.upkeep`, looked at every
 ``SQLITE_STATISTICS_SECONDS``; 0 turns that off). The loop runs the due upkeep in that
 order and looks again at once while any of them found work, else after :data:`POLL` seconds.
 An upkeep the database refused (busy or locked) is logged and tried again at the next look.
@@ -27,10 +28,12 @@ from labapp import sqlite_stats
 from labapp.alerts import evaluate as alerts
 from labapp.dashboards import tallies
 from labapp.db import db
+from labapp.imports import jobs as import_jobs
 from labapp.search import indexer
 from labapp.search import worker as search_worker
 
 POLL = 0.15  # seconds between two looks when no upkeep found work
+PURGE_IMPORTS = 3600.0  # seconds between two removals of long finished imports
 ALERT_SECONDS = 60.0  # alert rules are evaluated (and due e-mail sent) once a minute
 logger = logging.getLogger(__name__)
 
@@ -48,7 +51,9 @@ class Upkeep:
 def upkeeps(app: Flask) -> list[Upkeep]:
     """Every feature's upkeep, in the order one look runs them."""
     jobs = [Upkeep("search queue", search_worker.upkeep),
-            Upkeep("entity tallies", tallies.upkeep)]
+            Upkeep("entity tallies", tallies.upkeep),
+            Upkeep("spreadsheet imports", import_jobs.upkeep),
+            Upkeep("finished imports", import_jobs.purge_finished, PURGE_IMPORTS)]
     jobs.append(Upkeep("alert rules", alerts.upkeep, ALERT_SECONDS))
     every = float(app.config["LABAPP"]["SQLITE_STATISTICS_SECONDS"])
     if every:

@@ -12,8 +12,10 @@ from sqlalchemy import func, select
 from sqlalchemy.exc import OperationalError
 
 from labapp import sqlite_stats
+from labapp.alerts import evaluate as alerts
 from labapp.dashboards import tallies
 from labapp.db import db
+from labapp.imports import jobs as import_jobs
 from labapp.model import EntityCountChange, SearchQueue
 from labapp.search import worker as search_worker
 from labapp.search.cli import search_cli
@@ -27,9 +29,13 @@ def test_each_feature_gives_one_upkeep(fresh_app: Callable[..., Flask]) -> None:
     assert [(job.name, job.run, job.every) for job in upkeeps(fresh_app())] == [
         ("search queue", search_worker.upkeep, 0.0),
         ("entity tallies", tallies.upkeep, 0.0),
+        ("spreadsheet imports", import_jobs.upkeep, 0.0),
+        ("finished imports", import_jobs.purge_finished, 3600.0),
+        ("alert rules", alerts.upkeep, 60.0),
         ("SQLite statistics", sqlite_stats.upkeep, 60.0)]
     assert [job.name for job in upkeeps(fresh_app(SQLITE_STATISTICS_SECONDS=0))] == [
-        "search queue", "entity tallies"]
+        "search queue", "entity tallies", "spreadsheet imports", "finished imports",
+        "alert rules"]
 
 
 def _waiting(app: Flask) -> tuple[int, int]:

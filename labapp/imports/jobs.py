@@ -1,0 +1,225 @@
+"""Processing import jobs: claimed by the worker's upkeep (or run at once by the CLI).
+
+Claiming
+    A queued job is taken by one ``UPDATE … SET status = 'running' WHERE id = :id AND status =
+    'queued'``: of two workers racing for it, the second matches no row (PostgreSQL re-checks
+    the condition after the first commits; SQLite's write lock makes them queue) and looks
+    for another job.
+
+Running
+    The rows are planned first (read only), the progress written after each chunk of rows
+    the plan reads, in a short transaction of a session of its own, so a page polling the
+    job sees it move (a commit's progress is not written: on SQLite its transaction holds
+    the write lock; the page says the rows are being written). A dry run then stores each
+    row's outcome and the counts.
+    A commit writes the entities, the outcomes and the counts in ONE transaction: all or
+    nothing; any row error (found by the plan or by the write) fails the job and writes no
+    entity. A failed job keeps the reason in ``error`` and, when the plan was made, the
+    outcome of every row.
+"""
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from datetime import timedelta
+from typing import Any
+
+from flask import current_app
+from sqlalchemy import delete, insert, select, update
+
+from labapp.access.actor import Actor
+from labapp.access.grant_sets import actor_for
+from labapp.db import db, rows_matched, transaction
+from labapp.errors import AppError
+from labapp.imports import service, uploads
+from labapp.imports.engine import ImportPlan, RowOutcome, commit_import, plan_import
+from labapp.model import ImportJob, ImportRow, User
+from labapp.model.registry import existing_class
+from labapp.model.types import utc_now
+
+INSERT_CHUNK = 1000  # row outcomes per INSERT
+KEEP_FINISHED = timedelta(days=30)  # a finished job and its file are kept this long
+
+logger = logging.getLogger(__name__)
+# report(phase, done, total): phase "reading" (the plan) or "writing" (the commit).
+Report = Callable[[str, int, int | None], None]
+
+
+def claim(job_id: str | None = None) -> str | None:
+    """Take the oldest queued job (or job ``job_id``) for this process: its id, or None when
+    there is none or another process took it first."""
+    with transaction():
+        candidate = job_id or db.session.scalars(
+            select(ImportJob.id).where(ImportJob.status == "queued")
+            .order_by(ImportJob.created_utc, ImportJob.id).limit(1)).first()
+        if candidate is None:
+            return None
+        taken = rows_matched(update(ImportJob).where(
+            ImportJob.id == candidate, ImportJob.status == "queued")
+            .values(status="running", started_utc=utc_now()))
+    return candidate if taken else None
+
+
+def _queued() -> bool:
+    """Whether a job waits (a read, so an idle worker takes no write lock)."""
+    try:
+        return db.session.scalar(
+            select(ImportJob.id).where(ImportJob.status == "queued").limit(1)) is not None
+    finally:
+        db.session.rollback()
+
+
+def upkeep() -> bool:
+    """The worker's upkeep: run one queued job; whether there was one."""
+    job_id = claim() if _queued() else None
+    if job_id is None:
+        return False
+    run(job_id)
+    return True
+
+
+def _write_progress(job_id: str, done: int) -> None:
+    """Record the rows planned so far in a transaction of a session of its own (the main
+    session is reading the plan and must not end its transaction)."""
+    session = db.session.session_factory()
+    try:
+        session.execute(update(ImportJob).where(ImportJob.id == job_id)
+                        .values(progress_done=done))
+        session.commit()
+    finally:
+        session.close()
+
+
+def _owner(job: ImportJob) -> Actor:
+    user = db.session.get(User, job.owner_id)
+    if user is None:
+        raise AppError("The owner of this import no longer exists.")
+    return actor_for(user, method=None, on_premises=current_app.config["LABAPP"]["ON_PREMISES"])
+
+
+def run(job_id: str, report: Report | None = None) -> ImportJob:
+    """Run a claimed job to its end (see the module docstring); ``report(done, total)`` is
+    told the progress as well. Returns the job as it ended."""
+    job = db.session.get(ImportJob, job_id, populate_existing=True)
+    if job is None or job.status != "running":
+        raise LookupError(f"import {job_id} is not claimed")
+    total = job.progress_total
+    plan: ImportPlan | None = None
+    try:
+        actor = _owner(job)
+        spec = existing_class(job.eclass)
+        table = service.job_table(job)
+        total = table.row_count if table.row_count is not None else total
+
+        def progress(done: int) -> None:
+            if report is not None:
+                report("reading", done, total)
+            _write_progress(job_id, done)
+
+        plan = plan_import(actor, spec, table, dict(job.mapping), match=job.match,
+                           progress=progress)
+        _finish(job_id, actor, plan, report)
+    except Exception as error:  # recorded on the job: the owner sees why it failed
+        db.session.rollback()
+        if not isinstance(error, AppError | LookupError):
+            logger.exception("import %s failed", job_id)
+        _fail(job_id, plan, _reason(error))
+    return _reloaded(job_id)
+
+
+def _reason(error: Exception) -> str:
+    if isinstance(error, AppError):
+        return error.detail
+    if isinstance(error, LookupError):
+        return str(error).strip("'\"")
+    return f"The import stopped on an unexpected error ({type(error).__name__}); the " \
+           "worker's log has the details."
+
+
+def _finish(job_id: str, actor: Actor, plan: ImportPlan, report: Report | None) -> None:
+    """Store the plan's outcome, and when the job commits and no row failed, the entities."""
+    counts = {outcome: int(plan.counts.get(outcome, 0))
+              for outcome in ("create", "update", "unchanged", "error")}
+    done = sum(counts.values())
+    with transaction():
+        job = db.session.get(ImportJob, job_id, populate_existing=True)
+        assert job is not None
+        if not job.dry_run and counts["error"]:
+            _store_rows(job_id, plan.outcomes)
+            _set(job_id, status="failed", counts=counts, progress_done=done,
+                 progress_total=done, error=f"{counts['error']} rows have errors: nothing "
+                 "was imported. Correct them and import the file again.")
+            return
+        if not job.dry_run:
+            writing = counts["create"] + counts["update"]
+            commit_import(actor, plan, progress=None if report is None else (
+                lambda done: report("writing", min(done, writing), writing)))
+        _store_rows(job_id, plan.outcomes)
+        _set(job_id, status="done", counts=counts, progress_done=done, progress_total=done)
+
+
+def _store_rows(job_id: str, outcomes: Sequence[RowOutcome], *, written: bool = True) -> None:
+    """Store each row's outcome (a commit has set the id of each entity it wrote; when it
+    was rolled back, ``written`` is False and the ids of the entities it created go)."""
+    db.session.execute(delete(ImportRow).where(ImportRow.job_id == job_id))
+    chunk: list[dict[str, Any]] = []
+    for outcome in outcomes:
+        chunk.append({"job_id": job_id, "row": outcome.row, "outcome": outcome.outcome,
+                      "entity_id": outcome.entity_id
+                      if written or outcome.outcome != "create" else None,
+                      "errors": [{"column": error.column, "message": error.message}
+                                 for error in outcome.errors]})
+        if len(chunk) >= INSERT_CHUNK:
+            db.session.execute(insert(ImportRow), chunk)
+            chunk = []
+    if chunk:
+        db.session.execute(insert(ImportRow), chunk)
+
+
+def _set(job_id: str, **values: Any) -> None:
+    db.session.execute(update(ImportJob).where(ImportJob.id == job_id)
+                       .values(finished_utc=utc_now(), **values))
+
+
+def _fail(job_id: str, plan: ImportPlan | None, reason: str) -> None:
+    """Record that the job failed (with its rows' outcomes when the plan was made)."""
+    with transaction():
+        values: dict[str, Any] = {"status": "failed", "error": reason}
+        if plan is not None:
+            _store_rows(job_id, plan.outcomes, written=False)
+            values["counts"] = {outcome: int(plan.counts.get(outcome, 0))
+                                for outcome in ("create", "update", "unchanged", "error")}
+        _set(job_id, **values)
+
+
+def _reloaded(job_id: str) -> ImportJob:
+    job = db.session.get(ImportJob, job_id, populate_existing=True)
+    assert job is not None
+    return job
+
+
+def purge_finished() -> bool:
+    """Remove the jobs finished more than :data:`KEEP_FINISHED` ago, their rows and files;
+    whether there were any (the worker's hourly upkeep). Uploads the wizard never mapped go
+    too (:func:`labapp.imports.uploads.purge_stale`)."""
+    cutoff = utc_now() - KEEP_FINISHED
+    uploads.purge_stale()
+    try:
+        waiting = db.session.scalar(select(ImportJob.id).where(
+            ImportJob.finished_utc < cutoff).limit(1)) is not None
+    finally:
+        db.session.rollback()
+    if not waiting:
+        return False
+    with transaction():
+        old = db.session.execute(select(ImportJob.id, ImportJob.upload).where(
+            ImportJob.status.in_(("done", "failed")), ImportJob.finished_utc < cutoff)
+            .limit(100)).all()
+        if not old:
+            return False
+        ids = [job for job, _ in old]
+        db.session.execute(delete(ImportRow).where(ImportRow.job_id.in_(ids)))
+        db.session.execute(delete(ImportJob).where(ImportJob.id.in_(ids)))
+    for _job, upload in old:
+        uploads.discard(upload)
+    return True

@@ -1,0 +1,126 @@
+"""Import jobs as the worker runs them: claimed once, progress recorded, failures explained,
+old jobs removed with their files."""
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from datetime import timedelta
+from pathlib import Path
+
+from flask import Flask
+from sqlalchemy import select, update
+
+from labapp.db import db, transaction
+from labapp.imports import jobs, service, uploads
+from labapp.model import ImportJob, ImportRow
+from labapp.model.types import utc_now
+from tests.conftest import ApiClient, run_init
+from tests.imports.conftest import actor_of
+from tests.imports.helpers import GOOD_CSV, job_of, run_queued, upload
+
+WORKERS = 4
+
+
+def _queue(app: Flask, text: str = GOOD_CSV, *, dry_run: bool = True) -> str:
+    """Queue a job as admin through the service, committed (not inside a test's rollback)."""
+    with app.app_context():
+        folder = uploads.folder()
+        path = folder / "queued.csv"
+        path.write_text(text, encoding="utf-8")
+        with path.open("rb") as stream:
+            received = uploads.receive(stream)
+        path.unlink()
+        with transaction():
+            job = service.start_import(actor_of("admin"), received, service.ImportRequest(
+                eclass="Sample", filename="samples.csv", dry_run=dry_run))
+        db.session.remove()
+        return job.id
+
+
+def test_two_workers_racing_for_a_job_take_it_once(fresh_app: Callable[..., Flask]) -> None:
+    app = fresh_app()
+    run_init(app)
+    job_id = _queue(app)
+    start = threading.Barrier(WORKERS)
+    taken: list[str | None] = []
+
+    def worker() -> None:
+        with app.app_context():
+            start.wait(timeout=30)
+            try:
+                taken.append(jobs.claim())
+            finally:
+                db.session.remove()
+
+    threads = [threading.Thread(target=worker, name=f"claimer-{n}") for n in range(WORKERS)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert sorted(taken, key=str) == [job_id] + [None] * (WORKERS - 1)
+    with app.app_context():
+        job = db.session.get(ImportJob, job_id)
+        assert job is not None and job.status == "running" and job.started_utc is not None
+        assert jobs.claim() is None
+        ended = jobs.run(job_id)
+        assert ended.status == "done" and ended.counts["create"] == 3
+        db.session.remove()
+
+
+def test_the_worker_runs_a_queued_commit_and_records_progress(
+        fresh_app: Callable[..., Flask]) -> None:
+    app = fresh_app()
+    run_init(app)
+    rows = "Name\n" + "".join(f"S-{number}\n" for number in range(1, 1201))
+    job_id = _queue(app, rows, dry_run=False)
+    with app.app_context():
+        seen: list[tuple[str, int, int | None]] = []
+        assert jobs.claim() == job_id
+        ended = jobs.run(job_id, lambda phase, done, total: seen.append((phase, done, total)))
+        assert ended.status == "done" and ended.counts["create"] == 1200
+        assert ended.progress_done == ended.progress_total == 1200
+        assert ("reading", 1200, 1200) in seen and seen[-1][0] == "writing"
+        ids = set(db.session.scalars(select(ImportRow.entity_id).where(
+            ImportRow.job_id == job_id)))
+        assert len(ids) == 1200 and None not in ids
+        db.session.remove()
+
+
+def test_a_job_whose_file_is_gone_fails_with_the_reason(app: Flask, admin: ApiClient) -> None:
+    started = upload(admin, GOOD_CSV)
+    with app.app_context():
+        job = db.session.get(ImportJob, started["id"])
+        assert job is not None
+        uploads.discard(job.upload)
+    run_queued(app)
+    failed = job_of(admin, started["id"])
+    assert failed["status"] == "failed"
+    assert "no longer stored" in failed["error"] and failed["finishedUtc"]
+    assert failed["rows"]["data"] == []
+
+
+def test_a_job_of_a_class_the_model_lost_fails_with_the_reason(
+        app: Flask, admin: ApiClient) -> None:
+    started = upload(admin, GOOD_CSV)
+    with app.app_context(), transaction():
+        db.session.execute(update(ImportJob).where(ImportJob.id == started["id"])
+                           .values(eclass="Vanished"))
+    run_queued(app)
+    failed = job_of(admin, started["id"])
+    assert failed["status"] == "failed" and "Vanished" in failed["error"]
+
+
+def test_finished_jobs_go_with_their_files_after_a_while(app: Flask, admin: ApiClient) -> None:
+    old, recent = upload(admin, GOOD_CSV), upload(admin, GOOD_CSV)
+    run_queued(app)
+    with app.app_context():
+        with transaction():
+            db.session.execute(update(ImportJob).where(ImportJob.id == old["id"]).values(
+                finished_utc=utc_now() - jobs.KEEP_FINISHED - timedelta(hours=1)))
+        stored_file = uploads.path_of(db.session.get(ImportJob, old["id"]).upload)
+        assert stored_file.exists()
+        assert jobs.purge_finished() is True
+        assert jobs.purge_finished() is False
+        assert not Path(stored_file).exists()
+    job_of(admin, old["id"], status=404)
+    assert job_of(admin, recent["id"])["status"] == "done"
