@@ -205,11 +205,13 @@
     if (done) done.closest("dialog").close();
   });
 
-  // The card's name follows its heading (or its kind when the heading is empty).
+  // The card's name follows its heading (or its kind when the heading is empty; the kind is
+  // said next to a heading).
   form.addEventListener("input", function (event) {
     if (!event.target.matches("[data-heading]")) return;
     var card = event.target.closest(".editor-widget");
     input(card, "title").textContent = event.target.value.trim() || event.target.placeholder;
+    card.querySelector("[data-kind]").hidden = !event.target.value.trim();
   });
 
   // ---- Add and remove ----
