@@ -65,6 +65,22 @@ def _parse_text(raw: str) -> str:
     return raw
 
 
+def _parse_low_amounts(raw: str) -> dict[str, float]:
+    """``unit=amount`` pairs separated by commas (``µl=10,ml=0.01``); empty for none."""
+    thresholds: dict[str, float] = {}
+    for part in raw.split(","):
+        if not part.strip():
+            continue
+        unit, equals, amount = part.partition("=")
+        if not equals or not unit.strip():
+            raise ValueError(f"expected unit=amount, got {part.strip()!r}")
+        value = float(amount)
+        if not value >= 0 or value == float("inf"):
+            raise ValueError(f"expected an amount of zero or more for {unit.strip()!r}")
+        thresholds[unit.strip()] = value
+    return thresholds
+
+
 def _parse_smtp_url(raw: str) -> str:
     from urllib.parse import urlsplit
 
@@ -161,6 +177,11 @@ SETTINGS: tuple[Setting, ...] = (
             "plain `BEGIN`, not `BEGIN IMMEDIATE`). False makes every request's unit of work "
             "take it, as before issue 20; only `bench/readlock.py` sets it, to compare.",
             _parse_bool),
+    Setting("LOW_AMOUNT", "µl=10,ml=0.01,µg=1000,mg=1,g=0.001",
+            "Per unit, the amount below which a Sample is marked low on lists and widgets "
+            "(`unit=amount`, comma-separated; units compared ignoring case, `ul` as `µl`). "
+            "A sample's attribute `lowAmount` overrides it; an amount of 0 is always marked "
+            "empty.", _parse_low_amounts),
     Setting("SMTP_URL", None,
             "Mail server alert e-mails go through: `smtp://host:port` (STARTTLS when the server "
             "offers it) or `smtps://host:port`, with an optional `user:password@`. Unset: "

@@ -1,9 +1,10 @@
 """The rows of a saved-list widget as a person reads them (issue 21): references by the
 names the reader may see, a stored item's place by its name path and slot, numbers without
 float noise and with their unit (the unit column folded into its number), moments as ISO
-text the page shows in the reader's time. The same wording as the entity detail pages
-(:mod:`labapp.entities.display`), as JSON-ready cells: the API answers them and the page
-draws them.
+text the page shows in the reader's time, an expired date, an overdue one or a low amount
+with its ``mark`` (:mod:`labapp.reading.marks`, the rule the entity list uses). The same
+wording as the entity detail pages (:mod:`labapp.entities.display`), as JSON-ready cells: the
+API answers them and the page draws them.
 """
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from labapp.db import db
 from labapp.entities.reading import visible_names
 from labapp.model import Location
 from labapp.model.registry import ClassSpec
+from labapp.reading import marks
 from labapp.reading.wording import iso, text, unit_field
 
 # Where a stored item is, and its slot there (shown together: "Box 12 · A1").
@@ -70,7 +72,8 @@ def _cell(spec: ClassSpec, name: str, item: Mapping[str, Any],
           places: Mapping[str, tuple[str, bool]]) -> dict[str, Any]:
     """The cell of column ``name`` of one saved-list row, worded as the detail page words
     it: references by name, numbers without float noise and with their unit, moments as
-    ISO text the page turns into ``<time>``."""
+    ISO text the page turns into ``<time>``, and the ``mark`` of an expired date, an overdue
+    one or a low amount."""
     value, field = item.get(name), spec.fields.get(name)
     if value is None:
         return {"text": ""}
@@ -78,20 +81,26 @@ def _cell(spec: ClassSpec, name: str, item: Mapping[str, Any],
         return _place_cell(value, item.get(SLOT_FIELD), places)
     if field is not None and field.type == "ref":
         return _reference_cell(value, names)
+    shown: dict[str, Any]
     if isinstance(value, datetime | date):
-        return {"text": iso(value), "moment": iso(value)}
-    if isinstance(value, int | float) and not isinstance(value, bool):
+        shown = {"text": iso(value), "moment": iso(value)}
+    elif isinstance(value, int | float) and not isinstance(value, bool):
         unit = item.get(unit_field(spec, name) or "")
-        return {"text": f"{text(value)} {unit}" if unit else text(value), "numeric": True}
-    return {"text": text(value)}
+        shown = {"text": f"{text(value)} {unit}" if unit else text(value), "numeric": True}
+    else:
+        return {"text": text(value)}
+    mark = marks.mark_of(spec, name, item)
+    return {**shown, "mark": mark} if mark else shown
 
 
 def companions(spec: ClassSpec, columns: list[str]) -> list[str]:
-    """The fields shown inside another column's cell: a number's unit, a location's slot."""
+    """The fields read for another column's cell but not shown as columns themselves: a
+    number's unit, a location's slot, and what a mark reads (the status, the attributes)."""
     found = [unit_field(spec, name) for name in columns]
     if PLACE_FIELD in columns and SLOT_FIELD in spec.fields:
         found.append(SLOT_FIELD)
-    return [name for name in found if name]
+    found += [name for name in marks.inputs(spec, columns) if name not in columns]
+    return list(dict.fromkeys(name for name in found if name))
 
 
 def row_cells(actor: Actor, spec: ClassSpec, shown: list[str],

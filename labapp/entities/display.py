@@ -21,6 +21,7 @@ from flask import url_for
 from markupsafe import Markup, escape
 
 from labapp.model.registry import ClassSpec
+from labapp.reading.marks import mark_of
 from labapp.reading.wording import iso as iso
 from labapp.reading.wording import label_of
 from labapp.reading.wording import number_text as number_text
@@ -50,13 +51,15 @@ def detail_url(eclass: str, entity_id: str, **args: Any) -> str:
 class Cell:
     """One shown value: its text, the page it links to, a note shown beside it in grey
     (the id of a reference shown by name), the ISO value of a moment (the text is then the
-    fallback the browser replaces), and whether it is a number (aligned right)."""
+    fallback the browser replaces), whether it is a number (aligned right), and the word it
+    is marked with (``expired``, ``overdue``, ``low``, ``empty``: :mod:`labapp.reading.marks`)."""
 
     text: str
     href: str | None = None
     note: str | None = None
     moment: str | None = None
     numeric: bool = False
+    mark: str | None = None
 
 
 @dataclass(frozen=True)
@@ -116,8 +119,9 @@ def reference(entity_id: str, names: Names) -> Cell:
 def cell(spec: ClassSpec, name: str, value: Any, row: Mapping[str, Any], names: Names,
          places: Places | None = None) -> Cell:
     """The cell of field ``name`` of an entity of ``spec``; ``row`` holds its other values
-    (the unit of a number, the slot of a location). A stored item's location is shown by
-    its place in ``places``."""
+    (the unit of a number, the slot of a location, what its mark reads). A stored item's
+    location is shown by its place in ``places``; an expired date, an overdue one or a low
+    amount carries its mark."""
     field = spec.fields.get(name)
     if value is None:
         return Cell("")
@@ -126,10 +130,11 @@ def cell(spec: ClassSpec, name: str, value: Any, row: Mapping[str, Any], names: 
     if field is not None and field.type == "ref":
         return reference(value, names)
     if isinstance(value, datetime | date):
-        return Cell(iso(value), moment=iso(value))
+        return Cell(iso(value), moment=iso(value), mark=mark_of(spec, name, row))
     if isinstance(value, int | float) and not isinstance(value, bool):
         unit = row.get(unit_field(spec, name) or "")
-        return Cell(f"{text(value)} {unit}" if unit else text(value), numeric=True)
+        return Cell(f"{text(value)} {unit}" if unit else text(value), numeric=True,
+                    mark=mark_of(spec, name, row))
     return Cell(text(value))
 
 
@@ -205,7 +210,14 @@ def show(shown: Cell) -> Markup:
         content = Markup('<a href="{}">{}</a>').format(shown.href, content)
     if shown.note:
         content += Markup(' <span class="muted ref-id">{}</span>').format(shown.note)
+    if shown.mark:
+        content += mark_badge(shown.mark)
     return content
+
+
+def mark_badge(word: str) -> Markup:
+    """A mark as the pages show it: the word in a coloured badge (text, not colour alone)."""
+    return Markup(' <span class="mark mark-{}">{}</span>').format(word, word)
 
 
 def moment(value: datetime | date | None) -> Markup:

@@ -28,7 +28,7 @@ from labapp.errors import NotFound
 from labapp.model import Location
 from labapp.model.registry import ClassSpec
 from labapp.query.entity_suggest import suggest_entities
-from labapp.query.hierarchy import ancestor_entities, child_page
+from labapp.query.hierarchy import ancestor_entities, child_page, sample_counts
 from labapp.query.listing import parse_paging
 from labapp.query.status import status_info
 from labapp.query.suggest import is_unique
@@ -59,7 +59,9 @@ class PageLink:
 def _children_context(actor: Actor, spec: ClassSpec, entity_id: str,
                       nested: bool) -> dict[str, Any]:
     """The context of the ``children`` block: the page of the entity's children that
-    ``?skip=`` asks for (400 when it is no count) and the links to its neighbours."""
+    ``?skip=`` asks for (400 when it is no count), the number of samples under each of them
+    that samples can hang under (``sample_counts``, one query for the page) and the links
+    to its neighbours."""
     limit, offset = parse_paging(PAGE_SIZE, request.args.get("skip"), max_top=PAGE_SIZE)
     page = child_page(actor, entity_id, limit=limit, offset=offset)
     skips = []
@@ -72,7 +74,8 @@ def _children_context(actor: Actor, spec: ClassSpec, entity_id: str,
                       url_for("entity_views.children", eclass=spec.name, entity_id=entity_id,
                               skip=skip or None, nested=1 if nested else None))
              for label, rel, skip in skips]
-    return {"children": page, "pager": pager, "nested": nested}
+    counts = sample_counts(actor, {child["id"]: child["eClass"] for child in page.data})
+    return {"children": page, "pager": pager, "nested": nested, "sample_counts": counts}
 
 
 def detail_context(actor: Actor, spec: ClassSpec, entity: Mapping[str, Any]) -> dict[str, Any]:

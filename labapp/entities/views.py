@@ -39,6 +39,7 @@ from labapp.model.registry import ClassSpec, classes
 from labapp.query.fields import entity_fields
 from labapp.query.filter import FilterError
 from labapp.query.listing import parse_select
+from labapp.reading import marks
 from labapp.reading.lookup import class_named, load_visible
 from labapp.web.blocks import is_htmx, render_page
 from labapp.web.loader import current_actor
@@ -61,6 +62,12 @@ LIST_TEMPLATE = "entities/list.html"
 # Columns every table starts with, before a few of the class's own fields.
 COMMON_COLUMNS = ("name", "status", "type", "modifiedUtc")
 OWN_COLUMNS = 3
+# What a lab member reads first of the classes they list most (issue 21 §2): a number's
+# unit and a stored item's slot are folded into its cell, so they are not columns here.
+CLASS_COLUMNS = {
+    "Sample": ("name", "barcode", "status", "amount", "locationID", "expiryDate"),
+    "Request": ("name", "assigneeID", "status", "dueDate", "priority"),
+}
 
 
 # ---- Classes ----------------------------------------------------------------------------------
@@ -77,8 +84,13 @@ def index() -> Response:
 # ---- One class: the table ---------------------------------------------------------------------
 
 def default_columns(spec: ClassSpec) -> tuple[str, ...]:
-    """The common columns and the first few own fields of the class (plain values first;
-    where a sample or plate is stored counts as one, its slot shown inside it)."""
+    """The columns a class's table starts with: :data:`CLASS_COLUMNS` for a Sample or a
+    Request (those of its fields the model has), else the common columns and the first few
+    own fields of the class (plain values first; where a sample or plate is stored counts as
+    one, its slot shown inside it)."""
+    chosen = tuple(name for name in CLASS_COLUMNS.get(spec.name, ()) if name in spec.fields)
+    if chosen:
+        return chosen
     folded = {display.companion_field(spec, name) for name in spec.fields}
     own = [field for field in spec.fields.values()
            if not field.common and field.attr is not None and field.type != "json"
@@ -148,9 +160,10 @@ def _table(actor: Actor, state: TableState) -> dict[str, Any]:
                                "filter_error": None, "error": None}
     try:
         names = parse_select(",".join(state.columns), entity_fields(spec), always=())
-        # The unit of a number column is shown beside it, the slot beside the location.
+        # The unit of a number column is shown beside it, the slot beside the location; a
+        # mark (expired, low) reads the status and the attributes too.
         companions = [extra for name in names if (extra := display.companion_field(spec, name))]
-        wanted = list(dict.fromkeys(["id", *names, *companions]))
+        wanted = list(dict.fromkeys(["id", *names, *companions, *marks.inputs(spec, names)]))
         page = reading.list_entities(actor, spec, filter_text=state.filter or None,
                                      orderby=state.orderby or None,
                                      select_text=",".join(wanted), top=str(PAGE_SIZE),

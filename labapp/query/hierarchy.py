@@ -37,6 +37,11 @@ from labapp.reading.lookup import load_visible, to_api
 
 MAX_DEPTH = 10
 _STORED_CLASSES = ("Sample", "Plate")
+# Within its class, children are listed by this field first when the class has it (the
+# Steps of an experiment in step order; one without an index after those with one).
+ORDER_FIELD = "stepIndex"
+# The class whose entities are counted under each child of a page (:func:`sample_counts`).
+COUNTED_CLASS = "Sample"
 # Ids per IN (...) list: far below the bound-parameter limits of SQLite and PostgreSQL.
 _CHUNK = 500
 _derived: dict[str, Any] = {"generation": None}
@@ -116,8 +121,25 @@ def _children_of(actor: Actor, parents: Mapping[str, str]) -> dict[str, list[Ent
             if parent is not None:  # the condition chose children of ``parents``
                 grouped[parent].append(child)
     for children in grouped.values():
-        children.sort(key=lambda child: (_class_order()[child.eclass], child.name or "", child.id))
+        children.sort(key=lambda child: (_class_order()[child.eclass], *_index_key(child),
+                                         child.name or "", child.id))
     return grouped
+
+
+def _index_key(entity: Entity) -> tuple[bool, int]:
+    """Where :data:`ORDER_FIELD` puts the entity among its class: by index, none last."""
+    field = existing_class(entity.eclass).fields.get(ORDER_FIELD)
+    index = getattr(entity, field.stored_attr) if field is not None else None
+    return (index is None, index or 0)
+
+
+def _index_order(spec: ClassSpec) -> list[ColumnElement[Any]]:
+    """The ORDER BY terms of :data:`ORDER_FIELD` in ``spec`` (none when it lacks it),
+    entities without an index last on both databases."""
+    if ORDER_FIELD not in spec.fields:
+        return []
+    column = spec.column(spec.fields[ORDER_FIELD])
+    return [column.is_(None), column]
 
 
 def _with_children(actor: Actor, parents: Mapping[str, str]) -> set[str]:
@@ -196,7 +218,8 @@ def ancestor_entities(actor: Actor, spec: ClassSpec, entity_id: str) -> list[dic
 def child_page(actor: Actor, entity_id: str, *, limit: int | None = None,
                offset: int = 0) -> Page:
     """One page of the tree's next level, for lazy loading: the visible children of the
-    entity in class order (as the registry lists the classes), then by name and id, each
+    entity in class order (as the registry lists the classes), then by step index (Steps),
+    name and id, each
     with its fields and ``hasChildren``; ``total`` counts the whole level. Without ``limit``
     the whole level. Raises NotFound (404) when the entity does not exist or the actor may
     not see it.
@@ -225,12 +248,35 @@ def child_page(actor: Actor, entity_id: str, *, limit: int | None = None,
             take = None if end is None else min(end - start, count) - skip
             children.extend(db.session.scalars(
                 select(spec.model).where(condition)
-                .order_by(spec.model.name, spec.model.id).offset(skip).limit(take)))
+                .order_by(*_index_order(spec), spec.model.name, spec.model.id)
+                .offset(skip).limit(take)))
         start += count
     having = _with_children(actor, {child.id: child.eclass for child in children})
     data = [{**to_api(child), "hasChildren": child.id in having} for child in children]
     return Page(data=data, total=start, skip=offset,
                 size=limit if limit is not None else start)
+
+
+def sample_counts(actor: Actor, parents: Mapping[str, str]) -> dict[str, int]:
+    """``id → number of visible Samples that name it`` as their parent sample, step,
+    experiment, plate or storage location (the links of :func:`hierarchy_links`), for those
+    of ``parents`` (id → class) a Sample can name, 0 included. One grouped query for all."""
+    spec = existing_class(COUNTED_CLASS)
+    counts: dict[str, int] = {}
+    parts = []
+    for link in _links().get(COUNTED_CLASS, ()):
+        named = sorted(entity_id for entity_id, eclass in parents.items()
+                       if link.ref in (eclass, "*"))
+        if named:
+            counts.update(dict.fromkeys(named, 0))
+            column = spec.column(link)
+            parts.append(select(column, func.count()).where(
+                column.in_(named), spec.model.id != column, readable(actor, spec.model))
+                .group_by(column))
+    if parts:
+        for parent, samples in db.session.execute(union_all(*parts)):
+            counts[parent] += samples
+    return counts
 
 
 def child_entities(actor: Actor, entity_id: str) -> list[dict[str, Any]]:

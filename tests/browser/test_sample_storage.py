@@ -111,7 +111,7 @@ def test_stored_in_check_out_and_back_in(page: Page, live_server: str, device: s
 
     # The table of samples and the search results say where it is too.
     page.goto("/entities/Sample")
-    expect(page.locator("#entity-table tbody td").nth(6)).to_have_text(
+    expect(page.locator("#entity-table tbody td").nth(5)).to_have_text(
         f"{PATH} · H12 {box['id']}")
     no_horizontal_scroll(page)
     page.goto("/search?q=Lysate&mode=like")

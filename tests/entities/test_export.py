@@ -115,9 +115,9 @@ def test_filter_and_order_are_kept(admin: ApiClient, samples: None) -> None:
 def test_without_select_the_list_pages_default_columns(admin: ApiClient,
                                                        samples: None) -> None:
     rows = csv_rows(admin.get("/api/entity/Sample?$format=csv&$filter=id eq 'EX-1'"))
-    assert rows[0] == ["ID", "Name", "Status", "Type", "Modified", "Well", "Location",
-                       "Location ID", "Amount"]
-    assert rows[1][:3] == ["EX-1", "delta", "Completed"] and rows[1][-1] == "180 µL"
+    assert rows[0] == ["ID", "Name", "Barcode", "Status", "Amount", "Location", "Location ID",
+                       "Expiry date"]
+    assert rows[1][:2] == ["EX-1", "delta"] and rows[1][3:5] == ["Completed", "180 µL"]
 
 
 def test_every_matching_row_not_one_page(admin: ApiClient) -> None:

@@ -80,7 +80,7 @@ def test_table_shows_default_columns_with_links(signed_in, sample):
     assert response.status_code == 200
     headers = re.findall(r'<th scope="col"[^>]*>\s*<a href="[^"]*"[^>]*>([^<▲▼]+)', html)
     assert [header.strip() for header in headers] == [
-        "ID", "Name", "Status", "Type", "Modified", "Well", "Location", "Amount"]
+        "ID", "Name", "Barcode", "Status", "Amount", "Location", "Expiry date"]
     assert row_ids(response) == [sample["id"]]
     assert "<td>Broth</td>" in html and '<td class="num">2.5</td>' in html
     assert "Showing 1–1 of 1" in html

@@ -146,7 +146,7 @@ def test_tables_show_names_units_and_moments_with_one_lookup(app, signed_in, api
         "Tube 0",
         f'<a href="/entities/Experiment/{experiment["id"]}">Growth curve</a> '
         f'<span class="muted ref-id">{experiment["id"]}</span>',
-        "0.3333 µL"]
+        '0.3333 µL <span class="mark mark-low">low</span>']  # below 10 µL (LABAPP_LOW_AMOUNT)
     assert re.fullmatch(r'<time datetime="([0-9T:-]+Z)">\1</time>', cells[4])
     assert '<th scope="col" class="num">' in html, "numbers align right"
 
