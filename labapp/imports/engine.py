@@ -11,7 +11,10 @@ flat however long the file is.
 """
 from __future__ import annotations
 
+import pickle
 import re
+import tempfile
+import weakref
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -53,6 +56,28 @@ class RowOutcome:
     errors: list[CellError] = field(default_factory=list)
 
 
+class Spool:
+    """The rows of a workbook as the dry run read them, pickled chunk by chunk into an
+    anonymous temporary file, so that the commit does not parse the XLSX again (openpyxl
+    reads a few thousand rows a second). Closed when the plan holding it is dropped."""
+
+    def __init__(self) -> None:
+        self.file = tempfile.TemporaryFile()
+        weakref.finalize(self, self.file.close)
+
+    def add(self, chunk: list[tuple[int, list[Any]]]) -> None:
+        pickle.dump(chunk, self.file, protocol=pickle.HIGHEST_PROTOCOL)
+
+    def chunks(self) -> Iterator[list[tuple[int, list[Any]]]]:
+        self.file.seek(0)
+        while True:
+            try:
+                # Our own file, written by add() above: never data from outside.
+                yield pickle.load(self.file)
+            except EOFError:
+                return
+
+
 @dataclass
 class ImportPlan:
     """A dry run: every row's outcome and the counts, plus what the commit needs to build
@@ -66,6 +91,7 @@ class ImportPlan:
     match: str | None
     date_orders: dict[str, DateOrder] = field(default_factory=dict)
     file_refs: dict[tuple[int, str], int] = field(default_factory=dict)
+    spool: Spool | None = field(default=None, repr=False)
 
     @property
     def ok(self) -> bool:
@@ -121,7 +147,10 @@ def plan_import(actor: Actor, spec: ClassSpec, table: SourceTable, mapping: Mapp
     undecided: list[tuple[int, list[str], Outcome]] = []  # rows held up by a date alone
     forward: list[tuple[int, str, str]] = []  # (row, field, key) naming a row further down
     file_refs: dict[tuple[int, str], int] = {}
+    spool = Spool() if table.kind == "xlsx" else None
     for chunk in _chunks(table, CHUNK):
+        if spool is not None:
+            spool.add(chunk)
         for draft in builder.build(chunk):
             for name, value in draft.values.items():
                 if isinstance(value, FileRow):
@@ -146,7 +175,7 @@ def plan_import(actor: Actor, spec: ClassSpec, table: SourceTable, mapping: Mapp
     counts: dict[str, int] = dict.fromkeys(OUTCOMES, 0)
     for outcome in outcomes:
         counts[outcome.outcome] += 1
-    return ImportPlan(spec, outcomes, counts, table, checked, chosen, orders, file_refs)
+    return ImportPlan(spec, outcomes, counts, table, checked, chosen, orders, file_refs, spool)
 
 
 def _link_forward(builder: RowBuilder, outcomes: list[RowOutcome], position: dict[int, int],
@@ -272,7 +301,8 @@ def commit_import(actor: Actor, plan: ImportPlan, *,
                          checking=False, date_orders=plan.date_orders, file_refs=plan.file_refs)
     committer = _Committer(actor, plan)
     done = 0
-    for chunk in _chunks(plan.table, CHUNK):
+    chunks = plan.spool.chunks() if plan.spool is not None else _chunks(plan.table, CHUNK)
+    for chunk in chunks:
         for draft in builder.build(chunk):
             outcome = outcome_of.get(draft.row)
             if outcome is None or outcome.outcome not in ("create", "update"):
@@ -280,6 +310,10 @@ def commit_import(actor: Actor, plan: ImportPlan, *,
             if draft.errors:
                 column, message = draft.errors[0]
                 raise InvalidInput(f"Row {draft.row}, column {column!r}: {message}",
+                                   code="import_changed")
+            if (draft.existing is None) != (outcome.outcome == "create"):
+                raise InvalidInput(f"Row {draft.row} was to {outcome.outcome} an entity, but the "
+                                   "stored entities changed since the dry run; run it again.",
                                    code="import_changed")
             committer.add(draft)
         if len(committer.batch) >= CHUNK:

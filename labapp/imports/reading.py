@@ -241,12 +241,22 @@ def _check_archive(path: Path, filename: str, max_uncompressed: int) -> None:
                                  f"{member.filename}: refused as a zip bomb.")
 
 
+def _first_rows(rows: Rows) -> tuple[Cells | None, bool]:
+    """The first non-blank row of a stream and whether another follows it."""
+    first = next((cells for _, cells in rows if not _blank(cells)), None)
+    more = first is not None and next(
+        (True for _, cells in rows if not _blank(cells)), False)
+    return first, more
+
+
 def _open_xlsx(path: Path, filename: str, sheet: str | None, max_uncompressed: int,
                max_rows: int) -> SourceTable:
     _check_archive(path, filename, max_uncompressed)
     import openpyxl
 
     try:
+        # Loading reads every sheet's dimension (a whole pass over a sheet that lacks one),
+        # so the workbook is loaded once here and once per stream of rows.
         workbook = openpyxl.load_workbook(path, read_only=True, data_only=True)
     except Exception as error:  # openpyxl raises many kinds for a damaged workbook
         raise ImportRejected(f"{filename} is not a readable XLSX workbook "
@@ -257,62 +267,50 @@ def _open_xlsx(path: Path, filename: str, sheet: str | None, max_uncompressed: i
         if chosen is None or chosen not in sheets:
             raise ImportRejected(f"{filename} has no sheet {sheet!r} (its sheets: "
                                  f"{', '.join(sheets)}).")
+        label = f"Sheet {chosen!r} of {filename}"
         worksheet = workbook[chosen]
-        member = worksheet._worksheet_path
         declared = worksheet.max_row
+        if declared is not None and declared > max_rows + 1:
+            raise _too_many(label, max_rows)
+        with zipfile.ZipFile(path) as archive:
+            problem = sheetxml.sheet_problem(archive, worksheet._worksheet_path, label)
+        if problem is not None:
+            raise ImportRejected(problem)
+        first, more = _first_rows(_values(worksheet, None))
     finally:
         workbook.close()
-    if declared is not None and declared > max_rows + 1:
-        raise _too_many(f"Sheet {chosen!r} of {filename}", max_rows)
-    with zipfile.ZipFile(path) as archive:
-        problem = sheetxml.sheet_problem(archive, member, f"Sheet {chosen!r} of {filename}")
-    if problem is not None:
-        raise ImportRejected(problem)
-    source = _xlsx_rows(path, chosen)
-    records = source(None)
-    try:
-        first = next((cells for _, cells in records if not _blank(cells)), None)
-        if first is None:
-            raise ImportRejected(f"Sheet {chosen!r} of {filename} holds no rows.")
-        headers = _headers(first, filename)
-        if next((cells for _, cells in records if not _blank(cells)), None) is None:
-            raise ImportRejected(f"Sheet {chosen!r} of {filename} has a header row but no "
-                                 "data rows.")
-    finally:
-        records.close()
+    if first is None:
+        raise ImportRejected(f"{label} holds no rows.")
+    headers = _headers(first, filename)
+    if not more:
+        raise ImportRejected(f"{label} has a header row but no data rows.")
     width = len(headers)
 
     def rows() -> Rows:
-        found_header = False
-        count = 0
-        for number, cells in source(width):
-            if _blank(cells):
-                continue
-            if not found_header:
-                found_header = True
-                continue
-            count += 1
-            if count > max_rows:
-                raise _too_many(f"Sheet {chosen!r} of {filename}", max_rows)
-            yield number, _fit(cells, width)
+        book = openpyxl.load_workbook(path, read_only=True, data_only=True)
+        try:
+            found_header = False
+            count = 0
+            for number, cells in _values(book[chosen], width):
+                if _blank(cells):
+                    continue
+                if not found_header:
+                    found_header = True
+                    continue
+                count += 1
+                if count > max_rows:
+                    raise _too_many(label, max_rows)
+                yield number, _fit(cells, width)
+        finally:
+            book.close()
 
     row_count = declared - 1 if declared is not None else None
     return SourceTable(filename, "xlsx", chosen, sheets, headers, row_count, rows)
 
 
-def _xlsx_rows(path: Path, sheet: str) -> Callable[[int | None], Rows]:
-    """A factory of row streams of one sheet: each opens the workbook and closes it at the
-    end (or when the stream is closed)."""
-    import openpyxl
-
-    def stream(width: int | None) -> Rows:
-        workbook = openpyxl.load_workbook(path, read_only=True, data_only=True)
-        try:
-            worksheet = workbook[sheet]
-            for number, values in enumerate(
-                    worksheet.iter_rows(min_row=1, max_col=width, values_only=True), start=1):
-                yield number, list(values)
-        finally:
-            workbook.close()
-
-    return stream
+def _values(worksheet: Any, width: int | None) -> Rows:
+    """``(row number, values)`` of every row of a read-only worksheet (missing rows come as
+    empty ones, so the numbers are the sheet's)."""
+    for number, values in enumerate(
+            worksheet.iter_rows(min_row=1, max_col=width, values_only=True), start=1):
+        yield number, list(values)

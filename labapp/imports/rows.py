@@ -116,7 +116,7 @@ class RowBuilder:
                 draft.values[name] = attribute_value(cell)
                 continue
             spec = self.spec.fields[name]
-            if spec.type == "date" and isinstance(cell, str):
+            if self.checking and spec.type == "date" and isinstance(cell, str):
                 seen = date_evidence(cell)
                 if seen is not None:
                     self.evidence.setdefault(header, set()).add(seen)
@@ -261,8 +261,10 @@ class RowBuilder:
 
     def _finish(self, draft: Draft) -> None:
         """Units converted, values checked as the API checks them, rights, and whether an
-        update changes anything."""
+        update changes anything (the commit converts units only: the batch checks)."""
         self._units(draft)
+        if not self.checking:
+            return
         typed: dict[str, Any] = {}
         for name, value in draft.values.items():
             if name.startswith(ATTRIBUTE_PREFIX) or isinstance(value, FileRow | Named):
@@ -272,8 +274,7 @@ class RowBuilder:
                 typed[name] = checked(spec, value)
             except CellProblem as problem:
                 draft.fail(name, str(problem))
-        if not self.checking:
-            return
+        self._claim_match(draft)
         if draft.existing is None:
             self._check_new(draft)
         else:
@@ -300,6 +301,15 @@ class RowBuilder:
                 draft.fail(name, str(problem))
                 draft.values[name] = None
 
+    def _claim_match(self, draft: Draft) -> None:
+        """Two rows may not create or update the same entity."""
+        key = draft.values.get(self.match) if self.match else None
+        if key is None or self.match in ("id", "barcode"):
+            return
+        earlier = self.claimed.setdefault("match", {}).setdefault(str(key), draft.row)
+        if earlier != draft.row:
+            draft.fail(self.match or "", f"{key!r} is also given to row {earlier}")
+
     def _check_new(self, draft: Draft) -> None:
         if not may_create_class(self.actor, self.spec.name):
             draft.fail("id", f"you may not create {self.spec.name} entities")
@@ -315,6 +325,9 @@ class RowBuilder:
     def _check_update(self, draft: Draft, typed: dict[str, Any]) -> None:
         entity = draft.existing
         assert entity is not None
+        earlier = self.claimed.setdefault("entity", {}).setdefault(entity.id, draft.row)
+        if earlier != draft.row:
+            draft.fail(self.match or "id", f"{entity.id} is also updated by row {earlier}")
         if access_type(self.actor, entity.eclass, entity.department_id,
                        entity.project_id) != WRITE:
             draft.fail(self.match or "id", f"you may read but not change {entity.id}")

@@ -301,3 +301,13 @@ def test_members_may_import_only_what_they_may_create(importer: Importer, member
     plan = importer.plan(write_csv("Name\nNew department\n"), eclass="Department",
                          username="bob")
     assert errors(plan) == {2: [("id", "you may not create Department entities")]}
+
+
+def test_two_rows_may_not_write_the_same_entity(admin: ApiClient, importer: Importer,
+                                                write_csv) -> None:
+    save(admin, {"eClass": "Sample", "name": "Once", "barcode": "ONCE"})
+    plan = importer.plan(write_csv("Name,Amount\nNew,1\nNew,2\n"), match="name")
+    assert errors(plan) == {3: [("Name", "'New' is also given to row 2")]}
+    plan = importer.plan(write_csv("Barcode,Amount\nONCE,1\nONCE,2\n"))
+    assert list(errors(plan)) == [3]
+    assert errors(plan)[3][0][1].endswith("is also updated by row 2")
