@@ -21,6 +21,7 @@ from labapp.imports.schemas import (
 )
 from labapp.model import ImportJob
 from labapp.query.listing import paging_value
+from labapp.reading.lookup import class_named
 from labapp.web.endpoints import endpoint
 from labapp.web.loader import CSRF_FIELD, current_actor
 
@@ -122,10 +123,10 @@ def annotated(job_id: str, query: dict[str, Any]) -> Response:
 
 @bp.get("/template/<eclass>")
 @endpoint("An empty CSV or XLSX file for importing into a class: a header per field an "
-          "import can set and one example row. 400 for an unknown class, 403 without the "
+          "import can set and one example row. 404 for an unknown class, 403 without the "
           "right to create its entities.",
           query=DownloadQuerySchema, responses={200: "The template"},
           media=downloads.MEDIA)
 def template(eclass: str, query: dict[str, Any]) -> Response:
-    spec = service.import_class(current_actor(), eclass)
+    spec = service.import_class(current_actor(), class_named(eclass).name)
     return downloads.template(spec, query["format"])

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from io import BytesIO
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from flask.testing import FlaskClient
 from sqlalchemy import event
 
 from labapp.db import db
+from labapp.imports import jobs as import_jobs
 from labapp.web.units import declared_unit
 from tests.conftest import ADMIN_PASSWORD, BACKEND, csrf_of, login, run_init
 from tests.contracts.fuzz_lab import FuzzLab, fuzz_lab
@@ -79,12 +81,21 @@ def _values(lab: FuzzLab, browser: FlaskClient) -> dict[str, str]:
     dashboards = browser.get("/api/dashboard").get_json()
     view = browser.post("/api/saved-view", json={"name": "View", "eClass": "Sample"},
                         headers={"X-CSRF-Token": csrf_of(browser)})
+    upload = {"file": (BytesIO(b"Name\nImported\n"), "import.csv"), "eClass": "Sample"}
+    job = browser.post("/api/import", data=upload, content_type="multipart/form-data",
+                       headers={"X-CSRF-Token": csrf_of(browser)})
+    held = browser.post("/import", data={**upload, "file": (BytesIO(b"Name\nHeld\n"), "a.csv")},
+                        content_type="multipart/form-data",
+                        headers={"X-CSRF-Token": csrf_of(browser)})
+    with lab.app.app_context():
+        import_jobs.upkeep()  # the job's rows and annotated file are there to read
     known = {name: values[0] for name, values in lab.known.items()}
     sample = lab.known["entity_id"][6]
     return {**known, "eclass": "Sample", "entity_id": sample, "dashboard_id": dashboards[0]["id"],
             "index": "0", "term": "Alpha", "area_slug": "departments",
             "target_id": lab.known["department_id"][0], "filename": "none.zip",
             "notification_id": "0" * 32, "path": "missing.txt",
+            "job_id": job.get_json()["id"], "token": held.headers["Location"].split("/")[-1],
             "view_id": view.get_json()["id"]}
 
 

@@ -138,8 +138,11 @@ _ABOUT_DATA = re.compile(r"^(?:unknown (?:entity |[A-Z]\w* )?'|is not correct$|d
 
 # Problem codes of 400s no JSON Schema can state: a field the class does not have (which
 # fields a class has is the data model's, and extension files change it), and a $filter
-# that does not parse (its grammar, decisions §7, is beyond a schema's pattern).
-_DATA_CODES = frozenset({"unknown_field", "invalid_filter"})
+# that does not parse (its grammar, decisions §7, is beyond a schema's pattern); of an
+# import (issue 22): a class the model lacks, a file that is no readable table, a mapping
+# naming columns the file lacks.
+_DATA_CODES = frozenset({"unknown_field", "invalid_filter", "unknown_class",
+                         "import_rejected", "invalid_mapping"})
 
 
 def _about_data(response: Any) -> bool:

@@ -156,7 +156,7 @@ def test_the_template_names_every_importable_field(admin: ApiClient) -> None:
     sheet = openpyxl.load_workbook(io.BytesIO(workbook.data), read_only=True).active
     assert list(next(sheet.iter_rows(values_only=True))) == header
     unknown = admin.get("/api/import/template/Nothing")
-    assert unknown.status_code == 400 and unknown.get_json()["code"] == "unknown_class"
+    assert unknown.status_code == 404 and unknown.get_json()["code"] == "unknown_class"
     bad_format = admin.get("/api/import/template/Sample", query_string={"format": "ods"})
     assert bad_format.status_code == 400
 

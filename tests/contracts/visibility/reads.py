@@ -10,6 +10,7 @@ from tests.contracts.visibility.boards import BOARD_READ_PATHS
 from tests.contracts.visibility.build import LiveWorld, closed, file_content
 from tests.contracts.visibility.datamodel import DATAMODEL_READ_PATHS
 from tests.contracts.visibility.exports import EXPORT_READ_PATHS
+from tests.contracts.visibility.imports import IMPORT_READ_PATHS
 from tests.contracts.visibility.item_pages import READ_PATHS as ITEM_PAGE_READ_PATHS
 from tests.contracts.visibility.odata import ODATA_READ_PATHS
 from tests.contracts.visibility.paths import (
@@ -118,4 +119,5 @@ READ_PATHS: tuple[MatrixPath, ...] = (
     *SEARCH_READ_PATHS,  # /api/search, /api/query/freetext (issue 10)
     *ODATA_READ_PATHS,  # /odata (issue 13)
     *EXPORT_READ_PATHS,  # /api/sync/files (issue 14)
+    *IMPORT_READ_PATHS,  # /api/import (issue 22)
 )

@@ -11,6 +11,7 @@ from tests.contracts.visibility.boards import BOARD_WRITE_PATHS
 from tests.contracts.visibility.build import LiveWorld, closed
 from tests.contracts.visibility.datamodel import DATAMODEL_WRITE_PATHS
 from tests.contracts.visibility.exports import EXPORT_WRITE_PATHS
+from tests.contracts.visibility.imports import IMPORT_WRITE_PATHS
 from tests.contracts.visibility.paths import (
     SELF,
     MatrixPath,
@@ -187,5 +188,6 @@ WRITE_PATHS: tuple[MatrixPath, ...] = (
     *BOARD_WRITE_PATHS,  # /api/dashboard, /api/notification (issue 12)
     *SAVED_VIEW_WRITE_PATHS,  # /api/saved-view (issue 21)
     *EXPORT_WRITE_PATHS,  # /api/sync/save (issue 14)
+    *IMPORT_WRITE_PATHS,  # /api/import (issue 22)
     *DATAMODEL_WRITE_PATHS,  # /api/datamodel, /api/sync (issue 14)
 )
