@@ -112,7 +112,8 @@ def _conditions(parents: Mapping[str, str]) -> Iterator[tuple[ClassSpec, ColumnE
 
 def _children_of(actor: Actor, parents: Mapping[str, str]) -> dict[str, list[Entity]]:
     """The visible entities hanging under ``parents`` (id → class), grouped by parent id,
-    each group in class order (as the registry lists the classes), then by name and id."""
+    each group in class order (as the registry lists the classes), then by step index
+    (Steps), name and id."""
     grouped: dict[str, list[Entity]] = defaultdict(list)
     for spec, condition in _conditions(parents):
         for child in db.session.scalars(select(spec.model).where(
