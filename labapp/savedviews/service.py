@@ -78,7 +78,7 @@ def checked(actor: Actor, data: dict[str, Any]) -> dict[str, Any]:
     empty texts become None."""
     spec = find_class(data["eClass"])
     if spec is None:
-        raise _invalid("eClass", f"Unknown entity class {data['eClass']!r}.")
+        raise _invalid("eClass", f"Unknown entity class {data['eClass']!r}.", "unknown_class")
     source = entity_fields(spec)
     text = (data.get("filter") or "").strip() or None
     try:

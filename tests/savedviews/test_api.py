@@ -89,7 +89,7 @@ def test_the_owner_renames_and_unshares(member: Callable[..., ApiClient]) -> Non
 
 
 @pytest.mark.parametrize(("change", "code", "field", "words"), [
-    ({"eClass": "Unicorn"}, "invalid_input", "eClass", "Unknown entity class 'Unicorn'"),
+    ({"eClass": "Unicorn"}, "unknown_class", "eClass", "Unknown entity class 'Unicorn'"),
     ({"filter": "name eq"}, "invalid_filter", "filter", "at position 7"),
     ({"filter": "colour eq 'red'"}, "invalid_filter", "filter", "colour"),
     ({"columns": ["name", "colour"]}, "invalid_select", "columns.1", "colour"),
