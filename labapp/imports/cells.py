@@ -23,6 +23,7 @@ from labapp.imports.values import (
     text_of,
 )
 from labapp.model.registry import ClassSpec, FieldSpec
+from labapp.reading.wording import unit_field
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,7 +69,8 @@ def cell_value(spec: ClassSpec, field: FieldSpec, cell: Any, header_unit: str | 
         return text_of(cell)
     if kind == "float":
         number, unit = parse_number(cell)
-        unit = unit or header_unit
+        if unit is None and unit_field(spec, field.name) is not None:
+            unit = header_unit  # a field without a unit takes the header's as a caption
         return Measured(number, unit) if unit else number
     if kind == "int":
         return parse_int(cell)

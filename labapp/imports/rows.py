@@ -213,7 +213,7 @@ class RowBuilder:
             draft.fail(name, f"{key!r} is ambiguous: rows "
                              f"{', '.join(str(row) for row in in_file[:5])} of this file")
             return None
-        if name in self.self_refs:
+        if name in self.self_refs and self.checking:
             return Named(key)  # perhaps a row further down: decided once every row is read
         draft.fail(name, f"unknown {spec.ref if spec.ref not in (None, '*') else 'entity'} "
                          f"{key!r}")

@@ -311,3 +311,13 @@ def test_two_rows_may_not_write_the_same_entity(admin: ApiClient, importer: Impo
     plan = importer.plan(write_csv("Barcode,Amount\nONCE,1\nONCE,2\n"))
     assert list(errors(plan)) == [3]
     assert errors(plan)[3][0][1].endswith("is also updated by row 2")
+
+
+def test_a_unit_in_the_header_of_a_field_without_one_is_a_caption(
+        app: Flask, importer: Importer, write_csv) -> None:
+    plan, _ids = importer.commit(write_csv("Name,Temperature (°C),Capacity\nCold room,-20,5\n"),
+                                 eclass="Location")
+    assert outcomes(plan) == [(2, "create")], errors(plan)
+    plan = importer.plan(write_csv("Name,Temperature\nWarm,5 mL\n"), eclass="Location")
+    assert errors(plan) == {2: [("Temperature", "'mL': temperature has no unit; give the "
+                                                "number alone")]}
