@@ -2,7 +2,7 @@
 
 The source name of a file is its name without the extension and without the dates, counters
 and copy marks that change from one export to the next (``plate_map_2026-11-25 (3).csv`` →
-``plate_map``), so next week's file finds this week's mapping. A mapping is saved under a
+``plate map``), so next week's file finds this week's mapping. A mapping is saved under a
 name the user gives (the wizard proposes the source name) and is private to its owner.
 """
 from __future__ import annotations
