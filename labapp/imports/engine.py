@@ -155,7 +155,7 @@ def plan_import(actor: Actor, spec: ClassSpec, table: SourceTable, mapping: Mapp
             for name, value in draft.values.items():
                 if isinstance(value, FileRow):
                     file_refs[draft.row, name] = value.row
-                elif isinstance(value, Named) and not draft.errors:
+                elif isinstance(value, Named) and name in builder.self_refs:
                     forward.append((draft.row, name, value.key))
             position[draft.row] = len(outcomes)
             outcome = _outcome(draft)
@@ -189,15 +189,13 @@ def _link_forward(builder: RowBuilder, outcomes: list[RowOutcome], position: dic
         if len(rows) == 1 and rows[0] != row:
             file_refs[row, name] = rows[0]
             continue
-        column = next((header for _, header, target in builder.columns if target == name), name)
+        column = _column_of(builder, name)
         message = (f"{key!r} is ambiguous: rows {', '.join(map(str, rows[:5]))} of this file"
                    if len(rows) > 1 else f"unknown {builder.spec.fields[name].ref} {key!r}")
         _fail(outcome, column, message)
     parents: dict[int, set[int]] = {}
     for (row, _name), parent in file_refs.items():
         parents.setdefault(row, set()).add(parent)
-        if outcomes[position[parent]].outcome == "error":
-            _fail(outcomes[position[row]], "", f"it refers to row {parent}, which has errors")
     for start in parents:
         seen, stack = {start}, list(parents[start])
         while stack:
@@ -209,6 +207,19 @@ def _link_forward(builder: RowBuilder, outcomes: list[RowOutcome], position: dic
             if current not in seen:
                 seen.add(current)
                 stack.extend(parents.get(current, ()))
+    changed = True
+    while changed:  # a row is only as good as the rows it refers to, all the way up
+        changed = False
+        for (row, name), parent in file_refs.items():
+            outcome = outcomes[position[row]]
+            if outcome.outcome != "error" and outcomes[position[parent]].outcome == "error":
+                _fail(outcome, _column_of(builder, name),
+                      f"row {parent}, which it refers to, has errors")
+                changed = True
+
+
+def _column_of(builder: RowBuilder, name: str) -> str:
+    return next((header for _, header, target in builder.columns if target == name), name)
 
 
 def _fail(outcome: RowOutcome, column: str, message: str) -> None:

@@ -166,7 +166,7 @@ def test_rows_referring_to_each_other_in_a_circle_or_to_a_bad_row(importer: Impo
     plan = importer.plan(write_csv("Name,Parent,Amount\nA,B,1\nB,A,1\nC,D,1\nD,,x\n"))
     found = errors(plan)
     assert found[2] == found[3] == [("", "rows of the file refer to each other in a circle")]
-    assert found[4] == [("", "it refers to row 5, which has errors")]
+    assert found[4] == [("Parent", "row 5, which it refers to, has errors")]
     assert found[5] == [("Amount", "'x' is not a number")]
 
 
@@ -321,3 +321,11 @@ def test_a_unit_in_the_header_of_a_field_without_one_is_a_caption(
     plan = importer.plan(write_csv("Name,Temperature\nWarm,5 mL\n"), eclass="Location")
     assert errors(plan) == {2: [("Temperature", "'mL': temperature has no unit; give the "
                                                 "number alone")]}
+
+
+def test_an_error_travels_down_a_chain_of_rows(importer: Importer, write_csv) -> None:
+    plan = importer.plan(write_csv("Name,Parent,Amount\nGrandchild,Child,1\nChild,Mother,1\n"
+                                   "Mother,,bad\n"))
+    assert errors(plan) == {2: [("Parent", "row 3, which it refers to, has errors")],
+                            3: [("Parent", "row 4, which it refers to, has errors")],
+                            4: [("Amount", "'bad' is not a number")]}
