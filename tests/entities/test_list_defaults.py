@@ -203,3 +203,13 @@ def test_widgets_mark_the_same_rows(member: Callable[..., ApiClient],
     assert answer["headers"] == [{"field": "name", "label": "Name"},
                                  {"field": "amount", "label": "Amount"},
                                  {"field": "expiryDate", "label": "Expiry date"}]
+
+
+def test_the_widget_on_the_dashboard_page_shows_the_marks(
+        app: Flask, member: Callable[..., ApiClient], lab: dict[str, Any]) -> None:
+    alice2 = member("alice2", department_id=lab["physics"])
+    stored = created(alice2, board("Cold", [widget("saved-list", {
+        "eClass": "Sample", "columns": ["name", "amount", "expiryDate"], "top": 10})]))
+    fragment = page_of(signed_in(app, "alice2"), f"/dashboards/{stored['id']}/widget/0")
+    assert sorted(set(marks_in(fragment))) == [
+        ("empty", "empty"), ("expired", "expired"), ("low", "low")]
