@@ -225,36 +225,47 @@ class RowBuilder:
             draft.fail(name, "an entity cannot be its own parent")
         return found.id
 
+    @staticmethod
+    def _stored_place(draft: Draft) -> tuple[str | None, str | None]:
+        existing = draft.existing
+        if existing is None:
+            return None, None
+        return getattr(existing, "location_id", None), getattr(existing, "position", None)
+
+    def _place_key(self, draft: Draft) -> str | None:
+        """The location a row names, or the one its item is in when it gives a slot alone
+        (a move within the location, as the batch reads it)."""
+        named = draft.values.get(LOCATION_FIELD)
+        if isinstance(named, Named):
+            return named.key
+        if draft.values.get(POSITION_FIELD) is not None:
+            return self._stored_place(draft)[0]
+        return None
+
     def _place(self, drafts: list[Draft]) -> None:
-        keys = {value.key for draft in drafts
-                if isinstance(value := draft.values.get(LOCATION_FIELD), Named)}
-        self.places.load(keys)
+        self.places.load(key for draft in drafts if (key := self._place_key(draft)))
         for draft in drafts:
-            named = draft.values.get(LOCATION_FIELD)
+            key = self._place_key(draft)
             wanted = draft.values.get(POSITION_FIELD)
-            existing = draft.existing
-            current = ((getattr(existing, "location_id", None), getattr(existing, "position", None))
-                       if existing is not None else (None, None))
-            if named is None:
-                if wanted is not None and current[0] is None:
+            if key is None:
+                if wanted is not None:
                     draft.fail(POSITION_FIELD, "a slot needs a location")
-                elif wanted is not None:
-                    draft.values[LOCATION_FIELD] = current[0]
-                    named = Named(current[0] or "")
-                if named is None:
-                    continue
-            place, problem = self.places.pick(named.key)
-            if problem is not None or place is None:
-                draft.fail(LOCATION_FIELD, problem or f"unknown location {named.key!r}")
                 continue
-            draft.values[LOCATION_FIELD] = place.id
+            place, problem = self.places.pick(key)
+            if problem is not None or place is None:
+                draft.fail(LOCATION_FIELD, problem or f"unknown location {key!r}")
+                continue
+            if LOCATION_FIELD in draft.values:
+                draft.values[LOCATION_FIELD] = place.id
             if not self.checking or draft.errors:
                 continue
-            slot, problem = self.placements.claim(
-                draft.row, place, wanted, existing.id if existing is not None else None, current)
+            existing = draft.existing
+            slot, problem = self.placements.claim(draft.row, place, wanted,
+                                                  existing.id if existing is not None else None,
+                                                  self._stored_place(draft))
             if problem is not None:
                 draft.fail(POSITION_FIELD if wanted else LOCATION_FIELD, problem)
-            elif slot is not None:
+            elif slot is not None and wanted is not None:
                 draft.values[POSITION_FIELD] = slot
 
     # --- one row -------------------------------------------------------------------

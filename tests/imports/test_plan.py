@@ -329,3 +329,21 @@ def test_an_error_travels_down_a_chain_of_rows(importer: Importer, write_csv) ->
     assert errors(plan) == {2: [("Parent", "row 3, which it refers to, has errors")],
                             3: [("Parent", "row 4, which it refers to, has errors")],
                             4: [("Amount", "'bad' is not a number")]}
+
+
+def test_a_slot_alone_moves_an_item_within_its_location(app: Flask, admin: ApiClient,
+                                                        importer: Importer,
+                                                        box: dict[str, Any],
+                                                        write_csv) -> None:
+    save(admin, {"eClass": "Sample", "name": "Mover", "barcode": "MOVE",
+                 "locationID": box["id"], "position": "A1"},
+         {"eClass": "Sample", "name": "Loose", "barcode": "LOOSE"})
+    plan = importer.plan(write_csv("Barcode,Slot\nMOVE,B2\nLOOSE,A2\nMOVE-NEW,A3\n"))
+    assert errors(plan) == {3: [("Slot", "a slot needs a location")],
+                            4: [("Slot", "a slot needs a location")]}
+    plan, _ids = importer.commit(write_csv("Barcode,Slot\nMOVE,b2\n"))
+    assert outcomes(plan) == [(2, "update")]
+    moved = _samples(app)["Mover"]
+    assert (moved.location_id, moved.position) == (box["id"], "B2")
+    plan = importer.plan(write_csv("Barcode,Slot\nMOVE,B2\n"))
+    assert outcomes(plan) == [(2, "unchanged")]
