@@ -46,6 +46,8 @@ def safe(value: Any) -> Any:
 def _text(value: Any) -> str:
     if value is None:
         return ""
+    if isinstance(value, datetime) and value.time() == datetime.min.time():
+        return value.date().isoformat()  # a date cell of a workbook
     if isinstance(value, datetime | date):
         return value.isoformat()
     if isinstance(value, float) and value.is_integer():
