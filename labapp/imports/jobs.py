@@ -92,8 +92,8 @@ def _write_progress(job_id: str, done: int) -> None:
 
 def _owner(job: ImportJob) -> Actor:
     user = db.session.get(User, job.owner_id)
-    if user is None:
-        raise AppError("The owner of this import no longer exists.")
+    if user is None or not user.is_active:
+        raise AppError("The owner of this import is no longer an active user.")
     return actor_for(user, method=None, on_premises=current_app.config["LABAPP"]["ON_PREMISES"])
 
 

@@ -87,14 +87,20 @@ def resolve_mapping(actor: Actor, spec: ClassSpec, table: SourceTable,
     return checked
 
 
-def _match_field(spec: ClassSpec, match: str | None) -> str | None:
+def _match_field(spec: ClassSpec, match: str | None, mapping: Mapping[str, str]) -> str | None:
+    """The field rows are matched by (as the engine's plan checks it): a stored field that
+    is no reference nor JSON, with a column mapped to it. InvalidInput ``invalid_match``."""
     if not match:
         return None
     field = spec.field(match)
-    if field is None or field.attr is None:
+    if field is None or field.attr is None or field.type in ("json", "ref"):
         raise InvalidInput(f"{spec.name} has no field {match!r} to match rows by.",
-                           code="validation_failed",
+                           code="invalid_match",
                            errors=[{"field": "match", "message": "unknown field"}])
+    if field.name not in mapping.values():
+        raise InvalidInput(f"Rows are matched by {field.name}, but no column is mapped to it.",
+                           code="invalid_match",
+                           errors=[{"field": "match", "message": "no column is mapped to it"}])
     return field.name
 
 
@@ -109,7 +115,7 @@ def start_import(actor: Actor, upload: uploads.Upload, request: ImportRequest) -
     job = ImportJob(id=uuid.uuid4().hex, owner_id=actor.author_id, eclass=spec.name,
                     filename=request.filename, sha256=upload.sha256, size=upload.size,
                     sheet=table.sheet if table.kind == "xlsx" else None, mapping=mapping,
-                    match=_match_field(spec, request.match), dry_run=request.dry_run,
+                    match=_match_field(spec, request.match, mapping), dry_run=request.dry_run,
                     status="queued", counts={}, progress_done=0,
                     progress_total=table.row_count, created_utc=utc_now(),
                     upload="")

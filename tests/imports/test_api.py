@@ -175,3 +175,17 @@ def test_an_xlsx_sheet_is_chosen_by_name(app: Flask, admin: ApiClient,
     assert job["sheet"] == "Plates" and job["counts"]["create"] == 1
     missing = upload(admin, path.read_bytes(), name="book.xlsx", sheet="Nope", status=400)
     assert missing["code"] == "import_rejected"
+
+
+def test_rows_matched_by_a_field_update_their_entities(app: Flask, admin: ApiClient) -> None:
+    made = admin.post("/api/entity", json={"entities": [
+        {"eClass": "Sample", "name": "M-1", "barcode": "BC-1", "amount": 1, "unit": "mL"}]})
+    assert made.status_code == 201, made.get_json()
+    started = upload(admin, "Barcode,Volume (mL)\nBC-1,4\nBC-2,1\n", match="barcode",
+                     dryRun="false")
+    run_queued(app)
+    job = job_of(admin, started["id"])
+    assert job["status"] == "done" and job["match"] == "barcode"
+    assert job["counts"] == {"create": 1, "update": 1, "unchanged": 0, "error": 0}
+    assert job["rows"]["data"][0]["entityID"] == made.get_json()["entities"][0]["id"]
+    assert _samples(app)["M-1"].amount == 4

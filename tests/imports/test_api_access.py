@@ -76,7 +76,9 @@ def test_anonymous_callers_are_asked_to_log_in(client) -> None:
     ({"file": (BytesIO(b"Name\nS-1\n"), "s.csv"), "eClass": "Sample",
       "dryRun": "perhaps"}, 400, "validation_failed"),
     ({"file": (BytesIO(b"Name\nS-1\n"), "s.csv"), "eClass": "Sample",
-      "match": "nonsense"}, 400, "validation_failed"),
+      "match": "nonsense"}, 400, "invalid_match"),
+    ({"file": (BytesIO(b"Name\nS-1\n"), "s.csv"), "eClass": "Sample",
+      "match": "barcode"}, 400, "invalid_match"),
 ])
 def test_bad_uploads_are_refused_and_nothing_is_stored(
         app: Flask, admin: ApiClient, form: dict, status: int, code: str) -> None:
