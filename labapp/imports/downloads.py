@@ -81,9 +81,11 @@ def _xlsx_response(write: Callable[[Path], None], name: str) -> Response:
 
 def annotated(job: ImportJob, file_format: str) -> Response:
     """The job's file with each row's outcome; 409 until the outcomes are known."""
-    if job.status in ("queued", "running") or not job.counts:
+    if job.status in ("queued", "running"):
         raise Conflict(f"The rows of import {job.id} are not read yet; try again when it "
                        "is done.")
+    if not job.counts:
+        raise Conflict(f"Import {job.id} failed before its rows were read: {job.error}")
     table = service.job_table(job)
     outcomes = outcomes_of(job)
     stem = PurePath(job.filename).stem or "import"

@@ -97,6 +97,8 @@ def test_a_job_whose_file_is_gone_fails_with_the_reason(app: Flask, admin: ApiCl
     assert failed["status"] == "failed"
     assert "no longer stored" in failed["error"] and failed["finishedUtc"]
     assert failed["rows"]["data"] == []
+    annotated = admin.get(f"/api/import/{started['id']}/annotated")
+    assert annotated.status_code == 409 and "failed before" in annotated.get_json()["detail"]
 
 
 def test_a_job_of_a_class_the_model_lost_fails_with_the_reason(

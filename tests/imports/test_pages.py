@@ -11,7 +11,8 @@ from flask import Flask
 from sqlalchemy import select
 
 from labapp.db import db
-from labapp.model import Sample, SavedMapping
+from labapp.imports import uploads
+from labapp.model import ImportJob, Sample, SavedMapping
 from tests.conftest import ApiClient
 from tests.imports.helpers import BAD_CSV, GOOD_CSV, run_queued, upload_files
 
@@ -101,3 +102,18 @@ def test_bad_input_is_said_on_the_page(app: Flask, admin: ApiClient,
     alice = api_as("alice", "cookie")
     assert alice.get(mapping_url).status_code == 404
     assert alice.get("/import/not-a-job").status_code == 404
+
+
+def test_a_failed_job_says_why_and_offers_no_rows(app: Flask, admin: ApiClient,
+                                                  api_as: Callable[..., ApiClient]) -> None:
+    browser = _cookie_admin(admin, api_as)
+    job_url = browser.post(_upload(browser, GOOD_CSV).headers["Location"],
+                           data={"column-0": "name"}).headers["Location"]
+    with app.app_context():
+        job = db.session.get(ImportJob, job_url.rsplit("/", 1)[1])
+        assert job is not None
+        uploads.discard(job.upload)
+    run_queued(app)
+    page = browser.get(job_url).data.decode()
+    assert 'id="import-failed"' in page and "no longer stored" in page
+    assert 'id="annotated-csv"' not in page and 'id="import-counts"' not in page
