@@ -28,6 +28,8 @@ NOT_WRITE_BACKS = {
     "POST /api/dashboard": "creates a new dashboard; PUT /api/dashboard/{id} writes one back",
     "POST /api/entity/{eclass}/{entity_id}": "clones an entity; POST /api/entity writes back",
     "POST /api/file": "uploads file content",
+    "POST /api/import": "uploads a file to import; the job is read, never written back",
+    "POST /api/import/{job_id}/commit": "an action: queues the commit of a dry run",
     "POST /api/query/dataset": "a query, read only",
     "POST /api/saved-view": "creates a new saved view; PUT /api/saved-view/{id} writes one back",
     "POST /api/storage/location/checkout": "an action on stored items",
