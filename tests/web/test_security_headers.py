@@ -16,6 +16,8 @@ from werkzeug.routing import Rule
 from werkzeug.test import TestResponse
 
 from labapp.db import db, transaction
+from labapp.imports import jobs as import_jobs
+from labapp.imports import uploads
 from labapp.model import Notification
 from labapp.notifications.service import raise_for
 from labapp.web.headers import CONTENT_SECURITY_POLICY
@@ -79,6 +81,12 @@ def world(app: Flask, api_as, admin: FlaskClient) -> dict[str, str]:
         "plugin": {"app": "labapp", "plugin": "note"}, "config": {"markdown": "x"},
         "gridster": {"x": 0, "y": 0, "cols": 6, "rows": 2}}]}).get_json()["id"]
     view = api.post("/api/saved-view", json={"name": "Headers", "eClass": "Sample"})
+    job = api.post("/api/import", data={"eClass": "Sample", "file": (
+        io.BytesIO(b"Name\nImported\n"), "import.csv")}, content_type="multipart/form-data")
+    with app.app_context():
+        import_jobs.upkeep()  # the job is done: its page, rows and annotated file answer
+        token = uploads.hold(uploads.receive(io.BytesIO(b"Name\nHeld\n")), owner="admin",
+                             eclass="Sample", filename="held.csv")
     with app.app_context(), transaction():
         raise_for(["admin"], "DashboardShared", "headers", subject_class="Dashboard",
                   subject_id=board, actor_id="system")
@@ -91,7 +99,7 @@ def world(app: Flask, api_as, admin: FlaskClient) -> dict[str, str]:
             "name": "SampleOverview", "pat_id": pat, "filename": "app.css",
             "location_id": location, "term": "Bro",
             "dashboard_id": board, "index": 0, "notification_id": notification,
-            "view_id": view.get_json()["id"]}
+            "view_id": view.get_json()["id"], "job_id": job.get_json()["id"], "token": token}
 
 
 def requests(app: Flask, values: dict[str, str]) -> list[tuple[str, str, Rule]]:
