@@ -31,6 +31,9 @@ For each backend: a fresh app and database (``flask init``), then
 12. (issue 21 §3, ``bench/export.py``, only with ``--export-only``) on a database of its own:
    a list exported as CSV and XLSX through the API against a plain Core select + csv writer,
    rows/s and peak memory.
+13. (issue 22, ``bench/imports.py``, only with ``--imports-only``) on a database of its own:
+   a spreadsheet of Samples (CSV and XLSX) imported, dry run and commit, against the bulk
+   create of the same rows; rows/s and peak memory.
 The summary goes to stdout and into the generated blocks of ``bench/RESULTS.md``.
 """
 from __future__ import annotations
@@ -49,6 +52,7 @@ from bench import (
     auth,
     dashboards,
     export,
+    imports,
     odata,
     query,
     read,
@@ -120,6 +124,9 @@ def _arguments(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--export-only", action="store_true",
                         help="issue 21 §3 part only: a list exported as CSV and XLSX against "
                              "a plain Core select + csv writer")
+    parser.add_argument("--imports-only", action="store_true",
+                        help="issue 22 part only: a spreadsheet imported (dry run, commit) "
+                             "against the bulk create of the same rows")
     parser.add_argument("--readlock-seconds", type=float, default=readlock.SECONDS,
                         help=f"length of each phase of the issue 20 part (default "
                              f"{readlock.SECONDS:.0f})")
@@ -237,6 +244,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.export_only:
         return export.main_part(backends, args.entities, 1 if args.quick else export.RUNS,
                                 None if args.no_save else args.output, shlex.join(argv))
+    if args.imports_only:
+        return imports.main_part(backends, args.entities, 1 if args.quick else 2,
+                                 None if args.no_save else args.output, shlex.join(argv))
     if args.sync_only:
         return sync.main_part(backends, args.entities, None if args.no_save else args.output,
                               shlex.join(argv))

@@ -1,5 +1,6 @@
 """Issue 22: a spreadsheet of Samples imported, against the API's own bulk create
-(``python -m bench.imports [--rows 100000] [--backend sqlite|postgresql|both] [--quick]``).
+(``python -m bench --imports-only [--entities N] [--backend ...] [--quick]`` writes its block
+of ``bench/RESULTS.md``; ``python -m bench.imports [--rows N] [--quick]`` prints only).
 
 On a database of its own: 20 experiments, and one 10 × 10 box per 100 rows under
 ``Freezer 1 / Rack NN`` (made through the entity batch, not measured). The file has, per row,
@@ -34,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.harness import BATCH, Bench, median, open_bench
-from bench.report import machine_facts
+from bench.report import machine_facts, save
 from bench.sync import traced_peak
 from labapp.access.grant_sets import actor_for
 from labapp.db import db, transaction
@@ -50,6 +51,9 @@ EXPERIMENTS = 20
 BOX_SIDE = 10
 BOXES_PER_RACK = 50
 RUNS = 1
+IMPORTS_BEGIN = ("<!-- bench: generated imports section begins; `python -m bench "
+                 "--imports-only` rewrites it -->")
+IMPORTS_END = "<!-- bench: generated imports section ends -->"
 HEADERS = ["Name", "Barcode", "Volume (mL)", "Expiry", "Experiment", "Location", "Slot",
            "Parent"]
 
@@ -260,6 +264,25 @@ def render(results: list[ImportResult], facts: list[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def passed(results: list[ImportResult]) -> bool:
+    """Whether every commit reached 70% of the bulk create's rows/s."""
+    return all(r.ratio(kind) >= 0.7 for r in results for kind in r.commit_runs)
+
+
+def main_part(backends: tuple[str, ...], rows: int, runs: int, save_to: Path | None,
+              command: str) -> int:
+    """``python -m bench --imports-only``: run, print the summary, write the generated
+    block."""
+    load_before = os.getloadavg()
+    results = [run(backend, rows, runs) for backend in backends]
+    block = render(results, machine_facts([], command, (load_before, os.getloadavg())))
+    print("\n" + block)
+    if save_to is not None:
+        save(save_to, block, IMPORTS_BEGIN, IMPORTS_END)
+        print(f"written to {save_to}")
+    return 0 if passed(results) else 1
+
+
 def _arguments(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench.imports", description=__doc__)
     parser.add_argument("--rows", type=int, default=ROWS)
@@ -281,7 +304,7 @@ def main(argv: list[str] | None = None) -> int:
     facts = machine_facts([], "imports " + " ".join(argv or sys.argv[1:]),
                           (load_before, os.getloadavg()))
     print("\n" + render(results, facts))
-    return 0 if all(r.ratio(kind) >= 0.7 for r in results for kind in r.commit_runs) else 1
+    return 0 if passed(results) else 1
 
 
 if __name__ == "__main__":
