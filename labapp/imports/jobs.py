@@ -39,6 +39,9 @@ from labapp.model.types import utc_now
 
 INSERT_CHUNK = 1000  # row outcomes per INSERT
 KEEP_FINISHED = timedelta(days=30)  # a finished job and its file are kept this long
+# A job still running this long after it started was left by a worker that stopped (the
+# largest file a job reads takes minutes).
+ABANDONED = timedelta(hours=2)
 
 logger = logging.getLogger(__name__)
 # report(phase, done, total): phase "reading" (the plan) or "writing" (the commit).
@@ -198,10 +201,35 @@ def _reloaded(job_id: str) -> ImportJob:
     return job
 
 
+def fail_abandoned() -> bool:
+    """Fail the jobs running for more than :data:`ABANDONED`: the worker running them
+    stopped, and as a commit writes all or nothing, nothing was written. Whether there
+    were any."""
+    cutoff = utc_now() - ABANDONED
+    abandoned = (ImportJob.status == "running") & (ImportJob.started_utc < cutoff)
+    try:
+        waiting = db.session.scalar(select(ImportJob.id).where(abandoned).limit(1)) is not None
+    finally:
+        db.session.rollback()
+    if not waiting:
+        return False
+    with transaction():
+        return rows_matched(update(ImportJob).where(abandoned).values(
+            status="failed", finished_utc=utc_now(),
+            error="The worker stopped while it ran this import; nothing was written. "
+                  "Start the import again.")) > 0
+
+
 def purge_finished() -> bool:
-    """Remove the jobs finished more than :data:`KEEP_FINISHED` ago, their rows and files;
-    whether there were any (the worker's hourly upkeep). Uploads the wizard never mapped go
-    too (:func:`labapp.imports.uploads.purge_stale`)."""
+    """The worker's hourly upkeep: fail abandoned jobs (:func:`fail_abandoned`), remove the
+    jobs finished more than :data:`KEEP_FINISHED` ago with their rows and files, and the
+    uploads the wizard never mapped (:func:`labapp.imports.uploads.purge_stale`); whether
+    there was any of that work."""
+    failed = fail_abandoned()
+    return _remove_finished() or failed
+
+
+def _remove_finished() -> bool:
     cutoff = utc_now() - KEEP_FINISHED
     uploads.purge_stale()
     try:

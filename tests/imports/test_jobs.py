@@ -126,3 +126,18 @@ def test_finished_jobs_go_with_their_files_after_a_while(app: Flask, admin: ApiC
         assert not Path(stored_file).exists()
     job_of(admin, old["id"], status=404)
     assert job_of(admin, recent["id"])["status"] == "done"
+
+
+def test_a_job_its_worker_abandoned_fails_in_the_hourly_upkeep(
+        app: Flask, admin: ApiClient) -> None:
+    abandoned, running = upload(admin, GOOD_CSV), upload(admin, GOOD_CSV)
+    with app.app_context():
+        assert jobs.claim(abandoned["id"]) == abandoned["id"]
+        assert jobs.claim(running["id"]) == running["id"]
+        with transaction():
+            db.session.execute(update(ImportJob).where(ImportJob.id == abandoned["id"]).values(
+                started_utc=utc_now() - jobs.ABANDONED - timedelta(minutes=1)))
+        assert jobs.purge_finished() is True
+    failed = job_of(admin, abandoned["id"])
+    assert failed["status"] == "failed" and "worker stopped" in failed["error"]
+    assert job_of(admin, running["id"])["status"] == "running"
