@@ -86,6 +86,11 @@ def chart_of(plugin: str, data: dict[str, Any], columns: int) -> charts.Chart | 
     return None
 
 
+def _kind_title(plugin: str) -> str:
+    """The title of a widget kind, its plugin name when the kind is not built in."""
+    return WIDGETS[plugin].title if plugin in WIDGETS else plugin
+
+
 @bp.get("/<dashboard_id>/widget/<int:index>")
 def widget(dashboard_id: str, index: int) -> Response:
     """One widget's content, rendered alone (htmx loads and refreshes it)."""
@@ -99,6 +104,7 @@ def widget(dashboard_id: str, index: int) -> Response:
     # saved list followed without JavaScript).
     return Response(render_block(PAGE, "widget", board={"id": dashboard_id}, index=index,
                                  plugin=plugin, data=answer["data"],
+                                 title=answer["header"] or _kind_title(plugin),
                                  chart=None if "problem" in answer["data"]
                                  else chart_of(plugin, answer["data"],
                                                answer["gridster"]["cols"]),

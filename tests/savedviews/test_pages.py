@@ -112,6 +112,7 @@ def test_the_page_renames_adds_to_a_dashboard_and_deletes(
     [csv] = _links(body, "export-csv")
     assert csv == {"$format": ["csv"], "$filter": ["name eq 'one'"],
                    "$select": ["name,status"], "$orderby": ["name desc"]}
+    assert 'aria-label="CSV of Renamed"' in body  # named after the widget, one per widget
     post_form(browser, f"{url}/add-to-dashboard", {"dashboard_id": target["id"]})
     widgets = alice.get("/api/dashboard").get_json()[0]["widgets"]
     assert widgets[1]["gridster"] == {"x": 6, "y": 0, "cols": 6, "rows": 4}
