@@ -267,9 +267,6 @@
     if (button) removeCard(button.closest(".editor-widget"));
   });
 
-  form.querySelectorAll("select[data-picker]").forEach(function (select) {
-    window.labappPicker(select, status);
-  });
 
   // ---- Start: place the cards, open the settings the server refused ----
   cards().forEach(function (card) { place(card, read(card)); });

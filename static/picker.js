@@ -2,13 +2,15 @@
  * type to filter the options, choose with the mouse or the arrow keys and Enter, the chosen
  * ones shown as chips removable by their × button. The <select>, hidden, keeps the choice
  * and posts it, so the form works the same without JavaScript. Each change is announced in
- * the ``status`` element (an aria-live region). data-picker on the select names what it
- * lists ("users", "departments"), for the placeholder and the announcements.
+ * the aria-live element named by the select's data-picker-status. data-picker names what
+ * the select lists ("users", "departments"), for the placeholder and the announcements.
+ * Every select[data-picker] of the page becomes one (templates/web/_share_pickers.html).
  */
 (function () {
   "use strict";
 
-  window.labappPicker = function (select, status) {
+  function picker(select) {
+    var status = document.getElementById(select.getAttribute("data-picker-status"));
     var label = document.querySelector("label[for='" + select.id + "']");
     var noun = select.getAttribute("data-picker");
     var wrap = document.createElement("div");
@@ -33,6 +35,7 @@
     box.setAttribute("aria-controls", list.id);
     label.htmlFor = box.id;
     select.hidden = true;
+    select.style.display = "none";  // whatever display a stylesheet gives selects
     wrap.appendChild(chips);
     wrap.appendChild(box);
     wrap.appendChild(list);
@@ -129,5 +132,7 @@
       }
     });
     drawChips();
-  };
+  }
+
+  document.querySelectorAll("select[data-picker]").forEach(picker);
 })();

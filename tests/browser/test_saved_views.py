@@ -56,9 +56,15 @@ def test_save_reopen_add_to_a_dashboard_and_download(page: Page, live_server: st
     page.click("#save-view")
     expect(page.locator("#view-filter")).to_have_value("amount ge 5")
     page.fill("#view-name", "Big broths")
+    # Shared through the searchable picker, by keyboard: type, arrow down, Enter.
+    page.fill("#share-userRoles-search", "adm")
+    page.keyboard.press("ArrowDown")
+    page.keyboard.press("Enter")
+    expect(page.locator("#view-shares .chip")).to_have_text(re.compile("ADMIN"))
     assert_no_serious_violations(page)
     page.click("#save-view-button")
     expect(page.locator("#view-title")).to_have_text("Big broths")
+    expect(page.locator("#view-shares .chip")).to_have_text(re.compile("ADMIN"))
     assert_no_serious_violations(page)
     no_sideways_scroll(page)
 
