@@ -4,7 +4,8 @@ One long-running process beside the web server does every feature's upkeep, each
 the one function the feature exposes: the search queue drained into the index
 (:func:`labapp.search.worker.upkeep`), the entity tallies folded
 (:func:`labapp.dashboards.tallies.upkeep`), the queued spreadsheet imports run one at a time
-(:func:`labapp.imports.jobs.upkeep`, long finished ones removed hourly) and SQLite's planner
+(:func:`labapp.imports.jobs.upkeep`, long finished ones removed hourly), the alert rules
+evaluated once a minute (:func:`labapp.alerts.evaluate.upkeep`) and SQLite's planner
 statistics gathered when the data has grown (:func:`labapp.sqlite_stats.upkeep`, looked at every
 ``SQLITE_STATISTICS_SECONDS``; 0 turns that off). The loop runs the due upkeep in that
 order and looks again at once while any of them found work, else after :data:`POLL` seconds.

@@ -25,7 +25,7 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from labapp.alerts import wording
 from labapp.alerts.mail import MailSettings, deliver, queue
-from labapp.alerts.matching import Actors, Item, may_read, recipient_ids, scan
+from labapp.alerts.matching import Actors, Item, may_read, placed, recipient_ids, scan
 from labapp.alerts.service import next_digest
 from labapp.db import db, rows_matched, table_of, transaction
 from labapp.model import AlertRule, AlertState, Entity
@@ -162,7 +162,7 @@ def _due_digest(rule: AlertRule, now: datetime) -> bool:
         .values(digest_due_utc=next_digest(rule.cadence, now))) == 1
 
 
-def _collected(rule: AlertRule, matching: dict[str, Item], now: datetime) -> list[Item]:
+def _collected(rule: AlertRule, matching: set[str], now: datetime) -> list[str]:
     """The items a digest tells: those that started matching since the last digest and
     still match; they are marked told."""
     states = table_of(AlertState)
@@ -174,23 +174,22 @@ def _collected(rule: AlertRule, matching: dict[str, Item], now: datetime) -> lis
         db.session.execute(update(states).where(states.c.rule_id == rule.id,
                                                 states.c.entity_id.in_(chunk))
                            .values(alerted_utc=now))
-    return [matching[entity_id] for entity_id in waiting]
+    return waiting
 
 
-def _track(rule: AlertRule, matching: dict[str, Item], now: datetime,
-           report: Report) -> list[Item]:
-    """Bring the rule's states in line with what matches now; the items that started
-    matching in this transaction."""
+def _track(rule: AlertRule, matching: set[str], now: datetime, report: Report) -> list[str]:
+    """Bring the rule's states in line with what matches now; the ids of the items that
+    started matching in this transaction."""
     states = table_of(AlertState)
     known = set(db.session.scalars(select(states.c.entity_id)
                                    .where(states.c.rule_id == rule.id)))
-    stopped = sorted(known - matching.keys())
+    stopped = sorted(known - matching)
     _forget(rule.id, stopped)
     alerted = now if rule.cadence == "immediate" else None
-    started = _claim(rule.id, sorted(matching.keys() - known), now, alerted)
+    started = _claim(rule.id, sorted(matching - known), now, alerted)
     report.stopped += len(stopped)
     report.started += len(started)
-    return [matching[entity_id] for entity_id in sorted(started)]
+    return sorted(started)
 
 
 def evaluate(now: datetime | None = None, mail: MailSettings | None = None) -> Report:
@@ -211,6 +210,7 @@ def evaluate(now: datetime | None = None, mail: MailSettings | None = None) -> R
         matched, report.broken = scan(rules, now)
         report.rules = len(rules)
         teller = _Teller(mail, report)
+        telling: list[tuple[AlertRule, list[str]]] = []
         for rule in rules:
             if rule.id not in matched:
                 continue
@@ -218,12 +218,16 @@ def evaluate(now: datetime | None = None, mail: MailSettings | None = None) -> R
             report.matching += len(matching)
             started = _track(rule, matching, now, report)
             if rule.cadence == "immediate" and started:
-                teller.add(rule, rule.eclass, started)
+                telling.append((rule, started))
             elif _due_digest(rule, now):
                 report.digests += 1
                 collected = _collected(rule, matching, now)
                 if collected:
-                    teller.add(rule, rule.eclass, collected)
+                    telling.append((rule, collected))
+        items = placed(entity_id for _, ids in telling for entity_id in ids)
+        for rule, ids in telling:
+            teller.add(rule, rule.eclass, [items[entity_id] for entity_id in ids
+                                           if entity_id in items])
         teller.tell(now)
     delivered = deliver(mail, now)
     report.sent, report.failed = delivered.sent, delivered.failed

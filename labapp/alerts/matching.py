@@ -3,29 +3,32 @@
 
 A rule's filter is compiled against its class's fields with ``now()`` fixed for the whole
 tick. The rules of one class are evaluated in one scan of that class: each rule's condition
-becomes a column of the scan, so twenty rules on Sample read the samples once, not twenty
-times (bench/alerts.py).
+becomes a bit of one column of the scan, so twenty rules on Sample read the samples once,
+not twenty times (bench/alerts.py).
 """
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, func, or_, select
+from sqlalchemy import ColumnElement, case, func, literal, or_, select
 
 from labapp.access.actor import Actor
 from labapp.access.grant_sets import actor_for
 from labapp.access.visibility import NONE, access_type, readable
 from labapp.db import db
 from labapp.errors import InvalidInput
-from labapp.model import AlertRule, User, UserRole
+from labapp.model import AlertRule, Entity, User, UserRole
 from labapp.model.access import ProjectAccess
 from labapp.model.registry import ClassSpec, find_class
 from labapp.query.fields import entity_fields
 from labapp.query.filter import compile_filter
+
+RULES_PER_SCAN = 60  # rules sharing one scan: their bits fit a 64-bit integer
+CHUNK = 500  # ids per IN list
 
 
 class RuleBroken(Exception):
@@ -68,9 +71,13 @@ def rule_condition(rule: AlertRule, now: datetime) -> tuple[ClassSpec, ColumnEle
 
 
 def scan(rules: Sequence[AlertRule], now: datetime
-         ) -> tuple[dict[str, dict[str, Item]], dict[str, str]]:
-    """The items each rule matches now, by rule id, reading each class once; and the rules
-    that no longer apply, with why."""
+         ) -> tuple[dict[str, set[str]], dict[str, str]]:
+    """The ids of the items each rule matches now, by rule id, reading each class once; and
+    the rules that no longer apply, with why.
+
+    Each row of a class's scan carries one number whose bits say which of (up to
+    :data:`RULES_PER_SCAN`) rules it matches: Python then looks only at the bits set, not at
+    every rule for every row."""
     by_class: dict[str, list[tuple[AlertRule, ColumnElement[bool]]]] = defaultdict(list)
     specs: dict[str, ClassSpec] = {}
     broken: dict[str, str] = {}
@@ -82,19 +89,36 @@ def scan(rules: Sequence[AlertRule], now: datetime
             continue
         specs[spec.name] = spec
         by_class[spec.name].append((rule, where))
-    matched: dict[str, dict[str, Item]] = {rule.id: {} for rule in rules
-                                           if rule.id not in broken}
+    matched: dict[str, set[str]] = {rule.id: set() for rule in rules if rule.id not in broken}
     for name, pairs in by_class.items():
         model = specs[name].model
-        flags = [where.label(f"rule_{number}") for number, (_, where) in enumerate(pairs)]
-        query = (select(model.id, model.department_id, model.project_id, *flags)
-                 .where(model.eclass == name, or_(*(where for _, where in pairs))))
-        for row in db.session.execute(query):
-            item = Item(row[0], row[1], row[2])
-            for number, (rule, _) in enumerate(pairs):
-                if row[3 + number]:
-                    matched[rule.id][item.id] = item
+        for first in range(0, len(pairs), RULES_PER_SCAN):
+            part = pairs[first:first + RULES_PER_SCAN]
+            bits: ColumnElement[int] = sum(
+                (case((where, 1 << number), else_=0) for number, (_, where) in enumerate(part)),
+                start=literal(0))
+            query = select(model.id, bits).where(model.eclass == name,
+                                                 or_(*(where for _, where in part)))
+            for entity_id, mask in db.session.execute(query):
+                number = 0
+                while mask:
+                    if mask & 1:
+                        matched[part[number][0].id].add(entity_id)
+                    mask >>= 1
+                    number += 1
     return matched, broken
+
+
+def placed(ids: Iterable[str]) -> dict[str, Item]:
+    """The department and project of each of ``ids`` (what visibility needs), by id."""
+    found: dict[str, Item] = {}
+    wanted = sorted(set(ids))
+    for start in range(0, len(wanted), CHUNK):
+        found.update((row.id, Item(row.id, row.department_id, row.project_id))
+                     for row in db.session.execute(
+                         select(Entity.id, Entity.department_id, Entity.project_id)
+                         .where(Entity.id.in_(wanted[start:start + CHUNK]))))
+    return found
 
 
 def may_read(actor: Actor, eclass: str, item: Item) -> bool:

@@ -6,9 +6,19 @@ from typing import Any
 from marshmallow import Schema, ValidationError, fields, validate, validates
 
 from labapp.model.alerts import CADENCES, CHANNELS
+from labapp.reading.schemas import ENTITY_CLASS
 from labapp.schemafields import UtcTimestamp, WriteBackSchema
 
 _ID = validate.Length(min=1, max=64)
+
+
+class JsonBoolean(fields.Boolean):
+    """``true`` or ``false`` only: not 0, 1 or strings, as the document says."""
+
+    def _deserialize(self, value: Any, attr: str | None, data: Any, **kwargs: Any) -> bool:
+        if not isinstance(value, bool):
+            raise self.make_error("invalid", input=value)
+        return value
 
 
 class RecipientsSchema(Schema):
@@ -34,17 +44,20 @@ class AlertRuleInputSchema(WriteBackSchema):
     ownerID = fields.String(load_default=None, allow_none=True, validate=_ID,
                             metadata={"description": "ignored (read-only)"})
     name = fields.String(required=True, validate=validate.Length(min=1, max=255))
-    eClass = fields.String(required=True, validate=validate.Length(min=1, max=32))
+    eClass = fields.String(required=True, validate=validate.Length(min=1, max=32), metadata={
+        "allOf": [{"$ref": f"#/components/schemas/{ENTITY_CLASS}"}],
+        "description": "the class watched (matched case-insensitively)"})
     filter = fields.String(load_default=None, allow_none=True,
                            validate=validate.Length(max=2000),
                            metadata={"description": "$filter over the class's fields; "
                                                     "relative dates allowed"})
-    recipients = fields.Nested(RecipientsSchema, load_default=lambda: RecipientsSchema().load({}))
+    recipients = fields.Nested(RecipientsSchema, load_default=lambda: RecipientsSchema().load({}),
+                               metadata={"description": "none named: the owner is told"})
     channels = fields.List(fields.String(validate=validate.OneOf(CHANNELS)),
                            load_default=lambda: ["bell"],
                            validate=validate.Length(min=1, max=len(CHANNELS)))
     cadence = fields.String(load_default="immediate", validate=validate.OneOf(CADENCES))
-    active = fields.Boolean(load_default=True)
+    active = JsonBoolean(load_default=True)
     createdUtc = UtcTimestamp(dump_only=True)
     modifiedUtc = UtcTimestamp(dump_only=True)
     canWrite = fields.Boolean(dump_only=True)

@@ -4,7 +4,8 @@ rule, storing it whole after checking every part, and what it matches now.
 A rule is seen and changed by its owner and by ADMIN; anyone else is answered 404, as for an
 id that never existed (no rule is shared, so none is seen but not changeable). A rule is
 checked whole before anything is written: its class exists, its filter compiles against the
-class's fields, its recipients exist, its channels and cadence are known.
+class's fields, its recipients exist, its channels and cadence are known. A rule naming no
+recipient tells its owner.
 """
 from __future__ import annotations
 
@@ -92,15 +93,17 @@ def _checked(data: dict[str, Any], now: datetime) -> tuple[str, dict[str, list[s
             else set()
         errors += [{"field": f"recipients.{field}", "message": f"unknown {missing!r}"}
                    for missing in wanted if missing not in found]
-    if not any(recipients.values()):
-        errors.append({"field": "recipients", "message": "name at least one recipient"})
     if errors or spec is None:
-        raise InvalidInput("The alert rule is not valid.", errors=errors)
+        # A filter that does not compile is the usual mistake: its code says so.
+        code = "invalid_filter" if any(e["field"] == "filter" for e in errors) else None
+        raise InvalidInput("The alert rule is not valid.", errors=errors, code=code)
     return spec.name, recipients
 
 
 def _apply(rule: AlertRule, data: dict[str, Any], now: datetime) -> None:
     eclass, recipients = _checked(data, now)
+    if not any(recipients.values()):
+        recipients["userIDs"] = [rule.owner_id]  # a rule naming nobody tells its owner
     if rule.eclass != eclass or rule.filter != data.get("filter"):
         # Another question: what matched the old one says nothing about the new one.
         db.session.execute(delete(AlertState).where(AlertState.rule_id == rule.id))

@@ -72,8 +72,8 @@ def states_of(app: Flask, rule_id: str) -> set[str]:
 
 
 @pytest.fixture
-def lab(admin: ApiClient, member: Callable[..., ApiClient],
-        department: Callable[..., str]) -> dict[str, Any]:
+def lab(admin: ApiClient, member: Callable[..., ApiClient],  # noqa: F811
+        department: Callable[..., str]) -> dict[str, Any]:  # noqa: F811
     """Physics (alice, with two samples, one low) and Chemistry (bob, one low sample);
     each member reads only their own department."""
     physics, chemistry = department("Physics"), department("Chemistry")

@@ -6,6 +6,7 @@ from typing import Any
 
 from labapp.model.registry import CLASSES
 from tests.contracts.visibility import oracle
+from tests.contracts.visibility.alerts import ALERT_READ_PATHS
 from tests.contracts.visibility.boards import BOARD_READ_PATHS
 from tests.contracts.visibility.build import LiveWorld, closed, file_content
 from tests.contracts.visibility.datamodel import DATAMODEL_READ_PATHS
@@ -115,6 +116,7 @@ READ_PATHS: tuple[MatrixPath, ...] = (
     *ITEM_PAGE_READ_PATHS,  # the storage part of a sample's page (issue 19)
     *BOARD_READ_PATHS,  # /api/dashboard, /api/notification (issue 12)
     *SAVED_VIEW_READ_PATHS,  # /api/saved-view (issue 21)
+    *ALERT_READ_PATHS,  # /api/alert-rule (issue 23)
     *DATAMODEL_READ_PATHS,  # /api/datamodel, /api/sync (issue 14)
     *SEARCH_READ_PATHS,  # /api/search, /api/query/freetext (issue 10)
     *ODATA_READ_PATHS,  # /odata (issue 13)

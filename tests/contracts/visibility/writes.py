@@ -7,6 +7,7 @@ from io import BytesIO
 from typing import Any
 
 from tests.contracts.visibility import oracle
+from tests.contracts.visibility.alerts import ALERT_WRITE_PATHS
 from tests.contracts.visibility.boards import BOARD_WRITE_PATHS
 from tests.contracts.visibility.build import LiveWorld, closed
 from tests.contracts.visibility.datamodel import DATAMODEL_WRITE_PATHS
@@ -187,6 +188,7 @@ WRITE_PATHS: tuple[MatrixPath, ...] = (
     MatrixPath("note", ATTACH_SUBJECTS, expect_attach, add_note),
     *BOARD_WRITE_PATHS,  # /api/dashboard, /api/notification (issue 12)
     *SAVED_VIEW_WRITE_PATHS,  # /api/saved-view (issue 21)
+    *ALERT_WRITE_PATHS,  # /api/alert-rule (issue 23)
     *EXPORT_WRITE_PATHS,  # /api/sync/save (issue 14)
     *IMPORT_WRITE_PATHS,  # /api/import (issue 22)
     *DATAMODEL_WRITE_PATHS,  # /api/datamodel, /api/sync (issue 14)

@@ -1,0 +1,123 @@
+"""Alert rule pages in real headless Chromium (issue 23), at 1366 and 768 px: carol makes a
+rule with the form (class, filter tested with the Test button: "1 item matches now",
+recipients picked, channels, cadence), sees it listed, switches it off and on with the
+keyboard; the pages say e-mail is off, pass axe-core and never scroll sideways; an
+evaluation puts the rule's line in her bell, which opens the rule."""
+from __future__ import annotations
+
+import pytest
+from flask import Flask
+from playwright.sync_api import Page, expect
+from sqlalchemy import update
+
+from labapp.alerts.evaluate import evaluate
+from labapp.alerts.mail import queue
+from labapp.db import db, transaction
+from labapp.model import MailMessage
+from labapp.model.types import utc_now
+from tests.browser.axe import assert_no_serious_violations
+from tests.browser.conftest import BROWSER_MARKS, create_entities, log_in
+from tests.conftest import ADMIN_PASSWORD
+
+pytestmark = BROWSER_MARKS
+
+WIDTHS = (1366, 768)
+
+
+def _no_horizontal_scroll(page: Page) -> None:
+    assert page.evaluate("document.documentElement.scrollWidth <= "
+                         "document.documentElement.clientWidth")
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_make_test_switch_and_be_told(page: Page, live_app: Flask, live_server: str,
+                                      width: int) -> None:
+    page.set_viewport_size({"width": width, "height": 900})
+    create_entities(live_server,
+                    {"eClass": "Sample", "name": "Nearly empty tube", "amount": 1.0,
+                     "unit": "mL"},
+                    {"eClass": "Sample", "name": "Full tube", "amount": 80.0, "unit": "mL"})
+    log_in(page, live_server)
+    page.click("#alerts-link")
+    expect(page.locator("h1")).to_have_text("Alert rules")
+    expect(page.locator("#mail-off")).to_contain_text("E-mail is off")
+    expect(page.locator("#no-rules")).to_be_visible()
+
+    page.click("#new-rule")
+    page.fill("#rule-name", "Running low")
+    page.select_option("#rule-eClass", "Sample")
+    page.fill("#rule-filter", "amount le 5")
+    page.click("#test-rule")
+    expect(page.locator("#test-count")).to_contain_text("1 item matches now")
+    expect(page.locator("#test-result")).to_contain_text("Nearly empty tube")
+    page.fill("#rule-filter", "amount lt")
+    page.click("#test-rule")
+    expect(page.locator("#test-error")).to_be_visible()
+    page.fill("#rule-filter", "amount le 5")
+    expect(page.locator("#rule-userIDs option:checked")).to_have_count(1)  # carol herself
+    expect(page.locator("#mail-off")).to_be_visible()
+    page.check("#rule-channel-email")
+    page.check("#rule-cadence-immediate")
+    _no_horizontal_scroll(page)
+    assert_no_serious_violations(page)
+    page.click("#save-rule")
+
+    row = page.locator(".rule-row")
+    expect(row).to_have_count(1)
+    expect(row.locator(".rule-name")).to_have_text("Running low")
+    switch = row.get_by_role("switch")
+    expect(switch).to_have_attribute("aria-checked", "true")
+    _no_horizontal_scroll(page)
+    assert_no_serious_violations(page)
+    switch.focus()
+    page.keyboard.press("Enter")
+    expect(page.locator(".rule-row").get_by_role("switch")).to_have_attribute(
+        "aria-checked", "false")
+    page.locator(".rule-row").get_by_role("switch").focus()
+    page.keyboard.press("Space")
+    expect(page.locator(".rule-row").get_by_role("switch")).to_have_attribute(
+        "aria-checked", "true")
+
+    with live_app.app_context():
+        assert evaluate().notifications == 1
+    page.goto("/notifications")
+    item = page.locator(".open-subject", has_text="Running low: 1 sample")
+    expect(item).to_be_visible()
+    item.click()
+    expect(page.locator("#rule-name")).to_have_value("Running low")
+
+
+def test_a_bad_rule_is_shown_with_its_field(page: Page, live_server: str) -> None:
+    page.set_viewport_size({"width": 768, "height": 900})
+    log_in(page, live_server)
+    page.goto("/alerts/new")
+    page.fill("#rule-name", "Broken")
+    page.fill("#rule-filter", "noSuchField eq 1")
+    page.click("#save-rule")
+    expect(page.locator("#rule-error")).to_contain_text("Not saved")
+    expect(page.locator("#rule-filter-error")).to_be_visible()
+    expect(page.locator("#rule-filter")).to_have_attribute("aria-invalid", "true")
+    assert_no_serious_violations(page)
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_the_outbox_shows_failures_to_the_admin(page: Page, live_app: Flask, live_server: str,
+                                                width: int) -> None:
+    with live_app.app_context(), transaction():
+        queue("carol@lab.example.org", "carol", "[labapp] Running low: 1 sample", "text",
+              "<p>html</p>", utc_now())
+        db.session.execute(update(MailMessage).values(
+            attempts=2, last_error="SMTPDataError: (451, b'Requested action aborted: try "
+                                   "again later, the mail server is busy right now')"))
+    page.set_viewport_size({"width": width, "height": 900})
+    page.goto("/login")
+    page.fill("#username", "admin")
+    page.fill("#password", ADMIN_PASSWORD)
+    page.click("#login-form button[type=submit]")
+    page.wait_for_url(f"{live_server}/")
+    page.goto("/alerts")
+    page.click("#outbox-link")
+    expect(page.locator("#outbox-counts")).to_contain_text("1 failed")
+    expect(page.locator(".outbox-row.failed .outbox-error")).to_contain_text("451")
+    _no_horizontal_scroll(page)
+    assert_no_serious_violations(page)
