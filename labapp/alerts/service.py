@@ -179,10 +179,12 @@ def try_filter(actor: Actor, eclass: str, text: str | None, limit: int) -> dict[
     if spec is None:
         raise InvalidInput(f"Unknown entity class {eclass!r}.",
                            errors=[{"field": "eClass", "message": "unknown entity class"}])
-    probe = AlertRule(id="", eclass=spec.name, filter=text or None, owner_id=actor.user_id)
+    now = utc_now()
     try:
-        count, items = visible_matches(actor, probe, utc_now(), limit)
-    except RuleBroken as error:
-        raise InvalidInput(str(error), errors=[{"field": "filter", "message": str(error)}]) \
-            from None
+        condition(spec, text, now, actor.user_id)
+    except InvalidInput as error:
+        raise InvalidInput(error.detail, code="invalid_filter",
+                           errors=[{"field": "filter", "message": error.detail}]) from None
+    probe = AlertRule(id="", eclass=spec.name, filter=text or None, owner_id=actor.user_id)
+    count, items = visible_matches(actor, probe, now, limit)
     return {"ruleID": "", "count": count, "items": items, "message": match_message(count)}
