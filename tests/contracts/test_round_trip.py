@@ -22,6 +22,7 @@ WRITE_METHODS = {"put", "patch", "post"}
 
 # Write operations that do not send back a resource a GET answered, and why.
 NOT_WRITE_BACKS = {
+    "POST /api/alert-rule": "creates a new rule; PUT /api/alert-rule/{id} writes one back",
     "POST /api/auth/login": "an action: starts a login",
     "POST /api/auth/refresh": "an action: renews tokens",
     "POST /api/auth/logout": "an action: ends a login",
@@ -96,6 +97,13 @@ def _saved_view(lab: Lab) -> RoundTrip:
     return RoundTrip(url, _whole, url, "name", "Renamed view")
 
 
+def _alert_rule(lab: Lab) -> RoundTrip:
+    created = body_of(lab.admin.post("/api/alert-rule", json={
+        "name": "Rule", "eClass": "Sample", "filter": "amount le 5"}), 201)
+    url = f"/api/alert-rule/{created['id']}"
+    return RoundTrip(url, _whole, url, "name", "Renamed rule")
+
+
 def _department_access(lab: Lab) -> RoundTrip:
     target = lab.department("Target")
     lab.member("grantee")
@@ -162,6 +170,7 @@ def _user(lab: Lab) -> RoundTrip:
 
 # Write operation → how to set up, read and write back its resource.
 ROUND_TRIPS: dict[str, Callable[[Lab], RoundTrip]] = {
+    "PUT /api/alert-rule/{rule_id}": _alert_rule,
     "PUT /api/dashboard/{dashboard_id}": _dashboard,
     "POST /api/department/{department_id}/access": _department_access,
     "POST /api/entity": _entity,
