@@ -16,7 +16,7 @@ from typing import Any
 from sqlalchemy import ColumnElement, delete, select, true
 
 from labapp.access.actor import Actor
-from labapp.alerts.matching import RuleBroken, condition, visible_matches
+from labapp.alerts.matching import RuleBroken, condition, recipient_ids, visible_matches
 from labapp.db import db
 from labapp.errors import InvalidInput, NotFound
 from labapp.model import AlertRule, AlertState, Department, Project, Role, User
@@ -69,6 +69,16 @@ def get_visible(actor: Actor, rule_id: str) -> AlertRule:
     """The rule if the actor may see it; else 404."""
     rule = db.session.scalar(select(AlertRule).where(AlertRule.id == rule_id, visible(actor)))
     if rule is None:
+        raise NotFound(f"No alert rule {rule_id!r}.")
+    return rule
+
+
+def get_told(actor: Actor, rule_id: str) -> AlertRule:
+    """The rule if the actor may see it or is one of its recipients (what its alerts link
+    to); else 404."""
+    rule = db.session.get(AlertRule, rule_id)
+    if rule is None or not (actor.is_admin or rule.owner_id == actor.user_id
+                            or actor.user_id in recipient_ids(rule.recipients)):
         raise NotFound(f"No alert rule {rule_id!r}.")
     return rule
 

@@ -30,7 +30,9 @@ bp = members_only(Blueprint("alert_views", __name__, url_prefix="/alerts"))
 LIST = "alerts/list.html"
 FORM = "alerts/form.html"
 OUTBOX = "alerts/outbox.html"
+ITEMS_PAGE = "alerts/items.html"
 TEST_ITEMS = 10
+ITEMS = 200
 
 
 def _mail_on() -> bool:
@@ -97,6 +99,18 @@ def show(rule_id: str) -> BaseResponse:
     with transaction():
         form = service.to_api(actor, service.get_visible(actor, rule_id))
     return _form(rule_id, form)
+
+
+@bp.get("/<rule_id>/items")
+def items(rule_id: str) -> Response:
+    """What a rule matches now that the reader may read: where its alerts lead (its owner,
+    ADMIN and its recipients)."""
+    actor = current_actor()
+    with transaction():
+        rule = service.get_told(actor, rule_id)
+        found = service.matches(actor, rule, ITEMS)
+        data = service.to_api(actor, rule)
+    return render_page(ITEMS_PAGE, rule=data, found=found, limit=ITEMS)
 
 
 @bp.post("/<rule_id>")

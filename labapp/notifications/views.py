@@ -26,7 +26,7 @@ def subject_url(kind_class: str | None, subject_id: str | None) -> str | None:
     if kind_class == "Dashboard":
         return url_for("dashboard_views.show", dashboard_id=subject_id)
     if kind_class == "AlertRule":
-        return url_for("alert_views.show", rule_id=subject_id)
+        return url_for("alert_views.items", rule_id=subject_id)
     return url_for("entity_views.detail", eclass=kind_class, entity_id=subject_id)
 
 

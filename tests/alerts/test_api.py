@@ -101,3 +101,28 @@ def test_matches_answers_what_the_caller_may_read(lab: dict[str, Any],
     assert every["count"] == 2 and every["message"] == "2 items match now"
     assert len(every["items"]) == 1
     assert lab["alice"].get(f"/api/alert-rule/{rule['id']}/matches?top=-1").status_code == 400
+
+
+def test_the_page_an_alert_opens_shows_a_recipient_what_they_may_read(
+        app: Flask, lab: dict[str, Any], member: Any) -> None:
+    from tests.web.test_pages import page_login
+
+    member("carol", department_id=lab["chemistry"])
+    rule = made(lab["alice"], rule_body("Low", users=["alice", "bob"]))
+    bob = app.test_client()
+    page_login(bob, "bob")
+    html = bob.get(f"/alerts/{rule['id']}/items").get_data(as_text=True)
+    assert "Bob tube" in html and "Tube low" not in html and "1 item matches now" in html
+    assert "edit-rule" not in html, "a recipient may not change the rule"
+    assert bob.get(f"/alerts/{rule['id']}").status_code == 404
+    outsider = app.test_client()
+    page_login(outsider, "carol")
+    assert outsider.get(f"/alerts/{rule['id']}/items").status_code == 404
+    administrator = app.test_client()
+    page_login(administrator, "admin", password=_admin_password())
+    assert administrator.get(f"/alerts/{rule['id']}/items").status_code == 200
+
+
+def _admin_password() -> str:
+    from tests.conftest import ADMIN_PASSWORD
+    return ADMIN_PASSWORD

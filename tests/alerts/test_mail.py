@@ -160,3 +160,28 @@ def test_without_smtp_nothing_is_queued_and_the_pages_say_so(app: Flask,
 def _admin_password() -> str:
     from tests.conftest import ADMIN_PASSWORD
     return ADMIN_PASSWORD
+
+
+def test_a_digest_lists_the_items_by_rule_in_one_message(
+        app: Flask, lab: dict[str, Any], smtp: tuple[Inbox, MailSettings]) -> None:
+    from labapp.alerts.service import next_digest
+
+    inbox, settings = smtp
+    _with_email(app, "alice", "alice@lab.example.org")
+    made(lab["alice"], rule_body("Low", cadence="daily", channels=["bell", "email"]))
+    made(lab["alice"], rule_body("Full", filter="amount ge 40", cadence="daily",
+                                 channels=["email"]))
+    assert tick(app, NOW, settings).emails == 0, "collected until the digest is due"
+    due = next_digest("daily", NOW)
+    assert due is not None
+    report = tick(app, due, settings)
+    assert (report.digests, report.emails, report.sent) == (2, 1, 1)
+    [message] = inbox.messages
+    assert message["Subject"] == "[labapp] Daily digest: 2 alert rules"
+    text = message.get_body(("plain",))
+    assert text is not None
+    body = text.get_content()
+    assert "Low — 1 sample" in body and "Full — 1 sample" in body
+    assert f"{BASE}/entities/Sample/{lab['low']}" in body
+    assert f"{BASE}/entities/Sample/{lab['full']}" in body
+    assert "Bob tube" not in body

@@ -84,6 +84,10 @@ def test_make_test_switch_and_be_told(page: Page, live_app: Flask, live_server: 
     item = page.locator(".open-subject", has_text="Running low: 1 sample")
     expect(item).to_be_visible()
     item.click()
+    expect(page.locator("h1")).to_have_text("Running low")
+    expect(page.locator("#rule-items")).to_contain_text("Nearly empty tube")
+    assert_no_serious_violations(page)
+    page.click("#edit-rule")
     expect(page.locator("#rule-name")).to_have_value("Running low")
 
 
