@@ -28,11 +28,12 @@ KIND_FIELDS: dict[str, tuple[str, ...]] = {
     "my-requests": (),
     "recent-activity": ("size",),
     "note": ("markdown",),
+    "alerts": ("rule",),
 }
 """The settings each kind of widget shows (and posts), in the order of its dialog."""
 SIZE_KEY = {"created-per-week": "weeks", "saved-list": "top", "recent-activity": "limit"}
 _CONFIG_KEY = {"eclass": "eClass", "filter": "filter", "orderby": "orderby",
-               "location": "locationID", "markdown": "markdown"}
+               "location": "locationID", "markdown": "markdown", "rule": "ruleID"}
 _FIELD_OF_CONFIG = {**{key: field for field, key in _CONFIG_KEY.items()},
                     "columns": "columns", **dict.fromkeys(SIZE_KEY.values(), "size")}
 PICKERS = {"userIDs": "share_users", "departmentIDs": "share_departments",
@@ -47,6 +48,7 @@ def field_label(plugin: str, field: str) -> str:
         return {"weeks": "weeks", "top": "rows", "limit": "items"}[SIZE_KEY[plugin]]
     return {"eclass": "class", "filter": "filter", "columns": "columns",
             "orderby": "order by", "location": "location", "markdown": "note",
+            "rule": "alert rule",
             "header": "heading", "plugin": "kind", "x": "column", "y": "row",
             "cols": "width", "rows": "height"}[field]
 
@@ -126,7 +128,8 @@ def card_of(widget: dict[str, Any]) -> dict[str, Any]:
               "columns": ", ".join(config.get("columns") or ()),
               "orderby": config.get("orderby") or "",
               "size": config.get(size_key, "") if size_key else "",
-              "markdown": config.get("markdown", ""), "location": config.get("locationID") or ""}
+              "markdown": config.get("markdown", ""), "location": config.get("locationID") or "",
+              "rule": config.get("ruleID") or ""}
     kind = WIDGETS.get(plugin)
     return {"plugin": plugin, "kind": kind.title if kind else plugin,
             "header": widget.get("header") or "",

@@ -57,3 +57,20 @@ def test_config_is_checked(lab: dict[str, Any]) -> None:
     narrow = lab["alice"].post("/api/dashboard", json=board(
         "Narrow", [widget("alerts", cols=2)]))
     assert narrow.status_code == 400
+
+
+def test_the_dashboard_editor_adds_an_alerts_widget(app: Flask, lab: dict[str, Any]) -> None:
+    from tests.web.test_pages import post_form
+
+    rule = made(lab["alice"], rule_body("Running low"))
+    page = app.test_client()
+    page_login(page, "alice")
+    saved = post_form(page, "/dashboards/new", {
+        "name": "Watch", "w0-plugin": "alerts", "w0-x": "0", "w0-y": "0", "w0-cols": "6",
+        "w0-rows": "4", "w0-rule": rule["id"]})
+    assert saved.status_code == 303, saved.get_data(as_text=True)[:500]
+    [dashboard] = [item for item in body_of(lab["alice"].get("/api/dashboard"), 200)
+                   if item["name"] == "Watch"]
+    assert dashboard["widgets"][0]["config"] == {"ruleID": rule["id"]}
+    edit = page.get(f"/dashboards/{dashboard['id']}/edit").get_data(as_text=True)
+    assert f'value="{rule["id"]}"' in edit and "every rule that tells you" in edit
