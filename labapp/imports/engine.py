@@ -11,6 +11,7 @@ flat however long the file is.
 """
 from __future__ import annotations
 
+import bisect
 import pickle
 import re
 import tempfile
@@ -143,7 +144,6 @@ def plan_import(actor: Actor, spec: ClassSpec, table: SourceTable, mapping: Mapp
     chosen = _check_match(spec, checked, match)
     builder = RowBuilder(actor, spec, table.headers, checked, chosen, checking=True)
     outcomes: list[RowOutcome] = []
-    position: dict[int, int] = {}
     undecided: list[tuple[int, list[str], Outcome]] = []  # rows held up by a date alone
     forward: list[tuple[int, str, str]] = []  # (row, field, key) naming a row further down
     file_refs: dict[tuple[int, str], int] = {}
@@ -157,7 +157,6 @@ def plan_import(actor: Actor, spec: ClassSpec, table: SourceTable, mapping: Mapp
                     file_refs[draft.row, name] = value.row
                 elif isinstance(value, Named) and name in builder.self_refs:
                     forward.append((draft.row, name, value.key))
-            position[draft.row] = len(outcomes)
             outcome = _outcome(draft)
             if draft.ambiguous and len(draft.ambiguous) == len(draft.errors):
                 undecided.append((draft.row, draft.ambiguous,
@@ -167,24 +166,24 @@ def plan_import(actor: Actor, spec: ClassSpec, table: SourceTable, mapping: Mapp
             progress(len(outcomes))
     orders = builder.decided_orders()
     for row, columns, would_be in undecided:
-        outcome = outcomes[position[row]]
+        outcome = _at(outcomes, row)
         if all(column in orders for column in columns):
             outcome.errors.clear()
             outcome.outcome = would_be
-    _link_forward(builder, outcomes, position, forward, file_refs)
+    _link_forward(builder, outcomes, forward, file_refs)
     counts: dict[str, int] = dict.fromkeys(OUTCOMES, 0)
     for outcome in outcomes:
         counts[outcome.outcome] += 1
     return ImportPlan(spec, outcomes, counts, table, checked, chosen, orders, file_refs, spool)
 
 
-def _link_forward(builder: RowBuilder, outcomes: list[RowOutcome], position: dict[int, int],
+def _link_forward(builder: RowBuilder, outcomes: list[RowOutcome],
                   forward: list[tuple[int, str, str]],
                   file_refs: dict[tuple[int, str], int]) -> None:
     """Resolve references to rows further down the file, once every row is read; then
     refuse references that go round in a circle."""
     for row, name, key in forward:
-        outcome = outcomes[position[row]]
+        outcome = _at(outcomes, row)
         rows = builder.file_keys.rows_named(key)
         if len(rows) == 1 and rows[0] != row:
             file_refs[row, name] = rows[0]
@@ -201,7 +200,7 @@ def _link_forward(builder: RowBuilder, outcomes: list[RowOutcome], position: dic
         while stack:
             current = stack.pop()
             if current == start:
-                _fail(outcomes[position[start]], "", "rows of the file refer to each other "
+                _fail(_at(outcomes, start), "", "rows of the file refer to each other "
                                                      "in a circle")
                 break
             if current not in seen:
@@ -211,11 +210,16 @@ def _link_forward(builder: RowBuilder, outcomes: list[RowOutcome], position: dic
     while changed:  # a row is only as good as the rows it refers to, all the way up
         changed = False
         for (row, name), parent in file_refs.items():
-            outcome = outcomes[position[row]]
-            if outcome.outcome != "error" and outcomes[position[parent]].outcome == "error":
+            outcome = _at(outcomes, row)
+            if outcome.outcome != "error" and _at(outcomes, parent).outcome == "error":
                 _fail(outcome, _column_of(builder, name),
                       f"row {parent}, which it refers to, has errors")
                 changed = True
+
+
+def _at(outcomes: list[RowOutcome], row: int) -> RowOutcome:
+    """The outcome of spreadsheet row ``row`` (outcomes are in row order)."""
+    return outcomes[bisect.bisect_left(outcomes, row, key=lambda outcome: outcome.row)]
 
 
 def _column_of(builder: RowBuilder, name: str) -> str:
@@ -247,7 +251,7 @@ class _Committer:
         self.batch: list[Draft] = []
         self.in_batch: set[int] = set()
         self.waiting: dict[int, list[Draft]] = {}
-        self.written: dict[int, str] = {}
+        self.outcomes = plan.outcomes
 
     def add(self, draft: Draft) -> None:
         missing = [value.row for value in draft.values.values() if isinstance(value, FileRow)
@@ -282,7 +286,7 @@ class _Committer:
         except AppError as error:
             raise _on_row(error, self.batch) from None
         for draft, entity in zip(self.batch, saved, strict=True):
-            self.written[draft.row] = entity["id"]
+            _at(self.outcomes, draft.row).entity_id = entity["id"]
         self.batch, self.in_batch = [], set()
 
 
@@ -307,7 +311,6 @@ def commit_import(actor: Actor, plan: ImportPlan, *,
     if not plan.ok:
         raise InvalidInput(f"{plan.counts['error']} rows have errors; nothing was imported.",
                            code="import_has_errors")
-    outcome_of = {outcome.row: outcome for outcome in plan.outcomes}
     builder = RowBuilder(actor, plan.spec, plan.table.headers, plan.mapping, plan.match,
                          checking=False, date_orders=plan.date_orders, file_refs=plan.file_refs)
     committer = _Committer(actor, plan)
@@ -315,8 +318,8 @@ def commit_import(actor: Actor, plan: ImportPlan, *,
     chunks = plan.spool.chunks() if plan.spool is not None else _chunks(plan.table, CHUNK)
     for chunk in chunks:
         for draft in builder.build(chunk):
-            outcome = outcome_of.get(draft.row)
-            if outcome is None or outcome.outcome not in ("create", "update"):
+            outcome = _at(plan.outcomes, draft.row)
+            if outcome.row != draft.row or outcome.outcome not in ("create", "update"):
                 continue
             if draft.errors:
                 column, message = draft.errors[0]
@@ -337,9 +340,5 @@ def commit_import(actor: Actor, plan: ImportPlan, *,
         row = next(iter(committer.waiting))
         raise InvalidInput(f"Row {row} of the file is referred to but was not written.",
                            code="import_changed")
-    ids = []
-    for outcome in plan.outcomes:
-        if outcome.outcome in ("create", "update"):
-            outcome.entity_id = committer.written[outcome.row]
-            ids.append(outcome.entity_id)
-    return ids
+    return [outcome.entity_id for outcome in plan.outcomes
+            if outcome.outcome in ("create", "update") and outcome.entity_id is not None]

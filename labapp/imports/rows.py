@@ -188,7 +188,7 @@ class RowBuilder:
                 if not isinstance(value, Named) or (name == LOCATION_FIELD and self.storable):
                     continue
                 draft.values[name] = self._reference(draft, name, value.key)
-        if self.checking:
+        if self.checking and self.self_refs:
             for draft in drafts:
                 if draft.existing is None:
                     self.file_keys.add(draft.row, draft.values)
