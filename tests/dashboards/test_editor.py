@@ -78,7 +78,8 @@ def test_a_new_widget_goes_below_the_others_and_is_wide_enough() -> None:
     assert added["gridster"] == {"x": 0, "y": 9, "cols": 6, "rows": 4}
     assert new_widget("note", [])["config"] == {"markdown": ""}
     assert set(KIND_FIELDS) == {"status-counts", "created-per-week", "saved-list",
-                                "storage-usage", "my-requests", "recent-activity", "note"}
+                                "storage-usage", "my-requests", "recent-activity", "note",
+                                "alerts"}
 
 
 def test_errors_are_said_of_their_widget() -> None:
