@@ -145,3 +145,18 @@ def test_cli_runs_one_tick(app: Flask, lab: dict[str, Any]) -> None:
     assert result.exit_code == 0, result.output
     assert "2 started matching" in result.output and "1 notifications" in result.output
     assert "e-mail: 0 sent, 0 failed" in result.output
+
+
+def test_rules_of_one_class_share_a_scan_and_keep_their_own_items(
+        app: Flask, lab: dict[str, Any]) -> None:
+    low = made(lab["alice"], rule_body("Low"))
+    full = made(lab["alice"], rule_body("Full", filter="amount ge 40"))
+    bobs = made(lab["alice"], rule_body("Bob's", filter="startswith(name,'Bob')"))
+    every = made(lab["alice"], rule_body("Every sample", filter=None))
+    assert tick(app).rules == 4
+    assert states_of(app, low["id"]) == {lab["low"], lab["bobs"]}
+    assert states_of(app, full["id"]) == {lab["full"]}
+    assert states_of(app, bobs["id"]) == {lab["bobs"]}
+    assert states_of(app, every["id"]) == {lab["low"], lab["full"], lab["bobs"]}
+    assert sorted(alerts_of(app, "alice")) == [
+        "Every sample: 2 samples", "Full: 1 sample", "Low: 1 sample"]
