@@ -99,7 +99,10 @@ class RowBuilder:
                           and spec.fields[name].ref in (spec.name, "*")}
         self.evidence: dict[str, set[DateOrder]] = {}
         self.date_orders: dict[str, DateOrder] = dict(date_orders or {})
-        self.claimed: dict[str, dict[str, int]] = {"id": {}, "barcode": {}}
+        # The rows claiming each id and barcode of the file: the same dicts as the file's
+        # keys, so they are held once.
+        self.claimed: dict[str, dict[str, int]] = {"id": self.file_keys.by_id,
+                                                   "barcode": self.file_keys.by_barcode}
         # (row, field) → the row of the file it refers to, as the dry run decided.
         self.file_refs = dict(file_refs or {})
 
