@@ -5,6 +5,8 @@ keyboard; the pages say e-mail is off, pass axe-core and never scroll sideways; 
 evaluation puts the rule's line in her bell, which opens the rule."""
 from __future__ import annotations
 
+import re
+
 import pytest
 from flask import Flask
 from playwright.sync_api import Page, expect
@@ -55,6 +57,16 @@ def test_make_test_switch_and_be_told(page: Page, live_app: Flask, live_server: 
     expect(page.locator("#test-error")).to_be_visible()
     page.fill("#rule-filter", "amount le 5")
     expect(page.locator("#rule-userIDs option:checked")).to_have_count(1)  # carol herself
+    # Recipients through the searchable pickers: carol's chip, then a role chosen by keyboard.
+    expect(page.locator(".recipients .chip")).to_have_count(1)
+    page.fill("#rule-userRoles-search", "adm")
+    page.keyboard.press("ArrowDown")
+    page.keyboard.press("Enter")
+    expect(page.locator(".recipients .chip")).to_have_count(2)
+    expect(page.locator("#rule-userRoles option:checked")).to_have_count(1)
+    page.locator("#rule-userRoles").locator("xpath=..").get_by_role(
+        "button", name=re.compile("^Remove ")).click()  # and taken back: carol alone is told
+    expect(page.locator("#rule-userRoles option:checked")).to_have_count(0)
     expect(page.locator("#mail-off")).to_be_visible()
     page.check("#rule-channel-email")
     page.check("#rule-cadence-immediate")
