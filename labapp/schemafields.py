@@ -4,7 +4,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from marshmallow import Schema, ValidationError, fields, pre_load
+from marshmallow import Schema, ValidationError, fields, pre_load, validate
 
 from labapp.jsonprovider import format_utc
 
@@ -38,3 +38,20 @@ class WriteBackSchema(Schema):
         read_only = {field.data_key or name for name, field in self.fields.items()
                      if field.dump_only}
         return {key: value for key, value in data.items() if key not in read_only}
+
+
+_ID = validate.Length(min=1, max=64)
+
+
+class SharesSchema(Schema):
+    """Some people by the four ways the app names them: users, departments, projects and
+    roles (a dashboard's or a saved view's shares, an alert rule's recipients)."""
+
+    userIDs = fields.List(fields.String(validate=_ID), load_default=list,
+                          validate=validate.Length(max=500))
+    departmentIDs = fields.List(fields.String(validate=_ID), load_default=list,
+                                validate=validate.Length(max=500))
+    projectIDs = fields.List(fields.String(validate=_ID), load_default=list,
+                             validate=validate.Length(max=500))
+    userRoles = fields.List(fields.String(validate=_ID), load_default=list,
+                            validate=validate.Length(max=100))

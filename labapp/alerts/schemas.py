@@ -7,7 +7,7 @@ from marshmallow import Schema, ValidationError, fields, validate, validates
 
 from labapp.model.alerts import CADENCES, CHANNELS
 from labapp.reading.schemas import ENTITY_CLASS
-from labapp.schemafields import UtcTimestamp, WriteBackSchema
+from labapp.schemafields import SharesSchema, UtcTimestamp, WriteBackSchema
 
 _ID = validate.Length(min=1, max=64)
 
@@ -21,18 +21,9 @@ class JsonBoolean(fields.Boolean):
         return value
 
 
-class RecipientsSchema(Schema):
+class RecipientsSchema(SharesSchema):
     """Who is told: users, every member of a department (its home users), every member of a
     project (users and departments granted access to it), every holder of a role."""
-
-    userIDs = fields.List(fields.String(validate=_ID), load_default=list,
-                          validate=validate.Length(max=500))
-    departmentIDs = fields.List(fields.String(validate=_ID), load_default=list,
-                                validate=validate.Length(max=500))
-    projectIDs = fields.List(fields.String(validate=_ID), load_default=list,
-                             validate=validate.Length(max=500))
-    userRoles = fields.List(fields.String(validate=_ID), load_default=list,
-                            validate=validate.Length(max=100))
 
 
 class AlertRuleInputSchema(WriteBackSchema):

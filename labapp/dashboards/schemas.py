@@ -10,7 +10,7 @@ from typing import Any
 from marshmallow import Schema, ValidationError, fields, post_load, validate, validates_schema
 
 from labapp.dashboards.widgets import APP, WIDGETS, load_config
-from labapp.schemafields import UtcTimestamp, WriteBackSchema
+from labapp.schemafields import SharesSchema, UtcTimestamp, WriteBackSchema
 
 GRID_COLUMNS = 12
 MAX_WIDGETS = 40
@@ -63,17 +63,6 @@ class WidgetSchema(Schema):
         except ValidationError as error:
             raise ValidationError({"config": error.messages}) from None
         return data
-
-
-class SharesSchema(Schema):
-    userIDs = fields.List(fields.String(validate=_ID), load_default=list,
-                          validate=validate.Length(max=500))
-    departmentIDs = fields.List(fields.String(validate=_ID), load_default=list,
-                                validate=validate.Length(max=500))
-    projectIDs = fields.List(fields.String(validate=_ID), load_default=list,
-                             validate=validate.Length(max=500))
-    userRoles = fields.List(fields.String(validate=_ID), load_default=list,
-                            validate=validate.Length(max=100))
 
 
 class DashboardInputSchema(WriteBackSchema):

@@ -5,8 +5,7 @@ from typing import Any
 
 from marshmallow import Schema, fields, post_load, validate
 
-from labapp.dashboards.schemas import SharesSchema
-from labapp.schemafields import UtcTimestamp, WriteBackSchema
+from labapp.schemafields import SharesSchema, UtcTimestamp, WriteBackSchema
 
 MAX_COLUMNS = 40
 _ID = validate.Length(min=1, max=64)
