@@ -63,8 +63,9 @@ def live_server(live_app: Flask) -> Iterator[str]:
         yield base_url
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def browser() -> Iterator[Browser]:
+    """One Chromium per test process: each test gets a new context (cookies, storage)."""
     if not CHROMIUM.exists():
         pytest.fail(f"{CHROMIUM} is missing; CI=true requires it (apt-get install -y chromium)")
     with sync_playwright() as playwright:
