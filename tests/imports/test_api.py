@@ -17,7 +17,7 @@ from labapp.model import Sample
 from labapp.model.registry import existing_class
 from tests.conftest import ApiClient
 from tests.imports.conftest import actor_of
-from tests.imports.helpers import BAD_CSV, GOOD_CSV, job_of, run_queued, stored, upload
+from tests.imports.uploading import BAD_CSV, GOOD_CSV, job_of, run_queued, stored, upload
 
 XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 

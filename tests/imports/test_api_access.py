@@ -9,7 +9,7 @@ import pytest
 from flask import Flask
 
 from tests.conftest import ApiClient
-from tests.imports.helpers import GOOD_CSV, job_of, run_queued, stored, upload, upload_files
+from tests.imports.uploading import GOOD_CSV, job_of, run_queued, stored, upload, upload_files
 
 
 def test_an_import_is_seen_by_its_owner_and_admin_only(

@@ -13,7 +13,7 @@ from labapp.imports import saved
 from labapp.model import ImportJob, Sample
 from labapp.model.registry import existing_class
 from tests.imports.conftest import actor_of
-from tests.imports.helpers import BAD_CSV, GOOD_CSV, stored
+from tests.imports.uploading import BAD_CSV, GOOD_CSV, stored
 
 
 def _names(app: Flask) -> list[str]:

@@ -16,7 +16,7 @@ from labapp.model import ImportJob, ImportRow
 from labapp.model.types import utc_now
 from tests.conftest import ApiClient, run_init
 from tests.imports.conftest import actor_of
-from tests.imports.helpers import GOOD_CSV, job_of, run_queued, upload
+from tests.imports.uploading import GOOD_CSV, job_of, run_queued, upload
 
 WORKERS = 4
 

@@ -14,7 +14,7 @@ from labapp.db import db
 from labapp.imports import uploads
 from labapp.model import ImportJob, Sample, SavedMapping
 from tests.conftest import ApiClient
-from tests.imports.helpers import BAD_CSV, GOOD_CSV, run_queued, upload_files
+from tests.imports.uploading import BAD_CSV, GOOD_CSV, run_queued, upload_files
 
 
 def _upload(client: ApiClient, content: str, eclass: str = "Sample") -> Any:
