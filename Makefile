@@ -62,7 +62,8 @@ venv: $(TEST_STAMP) ## create .venv and install runtime and test dependencies
 run: $(RUN_STAMP) ## install runtime deps, create/upgrade the database, serve with gunicorn on BIND beside the worker (search index, tallies, statistics)
 	$(BIN)/flask --app labapp init
 	$(BIN)/flask --app labapp worker & trap 'kill $$! 2>/dev/null; wait' EXIT; \
-	$(BIN)/gunicorn --bind $(BIND) --workers $(WORKERS) --timeout $(TIMEOUT) 'labapp:create_app()'
+	$(BIN)/gunicorn -c python:labapp.serving --bind $(BIND) --workers $(WORKERS) \
+	  --timeout $(TIMEOUT) 'labapp:create_app()'
 
 lint: $(TEST_STAMP) ## ruff (pyflakes, pycodestyle, isort, bugbear), the import floors (lint-imports), mypy --strict
 	$(BIN)/ruff check .

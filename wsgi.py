@@ -1,4 +1,4 @@
-"""WSGI entry point for gunicorn: ``gunicorn wsgi:app``."""
+"""WSGI entry point for gunicorn: ``gunicorn -c python:labapp.serving wsgi:app``."""
 from labapp import create_app
 
 app = create_app()

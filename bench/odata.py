@@ -24,7 +24,6 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from urllib.parse import urlsplit
 
 from sqlalchemy import select
@@ -33,7 +32,7 @@ from bench import write
 from bench.harness import READER, READER_PASSWORD, Bench, open_bench
 from bench.read import _json_default
 from bench.report import machine_facts
-from bench.server import Server, basic, gunicorn, request
+from bench.server import Server, basic, children, gunicorn, request, rss
 from labapp.query.dbviews import BUILT_IN_VIEWS as VIEWS
 
 ODATA_BEGIN = ("<!-- bench: generated odata section begins; `python -m bench` (or "
@@ -107,13 +106,7 @@ class RssSampler:
         self._thread = threading.Thread(target=self._run, name="rss-sampler", daemon=True)
 
     def current(self) -> int:
-        children = Path(f"/proc/{self.pid}/task/{self.pid}/children").read_text().split()
-        total = 0
-        for child in children:
-            for line in Path(f"/proc/{child}/status").read_text().splitlines():
-                if line.startswith("VmRSS:"):
-                    total += int(line.split()[1]) * 1024
-        return total
+        return sum(rss(child) for child in children(self.pid))
 
     def _run(self) -> None:
         while not self._stop.wait(0.01):

@@ -41,13 +41,15 @@ class Server:
 
 @contextmanager
 def gunicorn(environment: dict[str, str], workers: int = WORKERS) -> Iterator[Server]:
-    """Serve ``labapp:create_app()`` with ``environment`` added to this process's; stopped
-    (SIGTERM, then waited for) on exit."""
+    """Serve ``labapp:create_app()`` as ``make run`` does (its settings module,
+    ``labapp.serving``) with ``environment`` added to this process's; stopped (SIGTERM, then
+    waited for) on exit."""
     port = free_port()
     env = {**os.environ, **environment}
     process = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "--bind", f"127.0.0.1:{port}", "--workers",
-         str(workers), "--log-level", "warning", "labapp:create_app()"],
+        [sys.executable, "-m", "gunicorn", "-c", "python:labapp.serving", "--bind",
+         f"127.0.0.1:{port}", "--workers", str(workers), "--log-level", "warning",
+         "labapp:create_app()"],
         env=env, cwd=Path(__file__).resolve().parent.parent)
     server = Server("127.0.0.1", port, process.pid)
     try:
@@ -56,6 +58,22 @@ def gunicorn(environment: dict[str, str], workers: int = WORKERS) -> Iterator[Se
     finally:
         process.terminate()
         process.wait(timeout=30)
+
+
+def children(pid: int) -> list[int]:
+    """The pids of the processes ``pid`` started (a gunicorn master's: its workers)."""
+    return [int(child) for child in
+            Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+
+
+def rss(pid: int) -> int:
+    """The resident memory of process ``pid`` in bytes (VmRSS); 0 once it has gone."""
+    try:
+        lines = Path(f"/proc/{pid}/status").read_text().splitlines()
+    except FileNotFoundError:
+        return 0
+    return next((int(line.split()[1]) * 1024 for line in lines if line.startswith("VmRSS:")),
+                0)
 
 
 def _wait_until_healthy(server: Server, process: subprocess.Popen) -> None:

@@ -32,6 +32,7 @@ from labapp.db import db
 from labapp.imports import jobs as import_jobs
 from labapp.search import indexer
 from labapp.search import worker as search_worker
+from labapp.serving import freeze_start_up
 
 POLL = 0.15  # seconds between two looks when no upkeep found work
 PURGE_IMPORTS = 3600.0  # seconds between two removals of long finished imports
@@ -105,4 +106,6 @@ def worker_command() -> None:
         signal.signal(signum, lambda *_: stop.set())
     click.echo(f"worker: indexing queued changes into {indexer.index_path()}, folding "
                "tallies, gathering SQLite statistics")
+    click.echo(f"worker: {freeze_start_up():,} start-up objects frozen out of garbage "
+               "collection")
     run(stop)
