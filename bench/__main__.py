@@ -34,6 +34,9 @@ For each backend: a fresh app and database (``flask init``), then
 13. (issue 22, ``bench/imports.py``, only with ``--imports-only``) on a database of its own:
    a spreadsheet of Samples (CSV and XLSX) imported, dry run and commit, against the bulk
    create of the same rows; rows/s and peak memory.
+14. (issue 24, ``bench/million.py``, only with ``--million``) on a database of its own: a
+   million samples with storage, experiments and 50 departments, every capability measured
+   as a reader with row-level security against its Core baseline, and a soak of the server.
 The summary goes to stdout and into the generated blocks of ``bench/RESULTS.md``.
 """
 from __future__ import annotations
@@ -53,6 +56,8 @@ from bench import (
     dashboards,
     export,
     imports,
+    million,
+    million_report,
     odata,
     query,
     read,
@@ -127,6 +132,12 @@ def _arguments(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--imports-only", action="store_true",
                         help="issue 22 part only: a spreadsheet imported (dry run, commit) "
                              "against the bulk create of the same rows")
+    parser.add_argument("--million", action="store_true",
+                        help="issue 24 part only: 1,000,000 samples (or --entities), every "
+                             "capability measured at that size, then a soak")
+    parser.add_argument("--soak-minutes", type=float, default=10.0,
+                        help="length of the --million soak per backend (default 10; the "
+                             "issue's hour is --soak-minutes 60)")
     parser.add_argument("--readlock-seconds", type=float, default=readlock.SECONDS,
                         help=f"length of each phase of the issue 20 part (default "
                              f"{readlock.SECONDS:.0f})")
@@ -147,6 +158,8 @@ def _arguments(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--query-runs", type=int, default=query.RUNS,
                         help=f"measured dataset runs per caller (default {query.RUNS})")
     args = parser.parse_args(argv)
+    if args.million and "--entities" not in " ".join(argv):
+        args.entities = 1_000_000
     if args.quick:
         args.entities = 10_000
         args.runs = min(args.runs, 3)
@@ -247,6 +260,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.imports_only:
         return imports.main_part(backends, args.entities, 1 if args.quick else 2,
                                  None if args.no_save else args.output, shlex.join(argv))
+    if args.million:
+        return _million_part(backends, args, os.getloadavg())
     if args.sync_only:
         return sync.main_part(backends, args.entities, None if args.no_save else args.output,
                               shlex.join(argv))
@@ -322,6 +337,16 @@ def _odata_part(backends: tuple[str, ...], args: argparse.Namespace,
     return _report("13", odata.summary(results),
                    lambda: odata.report(results, shlex.join(sys.argv[1:]), load),
                    (odata.ODATA_BEGIN, odata.ODATA_END), args)
+
+
+def _million_part(backends: tuple[str, ...], args: argparse.Namespace,
+                  load_before: tuple[float, ...]) -> int:
+    results = [million.run(backend, args.entities, soak_minutes=args.soak_minutes)
+               for backend in backends]
+    facts = _facts(load_before)
+    return _report("24", million_report.summary(results),
+                   lambda: million_report.render(results, facts),
+                   (million_report.MILLION_BEGIN, million_report.MILLION_END), args)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,364 @@
+"""``python -m bench --million``: every capability measured at 1,000,000 Samples (issue 24).
+
+Per backend, on a fresh database: the seed of :mod:`bench.million_seed` through Core, the
+search index rebuilt (timed), the entity tallies folded and statistics gathered by the
+worker as ``make run`` serves, then as a reader with row-level security (one sample in five
+is theirs), each request timed through the Flask test client after a warm-up:
+
+- list pages (500 rows, filtered, sorted): the first, a deep one by ``$skip`` (OFFSET) and,
+  where the list answers ``nextSkipToken``, the same deep page by keyset; as admin too;
+- get-one, suggest and unique; every kind of search, and freshness with the worker running;
+- a dashboard of 8 widgets (:mod:`bench.dashboards`); an OData export (:mod:`bench.odata`);
+- the storage tree and a box page;
+- the soak: gunicorn and the worker under mixed load, their memory (:mod:`bench.soak`).
+
+Each is reported against its Core baseline in the same run. Unless a module has a
+hand-written one (dashboards, OData, search), the baseline is the statements the request
+sent, captured and replayed on a bare connection, rows dumped with ``json.dumps``: what the
+database costs, against which the API's own cost shows. A measure missing its target gets
+the plans of its statements.
+"""
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import quote, urlencode
+
+from sqlalchemy import event, text
+
+from bench import dashboards, million_seed, odata, search
+from bench.harness import READER, READER_PASSWORD, Bench, open_bench
+from bench.query import percentile
+from bench.read import _json_default, explain_statements
+from bench.server import basic, gunicorn, request
+from bench.serving import indexer_worker, planner_statistics_gathered, tallies_folded
+from labapp.db import db
+from labapp.search.rebuild import rebuild_index
+
+RUNS, WARMUP = 30, 3
+FILTER = "amount gt 10 and status ne 'Completed'"
+ORDERBY = "name desc"
+LIST_P95, LOOKUP_P95, SEARCH_P95, PAGE_P95 = 0.100, 0.030, 0.050, 0.100
+DEEP_RATIO = 2.0
+
+
+@dataclass
+class Measure:
+    """One request kind: API and Core times (seconds), its p95 target, the statements."""
+
+    name: str
+    target: float | None
+    api: list[float] = field(default_factory=list)
+    core: list[float] = field(default_factory=list)
+    statements: list[tuple[str, Any]] = field(default_factory=list)
+    plans: list[tuple[str, str]] = field(default_factory=list)
+    note: str = ""
+
+    def p(self, q: float, core: bool = False) -> float:
+        values = self.core if core else self.api
+        return percentile(values, q) if values else float("nan")
+
+    @property
+    def ratio(self) -> float:
+        return self.p(50) / self.p(50, core=True) if self.core else float("nan")
+
+    @property
+    def ok(self) -> bool:
+        return self.target is None or self.p(95) < self.target
+
+
+@dataclass
+class MillionResult:
+    backend: str
+    entities: int
+    seed_seconds: dict[str, float] = field(default_factory=dict)
+    measures: list[Measure] = field(default_factory=list)
+    deep: list[tuple[str, float, bool]] = field(default_factory=list)  # (what, ratio, ok)
+    rebuild_seconds: float = 0.0
+    rebuilt: int = 0
+    drain_rate: float | None = None
+    fresh: list[float] = field(default_factory=list)
+    search_references: dict[str, dict[str, search.Latency]] = field(default_factory=dict)
+    search_rates: dict[str, float] = field(default_factory=dict)
+    dashboard: Any = None
+    odata: Any = None
+    soak: Any = None
+    seconds: float = 0.0
+
+
+# ---------------------------------------------------------------- timing a request
+
+def _get(bench: Bench, url: str, caller: str = "reader") -> bytes:
+    headers = bench.reader_headers if caller == "reader" else bench.admin_headers
+    response = bench.client.get(url, headers=headers)
+    if response.status_code != 200:
+        raise RuntimeError(f"GET {url}: {response.status_code} {response.get_data()[:300]!r}")
+    return response.get_data()
+
+
+def captured(bench: Bench, call: Callable[[], Any]) -> list[tuple[str, Any]]:
+    """The SELECTs ``call`` sends, with their parameters."""
+    seen: list[tuple[str, Any]] = []
+
+    def record(_conn, _cursor, statement, parameters, _context, _many) -> None:
+        if statement.lstrip()[:6].upper() in ("SELECT", "WITH R"):
+            seen.append((statement, parameters))
+
+    event.listen(bench.engine, "before_cursor_execute", record)
+    try:
+        call()
+    finally:
+        event.remove(bench.engine, "before_cursor_execute", record)
+    return seen
+
+
+def replay(bench: Bench, statements: list[tuple[str, Any]]) -> float:
+    """Seconds to run ``statements`` on a bare connection and dump their rows as JSON."""
+    started = time.perf_counter()
+    with bench.engine.connect() as connection:
+        rows = [[list(row) for row in connection.exec_driver_sql(statement, parameters)]
+                for statement, parameters in statements]
+        json.dumps(rows, default=_json_default)
+        connection.rollback()
+    return time.perf_counter() - started
+
+
+def measure(bench: Bench, name: str, urls: list[str], target: float | None,
+            caller: str = "reader", runs: int = RUNS) -> Measure:
+    """Each of ``runs`` requests cycles through ``urls``; Core replays what each sent."""
+    result = Measure(name, target)
+    for url in urls[:WARMUP]:
+        _get(bench, url, caller)
+    sent = {url: captured(bench, lambda url=url: _get(bench, url, caller))
+            for url in dict.fromkeys(urls[:runs])}
+    for run in range(runs):
+        url = urls[run % len(urls)]
+        started = time.perf_counter()
+        _get(bench, url, caller)
+        result.api.append(time.perf_counter() - started)
+        result.core.append(replay(bench, sent[url]))
+    result.statements = sent[urls[0]]
+    return result
+
+
+# ---------------------------------------------------------------- the measures
+
+def list_url(skip: int, token: str | None = None) -> str:
+    query = {"$filter": FILTER, "$orderby": ORDERBY, "$top": 500, "$skip": skip}
+    if token:
+        query["$skiptoken"] = token
+    return "/api/entity/Sample?" + urlencode(query)
+
+
+def _walk_to(bench: Bench, caller: str, skip: int) -> str | None:
+    """The keyset token of the page at ``skip``, by following the list's next positions
+    (None when the list answers no ``nextSkipToken``)."""
+    position, token = 0, None
+    while position < skip:
+        body = json.loads(_get(bench, list_url(position, token), caller))
+        token = body.get("nextSkipToken")
+        if token is None:
+            return None
+        position = body["nextSkip"]
+    return token
+
+
+def lists(bench: Bench, result: MillionResult, log: Callable[[str], None]) -> None:
+    for caller in ("reader", "admin"):
+        first = measure(bench, f"list page as {caller}, $skip=0", [list_url(0)], LIST_P95,
+                        caller)
+        total = json.loads(_get(bench, list_url(0), caller))["total"]
+        far = (total * 9 // 10) // 500 * 500
+        offset = measure(bench, f"list page as {caller}, $skip={far:,} (OFFSET)",
+                         [list_url(far)], LIST_P95, caller, runs=10)
+        result.measures += [first, offset]
+        result.deep.append((offset.name, offset.p(50) / first.p(50),
+                            offset.p(50) <= DEEP_RATIO * first.p(50)))
+        started = time.perf_counter()
+        token = _walk_to(bench, caller, far) if caller == "reader" else None
+        if token is not None:
+            keyset = measure(bench, f"list page as {caller}, $skip={far:,} (keyset)",
+                             [list_url(far, token)], LIST_P95, caller)
+            keyset.note = (f"reached by following {far // 500} pages in "
+                           f"{time.perf_counter() - started:.0f} s")
+            result.measures.append(keyset)
+            result.deep.append((keyset.name, keyset.p(50) / first.p(50),
+                                keyset.p(50) <= DEEP_RATIO * first.p(50)))
+        for item in result.measures[-3:]:
+            log(f"  [{bench.backend}] {item.name}: p50 {item.p(50) * 1000:.1f} / p95 "
+                f"{item.p(95) * 1000:.1f} ms, Core {item.p(50, True) * 1000:.1f} ms")
+
+
+def lookups(bench: Bench, result: MillionResult, entities: int) -> None:
+    visible = entities // million_seed.READER_SHARE
+    numbers = [million_seed.reader_sample((k * 7919) % visible) for k in range(RUNS)]
+    names = [search._text(n)[0] for n in numbers]
+    barcodes = [search._text(n)[2] for n in numbers]
+    base = "/api/query"
+    table = {
+        "get-one": [f"/api/entity/Sample/{million_seed.sample_id(n)}" for n in numbers],
+        "suggest entity by name prefix": [
+            f"{base}/suggest/entity/Sample/{quote(name[:k + 3])}"
+            for name, k in zip(names, range(RUNS), strict=True)],
+        "suggest entity by name part": [f"{base}/suggest/entity/Sample/{name[-6:]}"
+                                        for name in names],
+        "suggest field unit": [f"{base}/suggest/field/Sample/unit/{q}"
+                               for q in ("m", "mL", "µ", "zz")],
+        "unique name (taken)": [f"{base}/unique/field/Sample/name/{quote(name)}"
+                                for name in names],
+        "unique barcode (free)": [f"{base}/unique/field/Sample/barcode/{code}X"
+                                  for code in barcodes],
+    }
+    for name, urls in table.items():
+        result.measures.append(measure(bench, name, urls, LOOKUP_P95))
+
+
+def search_kinds(entities: int) -> dict[str, Callable[[int], tuple[str, str]]]:
+    """bench/search.py's kinds; exact and like look for samples the reader may see."""
+    visible = entities // million_seed.READER_SHARE
+
+    def seen(run: int) -> int:
+        return million_seed.reader_sample((run * 7919) % visible)
+    kinds = search.kinds(visible)
+    kinds["exact (barcode)"] = lambda run: (f"exact/BC{seen(run):08d}", "")
+    kinds["like (name part)"] = lambda run: (f"like/{seen(run):06d}", "")
+    return kinds
+
+
+def searches(bench: Bench, result: MillionResult, entities: int,
+             log: Callable[[str], None]) -> None:
+    kinds = search_kinds(entities)
+    for name, kind in kinds.items():
+        latency = search.api_latency(bench, kind, RUNS)
+        item = Measure(f"search: {name}", SEARCH_P95, api=latency.times)
+        result.measures.append(item)
+        log(f"  [{bench.backend}] search {name}: p95 {item.p(95) * 1000:.1f} ms")
+    with bench.engine.connect() as connection:
+        documents = [(row[0], " ".join(str(v) for v in row[1:] if v)) for row in
+                     connection.execute(text("SELECT id, name, description, barcode "
+                                             "FROM entity"))]
+    rate, references = search.fts5(documents, kinds, RUNS)
+    result.search_rates["SQLite FTS5"], result.search_references["SQLite FTS5"] = \
+        rate, references
+    if bench.backend == "postgresql":
+        rate, references = search.postgresql(bench, documents, kinds, RUNS)
+        result.search_rates["PostgreSQL full text"] = rate
+        result.search_references["PostgreSQL full text"] = references
+    del documents
+
+
+def storage_pages(bench: Bench, result: MillionResult) -> None:
+    result.measures.append(measure(bench, "storage tree", ["/storage"], PAGE_P95, runs=15))
+    boxes = [f"/storage/locations/{million_seed.box_id(k * 37 % 200)}" for k in range(RUNS)]
+    result.measures.append(measure(bench, "box page (10 × 10, half visible)", boxes,
+                                   PAGE_P95))
+
+
+def explain_misses(bench: Bench, result: MillionResult) -> None:
+    """The plans of the two slowest statements of each measure that missed its target."""
+    for item in result.measures:
+        if not item.ok and item.statements:
+            slowest = sorted(item.statements, key=lambda sent: -replay(bench, [sent]))[:2]
+            item.plans = explain_statements(bench, slowest)
+
+
+# ---------------------------------------------------------------- one backend
+
+def _prepared(bench: Bench, result: MillionResult, log: Callable[[str], None]) -> None:
+    """Rebuild the search index (timed) and let the worker fold the tallies and gather
+    statistics, as a freshly started ``make run`` would."""
+    with bench.app.app_context():
+        started = time.perf_counter()
+        result.rebuilt = rebuild_index()
+        result.rebuild_seconds = time.perf_counter() - started
+        db.session.remove()
+    log(f"  [{bench.backend}] search rebuild: {result.rebuilt:,} documents in "
+        f"{result.rebuild_seconds:.0f} s ({result.rebuilt / result.rebuild_seconds:,.0f}/s)")
+    if bench.backend == "postgresql":
+        with bench.engine.connect() as connection:
+            connection.execution_options(isolation_level="AUTOCOMMIT").exec_driver_sql(
+                "ANALYZE")
+    with indexer_worker(bench):
+        tallies_folded(bench)
+        planner_statistics_gathered(bench)
+
+
+def run(backend: str, entities: int, *, soak_minutes: float,
+        log: Callable[[str], None] = print) -> MillionResult:
+    started = time.perf_counter()
+    result = MillionResult(backend, entities)
+    log(f"[{backend}] million: fresh database, seeding {entities:,} samples ...")
+    with open_bench(backend) as bench:
+        result.seed_seconds = million_seed.seed(bench, entities, log)
+        log(f"  [{backend}] seeded: " + ", ".join(
+            f"{part} {seconds:.0f} s" for part, seconds in result.seed_seconds.items()))
+        _prepared(bench, result, log)
+        lists(bench, result, log)
+        lookups(bench, result, entities)
+        searches(bench, result, entities, log)
+        with indexer_worker(bench, statistics=False):
+            result.fresh = search.freshness(bench)
+        storage_pages(bench, result)
+        result.dashboard = dashboards.measure(bench, entities, RUNS, log)
+        result.odata = odata_export(bench, log)
+        explain_misses(bench, result)
+        if soak_minutes > 0:
+            result.soak = million_soak(bench, soak_minutes, log)
+    result.seconds = time.perf_counter() - started
+    return result
+
+
+@dataclass
+class OdataFigures:
+    api_seconds: float
+    core_seconds: float
+    rows: int
+    pages: int
+    rss_before: int = 0  # bytes, the gunicorn worker after a warm-up request
+    rss_peak: int = 0    # bytes, its peak while the whole feed is read over HTTP
+
+    @property
+    def share(self) -> float:
+        """The OData rate as a share of Core + JSON's (target ≥ 50%)."""
+        return self.core_seconds / self.api_seconds
+
+
+def odata_export(bench: Bench, log: Callable[[str], None]) -> OdataFigures:
+    """The reader's samples exported through ``@odata.nextLink`` against one Core select +
+    JSON, twice each, alternating; the faster of each."""
+    api, core, rows, pages = [], [], 0, 0
+    for _ in range(2):
+        export = odata.in_process(bench)
+        api.append(export.seconds)
+        rows, pages = export.rows, len(export.pages)
+        seconds, count = odata.core_export(bench.engine, bench.department, bench.backend)
+        core.append(seconds)
+        if count != rows:
+            raise RuntimeError(f"OData exported {rows} rows, Core {count}")
+    figures = OdataFigures(min(api), min(core), rows, pages)
+    with gunicorn(server_environment(bench), workers=1) as server:
+        assert server.pid is not None
+        request(server.connection(), "GET", f"{odata.FEED}?$top=10",
+                basic(READER, READER_PASSWORD))  # the password is verified once
+        with odata.RssSampler(server.pid) as sampler:
+            figures.rss_before = sampler.peak
+            odata.over_http(server, sampler)
+        figures.rss_peak = sampler.peak
+    log(f"  [{bench.backend}] OData export of {rows:,} rows: {figures.api_seconds:.1f} s, "
+        f"Core {figures.core_seconds:.1f} s ({figures.share:.0%})")
+    return figures
+
+
+def server_environment(bench: Bench) -> dict[str, str]:
+    """What gunicorn needs to serve the bench's database and search index."""
+    settings = bench.app.config["LABAPP"]
+    return {"LABAPP_DATABASE_URL": settings["DATABASE_URL"],
+            "LABAPP_INSTANCE_PATH": settings["INSTANCE_PATH"],
+            "LABAPP_SECRET_KEY": settings["SECRET_KEY"]}
+
+
+def million_soak(bench: Bench, minutes: float, log: Callable[[str], None]) -> Any:
+    raise NotImplementedError
