@@ -2,7 +2,7 @@
 
 Triggers (migration ``search_queue``) add a ``search_queue`` row in the transaction of every
 change to an entity, note or file, so the queue holds every committed change that the index
-may not have yet. :func:`drain` rewrites the queued entities' documents in batches of
+may not have yet. :func:`drain` rewrites the queued entities' documents in batches of up to
 :data:`BATCH` (one Whoosh commit each) and deletes the rows it has indexed only after that
 commit: a worker killed in between leaves the rows, and the next drain (any worker's next
 write, or the next start) indexes them again. Reading the queue and the entities happens
@@ -36,7 +36,10 @@ from labapp.db import after_commit, db, transaction, unit_state
 from labapp.model import Entity, File, Note, SearchQueue
 from labapp.search import index
 
-BATCH = 1000
+# Rows per index commit: a small queue (what requests add) is one commit in this process; a
+# backlog is indexed 20,000 rows a commit by worker processes (index.write).
+BATCH = 20_000
+_DELETE_CHUNK = 5000
 _READ_CHUNK = 500
 _WAKE = "labapp.search.wake"
 HEARTBEAT_EVERY = 0.5  # seconds between the worker's heartbeats
@@ -206,8 +209,11 @@ def _drain_batch(path: Path) -> list[Any]:
     if not rows:
         db.session.rollback()
         return rows
+    done = [row.id for row in rows]
     with transaction() as session:
-        session.execute(delete(SearchQueue).where(SearchQueue.id.in_([row.id for row in rows])))
+        for start in range(0, len(done), _DELETE_CHUNK):
+            session.execute(delete(SearchQueue).where(
+                SearchQueue.id.in_(done[start:start + _DELETE_CHUNK])))
     return rows
 
 
@@ -245,7 +251,10 @@ def _after_flush(session: Session, _context: Any) -> None:
 def _on_execute(state: Any) -> None:
     if not (state.is_insert or state.is_update or state.is_delete):
         return
-    if getattr(state.statement, "table", None) is SearchQueue.__table__:
+    table = getattr(state.statement, "table", None)
+    # An ORM statement's table is an annotated copy of the Table: compared by name (with
+    # ``is``, the drain's own DELETE of its rows woke a nested drain, one per batch).
+    if getattr(table, "name", None) == SearchQueue.__tablename__:
         return  # the indexer's own bookkeeping
     _wake(state.session)
 

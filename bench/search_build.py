@@ -1,0 +1,104 @@
+"""Search index build and drain rates at size (issue 24):
+``python -m bench.search_build --documents 100000 --backend sqlite|postgresql``.
+
+On a fresh database (``bench.harness.open_bench``), ``--documents`` Samples are seeded through
+Core with the text of ``bench/search.py``; then
+1. ``search rebuild`` is timed (:func:`measure_rebuild`: the whole of
+   :func:`labapp.search.rebuild.rebuild_index` in an application context — reading the
+   database, indexing, the commit and the queue bookkeeping), in documents/s;
+2. ``--changed`` entities are changed through Core (one ``UPDATE``; the triggers queue them)
+   and the drain of that queue into the index is timed (:func:`measure_drain`).
+Both functions take an already seeded :class:`~bench.harness.Bench`, so other benchmarks
+(``bench/million.py``) can call them.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from collections.abc import Callable
+
+from sqlalchemy import func, select, update
+
+from bench.harness import Bench, open_bench
+from bench.search import seed
+from labapp.db import db
+from labapp.model import Entity, SearchQueue
+from labapp.search import indexer
+from labapp.search.rebuild import rebuild_index
+
+Log = Callable[[str], None]
+
+
+def _count(bench: Bench) -> int:
+    with bench.app.app_context():
+        try:
+            return db.session.scalar(select(func.count()).select_from(Entity)) or 0
+        finally:
+            db.session.remove()
+
+
+def measure_rebuild(bench: Bench, log: Log = print) -> float:
+    """Seconds of one ``search rebuild`` (database read + index + commit) of every entity."""
+    with bench.app.app_context():
+        try:
+            start = time.perf_counter()
+            count = rebuild_index()
+            seconds = time.perf_counter() - start
+        finally:
+            db.session.remove()
+    log(f"  rebuild: {count:,} documents in {seconds:.1f} s ({count / seconds:,.0f}/s)")
+    return seconds
+
+
+def _change(bench: Bench, changed: int) -> None:
+    """Change the description of ``changed`` entities (spread over the id range) through
+    Core, so the triggers queue them."""
+    total = _count(bench)
+    step = max(1, total // changed)
+    with bench.engine.connect() as connection:
+        ids = list(connection.scalars(select(Entity.id).order_by(Entity.id)))[::step][:changed]
+        for start in range(0, len(ids), 5000):
+            connection.execute(update(Entity).where(Entity.id.in_(ids[start:start + 5000]))
+                               .values(description=Entity.description + " changed"))
+        connection.commit()
+
+
+def measure_drain(bench: Bench, changed: int, log: Log = print) -> float:
+    """Documents/s of draining a queue of ``changed`` changed entities into the existing
+    index (which must have been built, e.g. by :func:`measure_rebuild`)."""
+    _change(bench, changed)
+    with bench.app.app_context():
+        try:
+            waiting = db.session.scalar(select(func.count()).select_from(SearchQueue)) or 0
+            db.session.rollback()
+            start = time.perf_counter()
+            done = indexer.drain()
+            seconds = time.perf_counter() - start
+        finally:
+            db.session.remove()
+    rate = done / seconds
+    log(f"  drain: {done:,} of {waiting:,} queued changes in {seconds:.1f} s ({rate:,.0f}/s)")
+    return rate
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--documents", type=int, default=100_000)
+    parser.add_argument("--changed", type=int, default=50_000)
+    parser.add_argument("--backend", choices=("sqlite", "postgresql"), default="sqlite")
+    options = parser.parse_args()
+    os.environ.setdefault("LABAPP_TEST_POSTGRES_URL",
+                          "postgresql+psycopg://postgres@127.0.0.1:5432/test")
+    print(f"[{options.backend}] {options.documents:,} samples; load "
+          f"{' '.join(f'{load:.2f}' for load in os.getloadavg())}")
+    with open_bench(options.backend) as bench:
+        seed(bench, options.documents, print)
+        measure_rebuild(bench)
+        if options.changed:
+            measure_drain(bench, options.changed)
+    print(f"load at end {' '.join(f'{load:.2f}' for load in os.getloadavg())}")
+
+
+if __name__ == "__main__":
+    main()
