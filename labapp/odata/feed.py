@@ -14,9 +14,9 @@ is closed when the body ends. A database failure after the first chunk can only 
 short (the client sees incomplete JSON); it is logged.
 
 A page holds at most ``page_size`` rows; when more follow it ends with an
-``@odata.nextLink`` carrying a ``$skiptoken`` keyset position (:mod:`.paging`). ``$skip``
-applies to the first page only and ``$top`` bounds the whole feed, as the standard says: the
-next link carries what remains of it.
+``@odata.nextLink`` carrying a ``$skiptoken`` keyset position
+(:mod:`labapp.query.paging`). ``$skip`` applies to the first page only and ``$top`` bounds
+the whole feed, as the standard says: the next link carries what remains of it.
 """
 from __future__ import annotations
 
@@ -37,8 +37,8 @@ from labapp.access.actor import Actor
 from labapp.access.visibility import readable
 from labapp.db import db
 from labapp.jsonprovider import format_utc
-from labapp.odata import paging
 from labapp.odata.options import FeedOptions, invalid
+from labapp.query import paging
 from labapp.query.dbviews import ViewSpec
 from labapp.query.filter import compile_filter
 from labapp.query.listing import parse_select, parse_sort_keys, sort_clause, sort_expression

@@ -14,10 +14,10 @@ from sqlalchemy import text
 from labapp.access.grant_sets import actor_for
 from labapp.db import db
 from labapp.model import User
-from labapp.odata import paging
 from labapp.odata.feed import open_feed
 from labapp.odata.metadata import EDM, EDMX, edm_type
 from labapp.odata.options import FeedOptions
+from labapp.query import paging
 from labapp.query.dbviews import BUILT_IN_VIEWS as VIEWS
 from tests.conftest import AUTH_METHODS, BACKEND, ApiClient
 from tests.odata.conftest import all_pages, page
