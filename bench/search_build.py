@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import time
 from collections.abc import Callable
 
@@ -30,6 +31,16 @@ from labapp.search.rebuild import rebuild_index
 Log = Callable[[str], None]
 
 
+def _cpu() -> float:
+    """CPU seconds of this process and its finished children (the index's workers)."""
+    return sum(resource.getrusage(who).ru_utime + resource.getrusage(who).ru_stime
+               for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+
+
+def _load() -> str:
+    return " ".join(f"{load:.2f}" for load in os.getloadavg())
+
+
 def _count(bench: Bench) -> int:
     with bench.app.app_context():
         try:
@@ -42,12 +53,14 @@ def measure_rebuild(bench: Bench, log: Log = print) -> float:
     """Seconds of one ``search rebuild`` (database read + index + commit) of every entity."""
     with bench.app.app_context():
         try:
-            start = time.perf_counter()
+            start, cpu = time.perf_counter(), _cpu()
             count = rebuild_index()
-            seconds = time.perf_counter() - start
+            seconds, cpu = time.perf_counter() - start, _cpu() - cpu
         finally:
             db.session.remove()
-    log(f"  rebuild: {count:,} documents in {seconds:.1f} s ({count / seconds:,.0f}/s)")
+    log(f"  rebuild: {count:,} documents in {seconds:.1f} s ({count / seconds:,.0f}/s; "
+        f"{cpu:.1f} CPU s, load {_load()}; peak memory of a worker "
+        f"{resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024:,.0f} MiB)")
     return seconds
 
 
@@ -72,13 +85,14 @@ def measure_drain(bench: Bench, changed: int, log: Log = print) -> float:
         try:
             waiting = db.session.scalar(select(func.count()).select_from(SearchQueue)) or 0
             db.session.rollback()
-            start = time.perf_counter()
+            start, cpu = time.perf_counter(), _cpu()
             done = indexer.drain()
-            seconds = time.perf_counter() - start
+            seconds, cpu = time.perf_counter() - start, _cpu() - cpu
         finally:
             db.session.remove()
     rate = done / seconds
-    log(f"  drain: {done:,} of {waiting:,} queued changes in {seconds:.1f} s ({rate:,.0f}/s)")
+    log(f"  drain: {done:,} of {waiting:,} queued changes in {seconds:.1f} s ({rate:,.0f}/s; "
+        f"{cpu:.1f} CPU s, load {_load()})")
     return rate
 
 
@@ -90,14 +104,13 @@ def main() -> None:
     options = parser.parse_args()
     os.environ.setdefault("LABAPP_TEST_POSTGRES_URL",
                           "postgresql+psycopg://postgres@127.0.0.1:5432/test")
-    print(f"[{options.backend}] {options.documents:,} samples; load "
-          f"{' '.join(f'{load:.2f}' for load in os.getloadavg())}")
+    print(f"[{options.backend}] {options.documents:,} samples; load {_load()}")
     with open_bench(options.backend) as bench:
         seed(bench, options.documents, print)
         measure_rebuild(bench)
         if options.changed:
             measure_drain(bench, options.changed)
-    print(f"load at end {' '.join(f'{load:.2f}' for load in os.getloadavg())}")
+    print(f"load at end {_load()}")
 
 
 if __name__ == "__main__":
