@@ -183,7 +183,7 @@ def storage_usage(actor: Actor, location_ids: Sequence[str] | None = None
                   ) -> list[dict[str, Any]]:
     """How full the visible locations are: ``[{id, name, hierarchy, locationType, parentID,
     capacity, stored, available}]`` by hierarchy. ``location_ids`` narrows the answer (an
-    invisible or unknown id is left out). For dashboards and the storage tree."""
+    invisible or unknown id is left out). For dashboards."""
     query = select(Location.id, Location.name, Location.hierarchy, Location.location_type,
                    Location.parent_id, Location.capacity, Location.rows, Location.columns
                    ).where(readable(actor, Location))
@@ -200,43 +200,6 @@ def storage_usage(actor: Actor, location_ids: Sequence[str] | None = None
                       "capacity": limit, "stored": here,
                       "available": None if limit is None else max(limit - here, 0)})
     return usage
-
-
-def stored_within(location_ids: Sequence[str] | None = None) -> dict[str, int]:
-    """``location id → items stored in it and anywhere below it``, for ``location_ids`` (every
-    location when None). Counts every item, in locations the caller may not see too: a
-    freezer holding boxes says how full it is; the numbers name nothing."""
-    parents = _subtree_parents(location_ids)
-    totals = dict.fromkeys(parents, 0)
-    for location_id, count in stored_counts(list(parents)).items():
-        place: str | None = location_id
-        for _ in range(MAX_DEPTH):
-            if place is None or place not in totals:
-                break
-            totals[place] += count
-            place = parents[place]
-    if location_ids is None:
-        return totals
-    return {key: totals[key] for key in location_ids if key in totals}
-
-
-def _subtree_parents(location_ids: Sequence[str] | None) -> dict[str, str | None]:
-    """``id → parent id`` of ``location_ids`` and every location below them (of every
-    location when None); a parent outside the answer is None."""
-    pairs = select(_LOCATION.id, _LOCATION.parent_id)
-    if location_ids is None:
-        parents = dict(db.session.execute(pairs).all())
-    else:
-        parents = {}
-        column, level = _LOCATION.id, list(dict.fromkeys(location_ids))
-        while level:
-            found: dict[str, str | None] = {}
-            for start in range(0, len(level), 1000):
-                found.update(db.session.execute(
-                    pairs.where(column.in_(level[start:start + 1000]))).all())
-            column, level = _LOCATION.parent_id, [key for key in found if key not in parents]
-            parents.update(found)
-    return {key: parent if parent in parents else None for key, parent in parents.items()}
 
 
 def closed_status(eclass: str, entity_id: str) -> str | None:

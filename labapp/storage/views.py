@@ -1,6 +1,7 @@
-"""The storage browser: the location tree with fill bars, a location page (contents, box
-grid, children, log, check-in and check-out), moving a location with a confirmation, bench
-mode (one scan field) and printable labels.
+"""The storage browser: the location tree with fill bars (its top levels; a location opens
+in place through htmx), a location page (contents, box grid, children, log, check-in and
+check-out), moving a location with a confirmation, bench mode (one scan field) and printable
+labels.
 
 Every page calls the services the ``/api/storage`` endpoints call. Forms work as plain
 requests; htmx posts bench-mode scans and adds each answer to the page in place. A check-in
@@ -22,13 +23,15 @@ from labapp.db import transaction
 from labapp.entities.service import save_batch
 from labapp.errors import AppError, Conflict, InvalidInput, NotFound
 from labapp.storage import checkin, labels, log, moves, service, slots
-from labapp.web.blocks import is_htmx, render_page
+from labapp.storage import tree as storage_tree
+from labapp.web.blocks import is_htmx, render_block, render_page
 from labapp.web.loader import current_actor
 from labapp.web.pages import members_only
 
 bp = members_only(Blueprint("storage_views", __name__, url_prefix="/storage"))
 
 LOG_ROWS = 50
+TREE_PAGE = "storage/tree.html"
 SHORT_LABEL = 12  # characters of a barcode or name a cell of a box grid shows
 _CODES = re.compile(r"[\s,;]+")
 
@@ -40,32 +43,27 @@ class NeedsConfirmation(Conflict):
     code = "status_final"
 
 
-@dataclass
-class TreeNode:
-    """One location of the tree with its visible children; ``within`` counts the items in
-    it and everything below it."""
-
-    usage: dict[str, Any]
-    within: int
-    children: list[TreeNode]
-
-
-def _tree(actor: Actor) -> list[TreeNode]:
-    usage = service.storage_usage(actor)
-    within = service.stored_within()
-    nodes = {row["id"]: TreeNode(row, within.get(row["id"], row["stored"]), [])
-             for row in usage}
-    roots: list[TreeNode] = []
-    for row in usage:
-        parent = nodes.get(row["parentID"])
-        (parent.children if parent else roots).append(nodes[row["id"]])
-    return roots
-
-
 @bp.get("")
 def tree() -> Response:
-    """Every visible location as a tree, each with how full it is."""
-    return render_page("storage/tree.html", roots=_tree(current_actor()))
+    """The storage tree: the top levels of the visible locations (whole levels, up to
+    ``tree.TREE_BUDGET`` locations), each with how full it is and how much lies below it;
+    a deeper location opens on demand (:func:`children`) or on its own page."""
+    with transaction():
+        roots = storage_tree.top_levels(current_actor())
+    return render_page(TREE_PAGE, roots=roots)
+
+
+@bp.get("/locations/<location_id>/children")
+def children(location_id: str) -> Response:
+    """A location's entry of the tree, opened: its visible children with their counts.
+
+    A fragment (the block ``node`` of the tree page) that htmx swaps in when the location
+    is opened, also for a plain request; without JavaScript the control that opens a
+    location is a link to its own page, which lists its children. 404 when hidden.
+    """
+    with transaction():
+        node = storage_tree.opened(current_actor(), location_id)
+    return Response(render_block(TREE_PAGE, "node", node=node), mimetype="text/html")
 
 
 @dataclass(frozen=True)
@@ -137,7 +135,8 @@ def _location_page(actor: Actor, location_id: str, *, status: int = 200,
         "storage/location.html", status=status, location=location, items=items,
         grid=_grid(location, items, highlight) if grid else None,
         ancestors=service.ancestors(actor, location_id), children=children,
-        within=service.stored_within([location_id, *(child["id"] for child in children)]),
+        within={key: below for key, (_, below) in storage_tree.rollup(
+            [location_id, *(child["id"] for child in children)]).items()},
         log_entries=entries.data, log_total=entries.total, log_skip=skip, log_rows=LOG_ROWS,
         can_write=can_write, error=error, confirm=confirm)
 

@@ -1,0 +1,189 @@
+"""The storage tree: the visible locations level by level, each with how full it is and how
+much lies below it.
+
+A biobank has thousands of boxes, so the tree page draws only the top levels — whole levels,
+as many as fit :data:`TREE_BUDGET` locations — and a location's children are read when it is
+opened (:func:`opened`). A root is a visible location whose parent the viewer may not see (or
+that has none), as before.
+
+Counts roll up in SQL, one grouped query per request whatever the number of locations drawn
+(:func:`rollup`): a recursive CTE follows the parent links from the drawn locations down,
+the stored items are counted once per location of those subtrees, then summed per drawn
+location. Every item counts, also in locations or of classes the viewer may not see: the
+numbers name nothing (decisions, storage). The stored ``hierarchy`` path is not used: names
+are not unique, so a name prefix could count a namesake's boxes.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import (
+    ColumnElement,
+    and_,
+    case,
+    exists,
+    func,
+    literal_column,
+    null,
+    or_,
+    select,
+    union_all,
+)
+from sqlalchemy.orm import aliased
+
+from labapp.access.actor import Actor
+from labapp.access.visibility import readable
+from labapp.db import db
+from labapp.model import Entity, Location, Plate, Sample
+from labapp.storage.service import MAX_DEPTH, get_location, limit_of
+
+TREE_BUDGET = 300  # locations the tree page draws at most before opening one (whole levels)
+_LOCATION = Location.__table__.c
+_PLATE = Plate.__table__.c
+_SAMPLE = Sample.__table__.c
+
+
+@dataclass
+class TreeNode:
+    """One visible location of the tree.
+
+    ``stored`` counts the items in it, ``within`` those in it and anywhere below it;
+    ``capacity`` is its limit (None: unlimited). ``opens`` says whether it has visible
+    children; ``children`` are those, by name, or None while they have not been read.
+    """
+
+    id: str
+    name: str
+    location_type: str | None
+    capacity: int | None
+    opens: bool
+    stored: int = 0
+    within: int = 0
+    children: list[TreeNode] | None = None
+
+
+def _nodes(actor: Actor, where: ColumnElement[bool]) -> list[tuple[str | None, TreeNode]]:
+    """``(parent id, node)`` of the visible locations matching ``where``, by name; each
+    knows whether it has a visible child (one probe per location, stopping at the first)."""
+    child, child_entity = Location.__table__.alias("child"), aliased(Entity, name="child_entity")
+    opens = exists().where(child.c.parent_id == Location.id, child_entity.id == child.c.id,
+                           readable(actor, child_entity))
+    query = (select(Location.id, Location.name, Location.location_type, Location.parent_id,
+                    Location.capacity, Location.rows, Location.columns, opens.label("opens"))
+             .where(where, readable(actor, Location)).order_by(Location.name, Location.id))
+    return [(row.parent_id,
+             TreeNode(row.id, row.name, row.location_type,
+                      limit_of(row.capacity, row.rows, row.columns), bool(row.opens),
+                      children=None if row.opens else []))
+            for row in db.session.execute(query)]
+
+
+def _more_than(actor: Actor, where: ColumnElement[bool], room: int) -> bool:
+    """Whether more than ``room`` visible locations match ``where`` (reads at most one more)."""
+    some = select(Location.id).where(where, readable(actor, Location)).limit(room + 1)
+    return (db.session.scalar(select(func.count()).select_from(some.subquery())) or 0) > room
+
+
+def _is_root(actor: Actor) -> ColumnElement[bool]:
+    """A location at the top of the viewer's tree: no parent, or one they may not see."""
+    parent = aliased(Entity)
+    return or_(Location.parent_id.is_(None),
+               ~exists().where(parent.id == Location.parent_id, readable(actor, parent)))
+
+
+def top_levels(actor: Actor, budget: int | None = None) -> list[TreeNode]:
+    """The roots of the viewer's tree and, level by level, the children of what is drawn
+    while a whole level fits ``budget`` locations in all (default :data:`TREE_BUDGET`; the
+    roots are always drawn). Nodes of the deepest level keep ``children`` None."""
+    budget = TREE_BUDGET if budget is None else budget
+    roots = [node for _, node in _nodes(actor, _is_root(actor))]
+    drawn, level = list(roots), roots
+    while level:
+        parents = {node.id: node for node in level if node.opens}
+        room = budget - len(drawn)
+        if not parents or room <= 0:
+            break
+        inside = Location.parent_id.in_(list(parents))
+        if _more_than(actor, inside, room):
+            break
+        below = _nodes(actor, inside)
+        children: dict[str, list[TreeNode]] = {key: [] for key in parents}
+        for parent_id, node in below:
+            children[str(parent_id)].append(node)
+        for key, node in parents.items():
+            node.children = children[key]
+        level = [node for _, node in below]
+        drawn.extend(level)
+    _count(drawn)
+    return roots
+
+
+def opened(actor: Actor, location_id: str) -> TreeNode:
+    """One visible location with its visible children, all with their counts (404 when the
+    viewer may not see it)."""
+    get_location(actor, location_id)
+    (_, node), = _nodes(actor, Location.id == location_id)
+    node.children = [child for _, child in _nodes(actor, Location.parent_id == location_id)]
+    _count([node, *node.children])
+    return node
+
+
+def _count(nodes: Sequence[TreeNode]) -> None:
+    counts = rollup([node.id for node in nodes])
+    for node in nodes:
+        node.stored, node.within = counts.get(node.id, (0, 0))
+
+
+def rollup(location_ids: Sequence[str]) -> dict[str, tuple[int, int]]:
+    """``location id → (items stored in it, items in it and anywhere below it)``, in one
+    query. Counts every item, also in locations and of departments the caller may not see
+    (the caller has checked ``location_ids`` are visible). A sample on a plate counts as the
+    plate.
+
+    The walk starts at every location asked for and never enters one of them from above, so
+    each location below is visited once, under the nearest location asked for; the query
+    also answers, for each location asked for, the nearest one above it, and the partial
+    sums are added up that short chain here.
+    """
+    wanted = list(dict.fromkeys(location_ids))
+    if not wanted:
+        return {}
+    below: Any = select(_LOCATION.id.label("top"), _LOCATION.id.label("id"),
+                        literal_column("0").label("depth")).where(
+        _LOCATION.id.in_(wanted)).cte("below", recursive=True)
+    below = below.union_all(select(below.c.top, _LOCATION.id, below.c.depth + 1).where(
+        _LOCATION.parent_id == below.c.id, _LOCATION.id.not_in(wanted),
+        below.c.depth < MAX_DEPTH))  # the depth stops a cycle in corrupt data
+    # A LEFT JOIN keeps the walk the outer loop on SQLite: one index probe per location
+    # below, never a scan of every sample.
+    held = [select(literal_column("'held'"), below.c.top, null(),
+                   func.sum(case((and_(below.c.id == below.c.top,
+                                       table.c.location_id.is_not(None)), 1), else_=0)),
+                   func.count(table.c.location_id))
+            .join_from(below, table, and_(table.c.location_id == below.c.id, *extra),
+                       isouter=True)
+            .group_by(below.c.top)
+            for table, extra in ((Sample.__table__, (_SAMPLE.plate_id.is_(None),)),
+                                 (Plate.__table__, ()))]
+    child = Location.__table__.alias("child")
+    links = (select(literal_column("'link'"), child.c.id, below.c.top, literal_column("0"),
+                    literal_column("0"))
+             .join_from(child, below, below.c.id == child.c.parent_id)
+             .where(child.c.id.in_(wanted)))
+    stored, partial = dict.fromkeys(wanted, 0), dict.fromkeys(wanted, 0)
+    inside: dict[str, list[str]] = {key: [] for key in wanted}
+    for kind, key, above, here, count in db.session.execute(union_all(*held, links)):
+        if kind == "link":
+            inside[above].append(key)
+        else:
+            stored[key] += int(here)
+            partial[key] += int(count)
+    totals: dict[str, int] = {}
+
+    def total(key: str) -> int:
+        if key not in totals:
+            totals[key] = partial[key] + sum(total(child) for child in inside[key])
+        return totals[key]
+    return {key: (stored[key], total(key)) for key in wanted}

@@ -1,0 +1,102 @@
+"""The storage tree at the size of a biobank (issue 24): the page draws whole top levels while
+they fit a budget of locations, with counts that roll up through what it does not draw, and a
+location opens through a fragment that lists its visible children with their counts."""
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+import pytest
+from flask import Flask
+from flask.testing import FlaskClient
+
+from labapp.storage import tree
+from tests.conftest import ApiClient
+from tests.storage.conftest import check_in, make_items, make_locations, refs
+from tests.storage.test_pages import html
+
+HTMX = {"HX-Request": "true"}
+
+
+def _entry(page: str, location_id: str) -> str:
+    """The start of a location's entry (its controls and fill, up to its children)."""
+    found = re.search(rf'<li data-location="{location_id}">(.*?)(?:<ul|</li>)', page, re.S)
+    assert found, f"{location_id} is not in the tree"
+    return found[1]
+
+
+@pytest.fixture
+def freezer(admin: ApiClient, department: Callable[..., str]) -> dict[str, str]:
+    """A freezer with two racks; rack 1 holds a box of 3 tubes and a hidden box of 2 (another
+    department's), rack 2 is empty. Ids by name."""
+    other = department("Other")
+    made = make_locations(admin, {"id": "#f", "name": "Freezer"},
+                          {"id": "#r1", "name": "Rack 1", "parentID": "#f"},
+                          {"name": "Rack 2", "parentID": "#f"},
+                          {"name": "Box", "parentID": "#r1", "rows": 2, "columns": 5},
+                          {"name": "Their box", "parentID": "#r1", "departmentID": other})
+    ids = {location["name"]: location["id"] for location in made}
+    check_in(admin, ids["Box"], refs("Sample", make_items(admin, "Sample", 3)))
+    check_in(admin, ids["Their box"], refs("Sample", make_items(admin, "Sample", 2,
+                                                                departmentID=other)))
+    return ids
+
+
+def test_the_page_draws_whole_levels_within_the_budget(
+        browser: FlaskClient, freezer: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    page = html(browser.get("/storage"))  # a small lab: everything, as before
+    assert "3 / 10" in _entry(page, freezer["Box"]) and "Their box" not in page
+    monkeypatch.setattr(tree, "TREE_BUDGET", 3)  # the freezer and its racks, not the boxes
+    page = html(browser.get("/storage"))
+    assert f'data-location="{freezer["Box"]}"' not in page
+    assert "5 stored" in _entry(page, freezer["Freezer"])
+    rack = _entry(page, freezer["Rack 1"])
+    assert "5 stored" in rack and 'aria-expanded="false"' in rack
+    assert f'href="/storage/locations/{freezer["Rack 1"]}"' in rack  # without JavaScript
+    assert f'hx-get="/storage/locations/{freezer["Rack 1"]}/children"' in rack
+    assert 'aria-expanded="true"' in _entry(page, freezer["Freezer"])
+    assert '<a class="tree-toggle"' not in _entry(page, freezer["Rack 2"])  # nothing inside
+    monkeypatch.setattr(tree, "TREE_BUDGET", 1)  # the roots are always drawn
+    assert f'data-location="{freezer["Freezer"]}"' in html(browser.get("/storage"))
+
+
+def test_opening_a_location_answers_its_entry_with_its_children(
+        browser: FlaskClient, freezer: dict[str, str]) -> None:
+    response = browser.get(f"/storage/locations/{freezer['Rack 1']}/children", headers=HTMX)
+    assert response.status_code == 200
+    fragment = html(response)
+    assert fragment.startswith(f'<li data-location="{freezer["Rack 1"]}">')
+    assert "<html" not in fragment and "5 stored" in _entry(fragment, freezer["Rack 1"])
+    assert 'aria-expanded="true"' in _entry(fragment, freezer["Rack 1"])
+    assert "3 / 10" in _entry(fragment, freezer["Box"]) and "Their box" not in fragment
+    # A plain request gets the same fragment (the page links the location's own page).
+    assert html(browser.get(f"/storage/locations/{freezer['Rack 1']}/children")) == fragment
+
+
+def test_opening_a_hidden_location_is_404_like_an_unknown_one(
+        app: Flask, browser: FlaskClient, freezer: dict[str, str]) -> None:
+    assert freezer["Their box"] not in html(browser.get("/storage"))
+    hidden = browser.get(f"/storage/locations/{freezer['Their box']}/children", headers=HTMX)
+    unknown = browser.get("/storage/locations/NO-SUCH/children", headers=HTMX)
+    assert hidden.status_code == unknown.status_code == 404
+    assert html(hidden) == html(unknown).replace("NO-SUCH", freezer["Their box"])
+    anonymous = app.test_client().get(f"/storage/locations/{freezer['Rack 1']}/children")
+    assert anonymous.status_code == 302 and "/login" in anonymous.headers["Location"]
+
+
+def test_a_location_under_a_hidden_one_is_a_root_and_counts_in_the_visible_above(
+        app: Flask, browser: FlaskClient, admin: ApiClient,
+        department: Callable[..., str]) -> None:
+    other = department("Other")
+    room, _, box = make_locations(
+        admin, {"id": "#room", "name": "Cold room"},
+        {"id": "#shelf", "name": "Their shelf", "parentID": "#room", "departmentID": other},
+        {"name": "Our box", "parentID": "#shelf", "capacity": 9, "departmentID": "DEP00001"})
+    check_in(admin, box["id"], refs("Sample", make_items(admin, "Sample", 4)))
+    with app.app_context():
+        assert tree.rollup([room["id"], box["id"]]) == {room["id"]: (0, 4),
+                                                        box["id"]: (4, 4)}
+    page = html(browser.get("/storage"))
+    assert "4 stored" in _entry(page, room["id"]) and "4 / 9" in _entry(page, box["id"])
+    assert "aria-expanded" not in _entry(page, room["id"])  # its only child is hidden
+    assert "Their shelf" not in page
