@@ -13,6 +13,7 @@ from labapp.entities.schemas import (
     EntityBatchSchema,
     EntityListSchema,
     EntityPageSchema,
+    KeysetQuerySchema,
     entity_item_schemas,
 )
 from labapp.reading.lookup import class_named
@@ -22,11 +23,17 @@ from labapp.web.loader import current_actor
 bp = Blueprint("entity_api", __name__, url_prefix="/api/entity")
 
 
+class EntityListQuerySchema(EntityExportQuerySchema, KeysetQuerySchema):
+    """The list's options: OData's, ``$format`` and ``$skiptoken`` (ignored by downloads,
+    which hold every matching row)."""
+
+
 @bp.get("/<eclass>")
-@endpoint("A page of the visible entities of a class (at most 500), with OData options; "
+@endpoint("A page of the visible entities of a class (at most 500), with OData options "
+          "and keyset paging ($skiptoken, nextSkipToken); "
           "with $format=csv|xlsx (or Accept: text/csv or the XLSX media type) every matching "
           "row as a spreadsheet download with the list page's columns and labels.",
-          query=EntityExportQuerySchema, responses={200: EntityPageSchema},
+          query=EntityListQuerySchema, responses={200: EntityPageSchema},
           media=export.DOWNLOADS)
 def list_entities(eclass: str, query: dict[str, Any]) -> Response:
     file_format = export.wanted_format(query.get("format"), request.accept_mimetypes)
@@ -37,8 +44,9 @@ def list_entities(eclass: str, query: dict[str, Any]) -> Response:
         page = reading.list_entities(
             current_actor(), class_named(eclass), filter_text=query.get("filter"),
             orderby=query.get("orderby"), select_text=query.get("select"),
-            top=query.get("top"), skip=query.get("skip"))
-        response = jsonify(page.to_json())
+            top=query.get("top"), skip=query.get("skip"),
+            skiptoken=query.get("skiptoken") or None)
+        response = jsonify(page.to_keyset_json())
     # The same URL answers JSON, CSV or XLSX by its Accept header: caches must key on it.
     response.vary.add("Accept")
     return response

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import ColumnElement, func, select
 
 from labapp.access.actor import Actor
 from labapp.access.visibility import WRITE, access_type, readable
@@ -14,7 +14,8 @@ from labapp.model import AuditEvent, Entity, EntityEvent, File
 from labapp.model.registry import ClassSpec
 from labapp.query.fields import entity_fields
 from labapp.query.filter import compile_filter
-from labapp.query.listing import Page, parse_orderby, parse_paging, parse_select
+from labapp.query.listing import Page, parse_paging, parse_select, parse_sort_keys
+from labapp.query.paging import Keyset
 from labapp.reading.lookup import load_visible, to_api
 
 # Events that name another entity (a note or file added to this one) in ``data["id"]``.
@@ -57,17 +58,31 @@ def entity_detail(actor: Actor, spec: ClassSpec, entity_id: str) -> dict[str, An
     return data
 
 
+def _entity_side(keyset: Keyset, values: list[Any]) -> list[ColumnElement[bool]]:
+    """In id order, the position on ``entity.id`` too: a class's rows join ``entity`` on
+    id, and PostgreSQL's merge join read ``entity``'s index from its start up to a position
+    bound on the class table's id alone."""
+    if len(keyset.keys) > 1:
+        return []
+    return [Entity.id < values[0] if keyset.keys[0].descending else Entity.id > values[0]]
+
+
 def list_entities(actor: Actor, spec: ClassSpec, *, filter_text: str | None = None,
                   orderby: str | None = None, select_text: str | None = None,
-                  top: str | None = None, skip: str | None = None) -> Page:
+                  top: str | None = None, skip: str | None = None,
+                  skiptoken: str | None = None) -> Page:
     """One page of the visible entities of a class (at most 500), with the total count.
 
-    Rows are read as plain columns and turned into dicts directly: no ORM objects.
+    With ``skiptoken`` (a page's ``nextSkipToken``) the page starts right after that keyset
+    position, no OFFSET, and ``skip`` only counts (issue 24, docs/decisions.md). Raises
+    InvalidInput ``invalid_skiptoken`` for a token of another class or ``$orderby``. Rows
+    are read as plain columns and turned into dicts directly: no ORM objects.
     """
     source = entity_fields(spec)
     limit, offset = parse_paging(top, skip)
     condition = compile_filter(filter_text, source, user_id=actor.user_id)
-    order = parse_orderby(orderby, source, spec.model.id.asc())
+    keyset = Keyset.of(f"entity/{spec.name}", parse_sort_keys(orderby, source), spec.model.id)
+    values = None if skiptoken is None else keyset.decode(skiptoken)
     wanted = parse_select(select_text, source)
     stored = [name for name, field in spec.fields.items() if field.attr is not None]
     names = [name for name in wanted if not name.startswith("attributes.")] or stored
@@ -76,9 +91,19 @@ def list_entities(actor: Actor, spec: ClassSpec, *, filter_text: str | None = No
         names.append("attributes")
     columns = [getattr(spec.model, spec.fields[name].stored_attr) for name in names]
     visible = (readable(actor, spec.model), condition)
-    rows = db.session.execute(select(*columns).where(*visible).order_by(*order)
-                              .limit(limit).offset(offset))
-    data = [dict(zip(names, row, strict=True)) for row in rows]
+    statement = (select(*columns, *keyset.expressions).where(*visible)
+                 .order_by(*keyset.order).limit(limit + 1))
+    if values is None:
+        statement = statement.offset(offset)
+    else:
+        statement = statement.where(keyset.after(values), *_entity_side(keyset, values))
+    rows = db.session.execute(statement).all()
+    width = len(names)
+    data = [dict(zip(names, row[:width], strict=True)) for row in rows[:limit]]
+    if len(rows) <= limit:
+        following = None
+    else:  # ``$top=0`` reads no row and stays where it was
+        following = keyset.encode(rows[limit - 1][width:]) if limit else skiptoken
     if attribute_keys:
         keep_attributes = "attributes" in wanted
         for item in data:
@@ -87,7 +112,7 @@ def list_entities(actor: Actor, spec: ClassSpec, *, filter_text: str | None = No
                 item[key] = (attributes or {}).get(key.split(".", 1)[1])
     total = db.session.execute(
         select(func.count()).select_from(spec.model).where(*visible)).scalar_one()
-    return Page(data=data, total=total, skip=offset)
+    return Page(data=data, total=total, skip=offset, next_token=following)
 
 
 def visible_counts(actor: Actor) -> dict[str, int]:

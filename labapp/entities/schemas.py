@@ -122,6 +122,11 @@ class EntityPageSchema(Schema):
     data = fields.List(fields.Dict())
     total = fields.Integer()
     nextSkip = fields.Integer()
+    nextSkipToken = fields.String(allow_none=True, metadata={
+        "description": "the keyset position after the page's last row, null on the last "
+                       "page ($top=0: the $skiptoken sent): pass it as $skiptoken (with "
+                       "nextSkip as $skip) for the next page, which then costs what the "
+                       "first does"})
 
 
 class CloneOverridesSchema(Schema):
@@ -143,3 +148,13 @@ class EntityQuerySchema(ODataQuerySchema):
     select = fields.String(data_key="$select")
     orderby = fields.String(data_key="$orderby")
     filter = fields.String(data_key="$filter", metadata={"description": FILTER_HELP})
+
+
+class KeysetQuerySchema(Schema):
+    """``$skiptoken``: where a page of the entity list starts (its ``nextSkipToken``)."""
+
+    skiptoken = fields.String(data_key="$skiptoken", metadata={
+        "pattern": "^[A-Za-z0-9_-]*$",
+        "description": "a nextSkipToken of this class and $orderby: the page starts right "
+                       "after that row, whatever $skip says (which then only counts); empty: "
+                       "absent"})

@@ -149,12 +149,15 @@ def parse_paging(top: str | int | None, skip: str | int | None,
 
 @dataclass(frozen=True)
 class Page:
-    """One page of a listing. ``nextSkip`` is ``skip + size`` always, also on the last page."""
+    """One page of a listing. ``nextSkip`` is ``skip + size`` always, also on the last page;
+    ``next_token`` is the keyset position after the page's last row when more rows follow
+    (listings that page by keyset: :mod:`labapp.query.paging`)."""
 
     data: list[Any]
     total: int
     skip: int
     size: int = PAGE_SIZE
+    next_token: str | None = None
 
     @property
     def next_skip(self) -> int:
@@ -164,3 +167,8 @@ class Page:
     def to_json(self) -> dict[str, Any]:
         """``{data, total, nextSkip}`` as the API answers a listing."""
         return {"data": self.data, "total": self.total, "nextSkip": self.next_skip}
+
+    def to_keyset_json(self) -> dict[str, Any]:
+        """:meth:`to_json` and ``nextSkipToken`` (null on the last page), as the entity list
+        answers."""
+        return {**self.to_json(), "nextSkipToken": self.next_token}

@@ -171,9 +171,10 @@ _ABOUT_DATA = re.compile(r"^(?:unknown (?:entity |[A-Z]\w* )?'|is not correct$|d
 # fields a class has is the data model's, and extension files change it), and a $filter
 # that does not parse (its grammar, decisions §7, is beyond a schema's pattern); of an
 # import (issue 22): a class the model lacks, a file that is no readable table, a mapping
-# naming columns the file lacks.
+# naming columns the file lacks; a $skiptoken no page of that class and order gave (issue
+# 24: a token is a position, which a pattern cannot tell from any other base64url text).
 _DATA_CODES = frozenset({"unknown_field", "invalid_filter", "unknown_class",
-                         "import_rejected", "invalid_mapping"})
+                         "import_rejected", "invalid_mapping", "invalid_skiptoken"})
 
 
 def _about_data(response: Any) -> bool:

@@ -1,5 +1,6 @@
 """``GET /api/entity/{eClass}``: pages of at most 500 with ``$top``, ``$skip``, ``$select``,
-``$orderby`` and ``$filter``; ``{data, total, nextSkip}``."""
+``$orderby`` and ``$filter``; ``{data, total, nextSkip, nextSkipToken}`` (keyset paging:
+``test_keyset.py``)."""
 from __future__ import annotations
 
 from typing import Any
@@ -34,8 +35,9 @@ def ids(page: dict[str, Any]) -> list[str]:
 
 def test_a_listing_has_data_total_and_next_skip(admin: ApiClient, samples: list) -> None:
     page = listing(admin, "Sample")
-    assert set(page) == {"data", "total", "nextSkip"}
+    assert set(page) == {"data", "total", "nextSkip", "nextSkipToken"}
     assert ids(page) == ["LS-1", "LS-2", "LS-3", "LS-4", "LS-5"]
+    assert page["nextSkipToken"] is None  # the last page
     assert page["total"] == 5 and page["nextSkip"] == 500
     assert page["data"] == samples  # every stored field, as the batch answered
 
@@ -63,8 +65,10 @@ def test_pages_hold_at_most_500_and_next_skip_advances_by_500(admin: ApiClient) 
     last = listing(admin, "Sample", skip=first["nextSkip"], top=1000, **bulk)
     assert len(last["data"]) == 1 and last["total"] == 501 and last["nextSkip"] == 1000
     assert ids(first) + ids(last) == sorted(item["id"] for item in created)
+    assert listing(admin, "Sample", skip=first["nextSkip"], skiptoken=first["nextSkipToken"],
+                   **bulk) == last
     beyond = listing(admin, "Sample", skip=last["nextSkip"], **bulk)
-    assert beyond == {"data": [], "total": 501, "nextSkip": 1500}
+    assert beyond == {"data": [], "total": 501, "nextSkip": 1500, "nextSkipToken": None}
 
 
 @pytest.mark.parametrize(("top", "skip", "expected", "next_skip"), [
@@ -140,6 +144,7 @@ def test_filter_selects_rows_and_total_counts_them(admin: ApiClient, samples: li
 def test_options_combine(admin: ApiClient, samples: list) -> None:
     page = listing(admin, "Sample", filter="amount ne null", orderby="amount desc, id",
                    select="amount", top=2, skip=1)
+    assert isinstance(page.pop("nextSkipToken"), str)
     assert page == {"data": [{"id": "LS-4", "eClass": "Sample", "amount": 2.0},
                              {"id": "LS-5", "eClass": "Sample", "amount": 2.0}],
                     "total": 4, "nextSkip": 501}
