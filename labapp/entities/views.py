@@ -101,20 +101,28 @@ def default_columns(spec: ClassSpec) -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class TableState:
-    """What the URL says about a table: ``?filter=&orderby=&skip=&columns=``."""
+    """What the URL says about a table: ``?filter=&orderby=&skip=&skiptoken=&columns=``.
+
+    ``skiptoken`` is the keyset position the page starts after (the list's
+    ``nextSkipToken``): the Next link carries it, so a deep page costs what the first does;
+    ``skip`` then only numbers the rows."""
 
     spec: ClassSpec
     filter: str
     orderby: str
     skip: int
     columns: tuple[str, ...]
+    skiptoken: str = ""
 
     def url(self, **changes: Any) -> str:
-        """The table's URL with ``changes`` applied (defaults and empty values left out)."""
+        """The table's URL with ``changes`` applied (defaults and empty values left out).
+        A change of page, filter or order drops the position unless it names one."""
+        if changes.keys() & {"skip", "filter", "orderby"}:
+            changes.setdefault("skiptoken", "")
         state = replace(self, **changes)
         args: dict[str, Any] = {
             "filter": state.filter, "orderby": state.orderby, "skip": state.skip,
-            "columns": ",".join(state.columns)
+            "skiptoken": state.skiptoken, "columns": ",".join(state.columns)
             if state.columns != default_columns(state.spec) else ""}
         return url_for("entity_views.browse", eclass=state.spec.name,
                        **{name: value for name, value in args.items() if value})
@@ -157,7 +165,7 @@ def _table(actor: Actor, state: TableState) -> dict[str, Any]:
     """The context of the table block: columns, rows, and any error of the query."""
     spec = state.spec
     context: dict[str, Any] = {"state": state, "rows": [], "total": 0, "columns": [],
-                               "filter_error": None, "error": None}
+                               "next_token": None, "filter_error": None, "error": None}
     try:
         names = parse_select(",".join(state.columns), entity_fields(spec), always=())
         # The unit of a number column is shown beside it, the slot beside the location; a
@@ -167,7 +175,8 @@ def _table(actor: Actor, state: TableState) -> dict[str, Any]:
         page = reading.list_entities(actor, spec, filter_text=state.filter or None,
                                      orderby=state.orderby or None,
                                      select_text=",".join(wanted), top=str(PAGE_SIZE),
-                                     skip=request.args.get("skip"))
+                                     skip=request.args.get("skip"),
+                                     skiptoken=state.skiptoken or None)
     except FilterError as error:
         context["filter_error"] = error.detail
         return context
@@ -187,6 +196,7 @@ def _table(actor: Actor, state: TableState) -> dict[str, Any]:
         + [display.cell(spec, name, row.get(name), row, known, places) for name in names]
         for row in page.data]
     context["total"] = page.total
+    context["next_token"] = page.next_token
     return context
 
 
@@ -219,13 +229,14 @@ def browse(eclass: str) -> BaseResponse:
     skip = request.args.get("skip", "")
     state = TableState(spec, request.args.get("filter", "").strip(),
                        request.args.get("orderby", "").strip(),
-                       int(skip) if skip.isdigit() else 0, _requested_columns(spec))
+                       int(skip) if skip.isdigit() else 0, _requested_columns(spec),
+                       request.args.get("skiptoken", "").strip())
     chosen, builder_error = _builder_condition(), None
     if chosen is not None:
         try:
             if not request.args.get("add_ref"):  # a reference typed, not picked
                 chosen = filter_builder.resolve_reference(actor, spec, chosen)
-            state = replace(state, skip=0,
+            state = replace(state, skip=0, skiptoken="",
                             filter=filter_builder.add_condition(spec, state.filter, chosen))
         except filter_builder.ConditionError as error:
             builder_error = str(error)
