@@ -66,14 +66,15 @@ def children(pid: int) -> list[int]:
             Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
 
 
-def rss(pid: int) -> int:
-    """The resident memory of process ``pid`` in bytes (VmRSS); 0 once it has gone."""
+def rss(pid: int, part: str = "VmRSS") -> int:
+    """The resident memory of process ``pid`` in bytes (``part`` ``RssAnon``: only its
+    anonymous memory, not the mapped files); 0 once it has gone."""
     try:
         lines = Path(f"/proc/{pid}/status").read_text().splitlines()
     except FileNotFoundError:
         return 0
-    return next((int(line.split()[1]) * 1024 for line in lines if line.startswith("VmRSS:")),
-                0)
+    return next((int(line.split()[1]) * 1024 for line in lines
+                 if line.startswith(f"{part}:")), 0)
 
 
 def _wait_until_healthy(server: Server, process: subprocess.Popen) -> None:
