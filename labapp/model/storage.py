@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import Float, ForeignKey, Index, Integer, String
+from sqlalchemy import Float, ForeignKey, Index, Integer, String, text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from labapp.db import Model
@@ -37,7 +37,12 @@ class StorageLogEntry(Model):
 
     __tablename__ = "storage_log"
     __table_args__ = (Index("ix_storage_log_location_id_id", "location_id", "id"),
-                      Index("ix_storage_log_from_location_id_id", "from_location_id", "id"),
+                      # Only moves name a location they came from: a partial index keeps
+                      # SQLite's statistics from counting every check-in's NULL as one
+                      # value, which made the log of a box scan the whole table.
+                      Index("ix_storage_log_from_location_id_id", "from_location_id", "id",
+                            sqlite_where=text("from_location_id IS NOT NULL"),
+                            postgresql_where=text("from_location_id IS NOT NULL")),
                       Index("ix_storage_log_entity_id_id", "entity_id", "id"),
                       Index("ix_storage_log_location_id_action", "location_id", "action"))
 
