@@ -29,7 +29,7 @@ from urllib.parse import quote, urlencode
 
 from sqlalchemy import event, text
 
-from bench import dashboards, million_seed, odata, search
+from bench import dashboards, million_seed, odata, search, soak, soak_seed
 from bench.harness import READER, READER_PASSWORD, Bench, open_bench
 from bench.query import percentile
 from bench.read import _json_default, explain_statements
@@ -306,7 +306,7 @@ def run(backend: str, entities: int, *, soak_minutes: float,
         result.odata = odata_export(bench, log)
         explain_misses(bench, result)
         if soak_minutes > 0:
-            result.soak = million_soak(bench, soak_minutes, log)
+            result.soak = million_soak(bench, entities, soak_minutes, log)
     result.seconds = time.perf_counter() - started
     return result
 
@@ -360,5 +360,21 @@ def server_environment(bench: Bench) -> dict[str, str]:
             "LABAPP_SECRET_KEY": settings["SECRET_KEY"]}
 
 
-def million_soak(bench: Bench, minutes: float, log: Callable[[str], None]) -> Any:
-    raise NotImplementedError
+def million_soak(bench: Bench, entities: int, minutes: float,
+                 log: Callable[[str], None]) -> soak.SoakResult:
+    """gunicorn and the background worker on the million database under mixed load."""
+    board = bench.client.post("/api/dashboard", headers=bench.reader_headers,
+                              json={"name": "Soak", "widgets": dashboards.WIDGETS})
+    if board.status_code != 201:
+        raise RuntimeError(f"dashboard not created: {board.get_data()[:300]!r}")
+    visible = entities // million_seed.READER_SHARE
+    targets = soak.SoakTargets(
+        reader=soak_seed._pat(bench, READER), writer=soak_seed._pat(bench, "admin"),
+        department=bench.department,
+        sample_ids=tuple(million_seed.sample_id(million_seed.reader_sample(k))
+                         for k in range(0, visible, max(1, visible // 5000))),
+        box=million_seed.box_id(0), dashboard=board.get_json()["id"],
+        widgets=len(dashboards.WIDGETS))
+    with bench.app.app_context():
+        db.engine.dispose()  # the server's processes hold the connections from here
+    return soak.run_soak(server_environment(bench), minutes, targets, log)

@@ -106,7 +106,7 @@ def backend_block(r: MillionResult) -> list[str]:
         f"{name}: {ratio:.2f}× ({_met(ok)})" for name, ratio, ok in r.deep) + ".")
     lines += _dashboard(r) + _odata(r)
     if r.soak is not None:
-        lines += ["", *r.soak.render()]
+        lines += ["", r.soak.render()]
     lines += ["", *_measures(r), "", "Search, API against the reference engines over the "
               "same documents (30 runs after 3 warm-ups; max includes the first, cold run):",
               "", *_search(r), *_plans(r), ""]
