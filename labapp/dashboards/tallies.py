@@ -1,8 +1,6 @@
 """Reading and folding the entity tallies (labapp/model/tallies.py).
 
-:func:`counts` is what the tallies say for one class: the folded counts and the changes not
-folded yet, as one subquery whose rows the caller filters (by the visibility rule on its
-``eclass``, ``department_id`` and ``project_id``) and sums. :func:`fold` moves the changes
+What the tallies say is read through :mod:`labapp.reading.tallies`. :func:`fold` moves the changes
 into the folded counts; the worker (:mod:`labapp.worker`) calls :func:`upkeep` as
 changes come, ``flask init`` and ``flask sync restore`` call :func:`fold` once. Folding
 only makes reading cheaper: the sum is the same before and after.
@@ -12,21 +10,12 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from sqlalchemy import Subquery, delete, select, union_all
+from sqlalchemy import delete, select
 from sqlalchemy.dialects import postgresql, sqlite
 
 from labapp.db import db, transaction
 from labapp.model import EntityCount, EntityCountChange
-
-KEY = ("eclass", "day", "status", "department_id", "project_id")
-
-
-def counts(eclass: str) -> Subquery:
-    """Rows ``(eclass, day, status, department_id, project_id, n)`` of class ``eclass``
-    whose ``n`` add up to its true counts (no department or project is ``''``)."""
-    parts = [select(*(getattr(table, column) for column in (*KEY, "n")))
-             .where(table.eclass == eclass) for table in (EntityCount, EntityCountChange)]
-    return union_all(*parts).subquery("tally")
+from labapp.reading.tallies import KEY
 
 
 def pending() -> bool:

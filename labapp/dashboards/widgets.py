@@ -14,12 +14,12 @@ from typing import Any
 import nh3
 from markdown_it import MarkdownIt
 from marshmallow import Schema, ValidationError, fields, validate, validates
-from sqlalchemy import ColumnElement, Subquery, func, or_, select
+from sqlalchemy import func, or_, select
 
 from labapp.access.actor import Actor
 from labapp.access.visibility import NONE, access_type, readable
 from labapp.alerts.matching import RuleBroken, recipient_ids, rule_condition
-from labapp.dashboards import lists, tallies
+from labapp.dashboards import lists
 from labapp.db import db
 from labapp.errors import InvalidInput
 from labapp.model import AlertRule, Entity, EntityEvent, Location, Request
@@ -28,6 +28,7 @@ from labapp.model.types import utc_now
 from labapp.query.fields import entity_fields
 from labapp.query.filter import compile_filter
 from labapp.query.listing import parse_select, parse_sort_keys, sort_clause
+from labapp.reading.tallies import visible_tally
 from labapp.reading.wording import label_of
 from labapp.storage.service import storage_usage as location_usage
 
@@ -144,17 +145,11 @@ def check_saved_list(config: dict[str, Any]) -> None:
         raise ValidationError({"orderby": [error.detail]}) from None
 
 
-def _visible_tally(actor: Actor, eclass: str) -> tuple[Subquery, ColumnElement[bool]]:
-    """The tally rows of ``eclass`` the actor may count (labapp/dashboards/tallies.py)."""
-    tally = tallies.counts(eclass)
-    return tally, readable(actor, tally.c)
-
-
 def status_counts(actor: Actor, config: dict[str, Any], _page: int) -> dict[str, Any]:
     """How many visible entities of the class are in each of its statuses (bar chart), from
     the tallies (a few rows per class and day, not every entity)."""
     spec = _widget_class(config["eClass"])
-    tally, visible = _visible_tally(actor, spec.name)
+    tally, visible = visible_tally(actor, spec.name)
     counted = {status: int(count) for status, count in db.session.execute(
         select(tally.c.status, func.sum(tally.c.n)).where(visible)
         .group_by(tally.c.status)).all() if count}
@@ -170,7 +165,7 @@ def created_per_week(actor: Actor, config: dict[str, Any], _page: int) -> dict[s
     weeks = config.get("weeks") or 12
     today = utc_now().date()
     start = today - timedelta(days=today.weekday()) - WEEK * (weeks - 1)
-    tally, visible = _visible_tally(actor, spec.name)
+    tally, visible = visible_tally(actor, spec.name)
     counted = [0] * weeks
     for day, count in db.session.execute(
             select(tally.c.day, func.sum(tally.c.n)).where(visible, tally.c.day >= start)
