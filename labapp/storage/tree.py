@@ -21,14 +21,14 @@ from typing import Any
 
 from sqlalchemy import (
     ColumnElement,
-    and_,
     case,
     exists,
+    false,
     func,
     literal_column,
     null,
-    or_,
     select,
+    text,
     union_all,
 )
 from sqlalchemy.orm import aliased
@@ -37,7 +37,7 @@ from labapp.access.actor import Actor
 from labapp.access.visibility import readable
 from labapp.db import db
 from labapp.model import Entity, Location, Plate, Sample
-from labapp.storage.service import MAX_DEPTH, get_location, limit_of
+from labapp.storage.service import LOCATION, MAX_DEPTH, get_location, limit_of
 
 TREE_BUDGET = 300  # locations the tree page draws at most before opening one (whole levels)
 _LOCATION = Location.__table__.c
@@ -64,6 +64,14 @@ class TreeNode:
     children: list[TreeNode] | None = None
 
 
+def _without_jit() -> None:
+    """No JIT compilation on PostgreSQL for the rest of the transaction: it guesses tens of
+    thousands of rows for any recursive walk, so the tree's plans cost more than
+    ``jit_above_cost``, and compiling one took 0.05-0.8 s for a query of a few ms."""
+    if db.engine.dialect.name == "postgresql":
+        db.session.execute(text("SET LOCAL jit = off"))
+
+
 def _nodes(actor: Actor, where: ColumnElement[bool]) -> list[tuple[str | None, TreeNode]]:
     """``(parent id, node)`` of the visible locations matching ``where``, by name; each
     knows whether it has a visible child (one probe per location, stopping at the first)."""
@@ -86,11 +94,16 @@ def _more_than(actor: Actor, where: ColumnElement[bool], room: int) -> bool:
     return (db.session.scalar(select(func.count()).select_from(some.subquery())) or 0) > room
 
 
-def _is_root(actor: Actor) -> ColumnElement[bool]:
-    """A location at the top of the viewer's tree: no parent, or one they may not see."""
-    parent = aliased(Entity)
-    return or_(Location.parent_id.is_(None),
-               ~exists().where(parent.id == Location.parent_id, readable(actor, parent)))
+def _roots(actor: Actor) -> list[TreeNode]:
+    """The top of the viewer's tree: the visible locations without a parent, and those whose
+    parent they may not see. Two queries rather than one ``OR``, which PostgreSQL guessed
+    to match half the locations (and then planned for that)."""
+    hidden = aliased(Entity)
+    under_hidden = Location.parent_id.in_(select(hidden.id).where(
+        hidden.eclass == LOCATION, ~func.coalesce(readable(actor, hidden), false())))
+    nodes = [node for where in (Location.parent_id.is_(None), under_hidden)
+             for _, node in _nodes(actor, where)]
+    return sorted(nodes, key=lambda node: (node.name, node.id))
 
 
 def top_levels(actor: Actor, budget: int | None = None) -> list[TreeNode]:
@@ -98,7 +111,8 @@ def top_levels(actor: Actor, budget: int | None = None) -> list[TreeNode]:
     while a whole level fits ``budget`` locations in all (default :data:`TREE_BUDGET`; the
     roots are always drawn). Nodes of the deepest level keep ``children`` None."""
     budget = TREE_BUDGET if budget is None else budget
-    roots = [node for _, node in _nodes(actor, _is_root(actor))]
+    _without_jit()
+    roots = _roots(actor)
     drawn, level = list(roots), roots
     while level:
         parents = {node.id: node for node in level if node.opens}
@@ -116,7 +130,7 @@ def top_levels(actor: Actor, budget: int | None = None) -> list[TreeNode]:
             node.children = children[key]
         level = [node for _, node in below]
         drawn.extend(level)
-    _count(drawn)
+    _count(drawn, everywhere=True)
     return roots
 
 
@@ -124,19 +138,21 @@ def opened(actor: Actor, location_id: str) -> TreeNode:
     """One visible location with its visible children, all with their counts (404 when the
     viewer may not see it)."""
     get_location(actor, location_id)
+    _without_jit()
     (_, node), = _nodes(actor, Location.id == location_id)
     node.children = [child for _, child in _nodes(actor, Location.parent_id == location_id)]
     _count([node, *node.children])
     return node
 
 
-def _count(nodes: Sequence[TreeNode]) -> None:
-    counts = rollup([node.id for node in nodes])
+def _count(nodes: Sequence[TreeNode], *, everywhere: bool = False) -> None:
+    counts = rollup([node.id for node in nodes], everywhere=everywhere)
     for node in nodes:
         node.stored, node.within = counts.get(node.id, (0, 0))
 
 
-def rollup(location_ids: Sequence[str]) -> dict[str, tuple[int, int]]:
+def rollup(location_ids: Sequence[str], *, everywhere: bool = False
+           ) -> dict[str, tuple[int, int]]:
     """``location id → (items stored in it, items in it and anywhere below it)``, in one
     query. Counts every item, also in locations and of departments the caller may not see
     (the caller has checked ``location_ids`` are visible). A sample on a plate counts as the
@@ -145,7 +161,9 @@ def rollup(location_ids: Sequence[str]) -> dict[str, tuple[int, int]]:
     The walk starts at every location asked for and never enters one of them from above, so
     each location below is visited once, under the nearest location asked for; the query
     also answers, for each location asked for, the nearest one above it, and the partial
-    sums are added up that short chain here.
+    sums are added up that short chain here. ``everywhere``: the locations asked for hold
+    (nearly) every location, as the tree's roots do; every stored item is then counted in
+    one grouped pass instead of one index probe per location.
     """
     wanted = list(dict.fromkeys(location_ids))
     if not wanted:
@@ -156,30 +174,24 @@ def rollup(location_ids: Sequence[str]) -> dict[str, tuple[int, int]]:
     below = below.union_all(select(below.c.top, _LOCATION.id, below.c.depth + 1).where(
         _LOCATION.parent_id == below.c.id, _LOCATION.id.not_in(wanted),
         below.c.depth < MAX_DEPTH))  # the depth stops a cycle in corrupt data
-    # A LEFT JOIN keeps the walk the outer loop on SQLite: one index probe per location
-    # below, never a scan of every sample.
-    held = [select(literal_column("'held'"), below.c.top, null(),
-                   func.sum(case((and_(below.c.id == below.c.top,
-                                       table.c.location_id.is_not(None)), 1), else_=0)),
-                   func.count(table.c.location_id))
-            .join_from(below, table, and_(table.c.location_id == below.c.id, *extra),
-                       isouter=True)
-            .group_by(below.c.top)
-            for table, extra in ((Sample.__table__, (_SAMPLE.plate_id.is_(None),)),
-                                 (Plate.__table__, ()))]
+    per = _held(below, everywhere)
+    held = (select(literal_column("'held'"), per.c.top, null(),
+                   func.sum(case((per.c.id == per.c.top, per.c.n), else_=0)), func.sum(per.c.n))
+            .group_by(per.c.top))
     child = Location.__table__.alias("child")
     links = (select(literal_column("'link'"), child.c.id, below.c.top, literal_column("0"),
                     literal_column("0"))
              .join_from(child, below, below.c.id == child.c.parent_id)
              .where(child.c.id.in_(wanted)))
+    _without_jit()
     stored, partial = dict.fromkeys(wanted, 0), dict.fromkeys(wanted, 0)
     inside: dict[str, list[str]] = {key: [] for key in wanted}
-    for kind, key, above, here, count in db.session.execute(union_all(*held, links)):
+    for kind, key, above, here, count in db.session.execute(union_all(held, links)):
         if kind == "link":
             inside[above].append(key)
         else:
-            stored[key] += int(here)
-            partial[key] += int(count)
+            stored[key] += int(here or 0)
+            partial[key] += int(count or 0)
     totals: dict[str, int] = {}
 
     def total(key: str) -> int:
@@ -187,3 +199,27 @@ def rollup(location_ids: Sequence[str]) -> dict[str, tuple[int, int]]:
             totals[key] = partial[key] + sum(total(child) for child in inside[key])
         return totals[key]
     return {key: (stored[key], total(key)) for key in wanted}
+
+
+def _held(below: Any, everywhere: bool) -> Any:
+    """``(top, id, n)``: the items ``n`` stored in each location ``id`` of the walk.
+
+    Both shapes give SQLite and PostgreSQL the plan that suits them whatever the size the
+    planner guesses for the walk (PostgreSQL guesses tens of thousands of rows): every item
+    grouped in one pass over ``ix_sample_location_id_plate_id`` when the walk covers
+    everything, else a count per location, an index probe each, so opening a rack never
+    reads every sample.
+    """
+    if everywhere:
+        counted = union_all(
+            select(_SAMPLE.location_id.label("id"), func.count().label("n"))
+            .where(_SAMPLE.location_id.is_not(None), _SAMPLE.plate_id.is_(None))
+            .group_by(_SAMPLE.location_id),
+            select(_PLATE.location_id, func.count()).where(_PLATE.location_id.is_not(None))
+            .group_by(_PLATE.location_id)).subquery("counted")
+        return select(below.c.top, below.c.id, counted.c.n).join_from(
+            below, counted, counted.c.id == below.c.id).subquery("per")
+    samples = select(func.count()).where(_SAMPLE.location_id == below.c.id,
+                                         _SAMPLE.plate_id.is_(None)).scalar_subquery()
+    plates = select(func.count()).where(_PLATE.location_id == below.c.id).scalar_subquery()
+    return select(below.c.top, below.c.id, (samples + plates).label("n")).subquery("per")

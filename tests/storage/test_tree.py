@@ -87,10 +87,11 @@ def test_opening_a_hidden_location_is_404_like_an_unknown_one(
 def test_a_location_under_a_hidden_one_is_a_root_and_counts_in_the_visible_above(
         app: Flask, browser: FlaskClient, admin: ApiClient,
         department: Callable[..., str]) -> None:
-    other = department("Other")
-    room, _, box = make_locations(
+    project, = make_items(admin, "Project", 1, departmentID=department("Other"))
+    room, _, box = make_locations(  # the shelf belongs to a project only (no department)
         admin, {"id": "#room", "name": "Cold room"},
-        {"id": "#shelf", "name": "Their shelf", "parentID": "#room", "departmentID": other},
+        {"id": "#shelf", "name": "Their shelf", "parentID": "#room", "departmentID": None,
+         "projectID": project},
         {"name": "Our box", "parentID": "#shelf", "capacity": 9, "departmentID": "DEP00001"})
     check_in(admin, box["id"], refs("Sample", make_items(admin, "Sample", 4)))
     with app.app_context():
