@@ -146,8 +146,10 @@ def measure(bench: Bench, name: str, urls: list[str], target: float | None,
 
 # ---------------------------------------------------------------- the measures
 
-def list_url(skip: int, token: str | None = None) -> str:
-    query = {"$filter": FILTER, "$orderby": ORDERBY, "$top": 500, "$skip": skip}
+def list_url(skip: int, token: str | None = None, *, filtered: bool = True) -> str:
+    query: dict[str, Any] = {"$orderby": ORDERBY, "$top": 500, "$skip": skip}
+    if filtered:
+        query["$filter"] = FILTER
     if token:
         query["$skiptoken"] = token
     return "/api/entity/Sample?" + urlencode(query)
@@ -174,7 +176,9 @@ def lists(bench: Bench, result: MillionResult, log: Callable[[str], None]) -> No
         far = (total * 9 // 10) // 500 * 500
         offset = measure(bench, f"list page as {caller}, $skip={far:,} (OFFSET)",
                          [list_url(far)], LIST_P95, caller, runs=10)
-        result.measures += [first, offset]
+        unfiltered = measure(bench, f"list page as {caller}, no filter, $skip=0",
+                             [list_url(0, filtered=False)], LIST_P95, caller)
+        result.measures += [unfiltered, first, offset]
         result.deep.append((offset.name, offset.p(50) / first.p(50),
                             offset.p(50) <= DEEP_RATIO * first.p(50)))
         started = time.perf_counter()
@@ -187,7 +191,7 @@ def lists(bench: Bench, result: MillionResult, log: Callable[[str], None]) -> No
             result.measures.append(keyset)
             result.deep.append((keyset.name, keyset.p(50) / first.p(50),
                                 keyset.p(50) <= DEEP_RATIO * first.p(50)))
-        for item in result.measures[-3:]:
+        for item in result.measures[-4:]:
             log(f"  [{bench.backend}] {item.name}: p50 {item.p(50) * 1000:.1f} / p95 "
                 f"{item.p(95) * 1000:.1f} ms, Core {item.p(50, True) * 1000:.1f} ms")
 
