@@ -31,10 +31,16 @@ from labapp.search.rebuild import rebuild_index
 Log = Callable[[str], None]
 
 
-def _cpu() -> float:
-    """CPU seconds of this process and its finished children (the index's workers)."""
-    return sum(resource.getrusage(who).ru_utime + resource.getrusage(who).ru_stime
-               for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+def _cpu() -> tuple[float, float]:
+    """CPU seconds of this process and of its finished children (the index's workers)."""
+    own, children = (resource.getrusage(who) for who in (resource.RUSAGE_SELF,
+                                                          resource.RUSAGE_CHILDREN))
+    return own.ru_utime + own.ru_stime, children.ru_utime + children.ru_stime
+
+
+def _cpu_since(before: tuple[float, float]) -> str:
+    own, children = (after - start for after, start in zip(_cpu(), before, strict=True))
+    return f"{own + children:.1f} CPU s: {own:.1f} this process, {children:.1f} workers"
 
 
 def _load() -> str:
@@ -55,11 +61,12 @@ def measure_rebuild(bench: Bench, log: Log = print) -> float:
         try:
             start, cpu = time.perf_counter(), _cpu()
             count = rebuild_index()
-            seconds, cpu = time.perf_counter() - start, _cpu() - cpu
+            seconds, cpu_used = time.perf_counter() - start, _cpu_since(cpu)
         finally:
             db.session.remove()
     log(f"  rebuild: {count:,} documents in {seconds:.1f} s ({count / seconds:,.0f}/s; "
-        f"{cpu:.1f} CPU s, load {_load()}; peak memory of a worker "
+        f"{cpu_used}; load {_load()}; peak RSS of a worker, pages shared with this "
+        "process included, "
         f"{resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024:,.0f} MiB)")
     return seconds
 
@@ -87,12 +94,12 @@ def measure_drain(bench: Bench, changed: int, log: Log = print) -> float:
             db.session.rollback()
             start, cpu = time.perf_counter(), _cpu()
             done = indexer.drain()
-            seconds, cpu = time.perf_counter() - start, _cpu() - cpu
+            seconds, cpu_used = time.perf_counter() - start, _cpu_since(cpu)
         finally:
             db.session.remove()
     rate = done / seconds
     log(f"  drain: {done:,} of {waiting:,} queued changes in {seconds:.1f} s ({rate:,.0f}/s; "
-        f"{cpu:.1f} CPU s, load {_load()})")
+        f"{cpu_used}; load {_load()})")
     return rate
 
 
