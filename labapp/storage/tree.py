@@ -175,9 +175,11 @@ def rollup(location_ids: Sequence[str], *, everywhere: bool = False
         _LOCATION.parent_id == below.c.id, _LOCATION.id.not_in(wanted),
         below.c.depth < MAX_DEPTH))  # the depth stops a cycle in corrupt data
     per = _held(below, everywhere)
-    held = (select(literal_column("'held'"), per.c.top, null(),
-                   func.sum(case((per.c.id == per.c.top, per.c.n), else_=0)), func.sum(per.c.n))
-            .group_by(per.c.top))
+    # Grouped by whether the row is the location itself, so ``n`` (a count per location
+    # below when opening one) appears once and is evaluated once per location.
+    own = case((per.c.id == per.c.top, 1), else_=0)
+    held = (select(literal_column("'held'"), per.c.top, null(), own, func.sum(per.c.n))
+            .group_by(per.c.top, own))
     child = Location.__table__.alias("child")
     links = (select(literal_column("'link'"), child.c.id, below.c.top, literal_column("0"),
                     literal_column("0"))
@@ -190,7 +192,7 @@ def rollup(location_ids: Sequence[str], *, everywhere: bool = False
         if kind == "link":
             inside[above].append(key)
         else:
-            stored[key] += int(here or 0)
+            stored[key] += int(count or 0) if here else 0
             partial[key] += int(count or 0)
     totals: dict[str, int] = {}
 
