@@ -130,7 +130,7 @@ def top_levels(actor: Actor, budget: int | None = None) -> list[TreeNode]:
             node.children = children[key]
         level = [node for _, node in below]
         drawn.extend(level)
-    _count(drawn, everywhere=True)
+    _count(drawn)
     return roots
 
 
@@ -145,14 +145,13 @@ def opened(actor: Actor, location_id: str) -> TreeNode:
     return node
 
 
-def _count(nodes: Sequence[TreeNode], *, everywhere: bool = False) -> None:
-    counts = rollup([node.id for node in nodes], everywhere=everywhere)
+def _count(nodes: Sequence[TreeNode]) -> None:
+    counts = rollup([node.id for node in nodes])
     for node in nodes:
         node.stored, node.within = counts.get(node.id, (0, 0))
 
 
-def rollup(location_ids: Sequence[str], *, everywhere: bool = False
-           ) -> dict[str, tuple[int, int]]:
+def rollup(location_ids: Sequence[str]) -> dict[str, tuple[int, int]]:
     """``location id → (items stored in it, items in it and anywhere below it)``, in one
     query. Counts every item, also in locations and of departments the caller may not see
     (the caller has checked ``location_ids`` are visible). A sample on a plate counts as the
@@ -161,9 +160,7 @@ def rollup(location_ids: Sequence[str], *, everywhere: bool = False
     The walk starts at every location asked for and never enters one of them from above, so
     each location below is visited once, under the nearest location asked for; the query
     also answers, for each location asked for, the nearest one above it, and the partial
-    sums are added up that short chain here. ``everywhere``: the locations asked for hold
-    (nearly) every location, as the tree's roots do; every stored item is then counted in
-    one grouped pass instead of one index probe per location.
+    sums are added up that short chain here.
     """
     wanted = list(dict.fromkeys(location_ids))
     if not wanted:
@@ -174,7 +171,7 @@ def rollup(location_ids: Sequence[str], *, everywhere: bool = False
     below = below.union_all(select(below.c.top, _LOCATION.id, below.c.depth + 1).where(
         _LOCATION.parent_id == below.c.id, _LOCATION.id.not_in(wanted),
         below.c.depth < MAX_DEPTH))  # the depth stops a cycle in corrupt data
-    per = _held(below, everywhere)
+    per = _held(below)
     # Grouped by whether the row is the location itself, so ``n`` (a count per location
     # below when opening one) appears once and is evaluated once per location.
     own = case((per.c.id == per.c.top, 1), else_=0)
@@ -203,24 +200,13 @@ def rollup(location_ids: Sequence[str], *, everywhere: bool = False
     return {key: (stored[key], total(key)) for key in wanted}
 
 
-def _held(below: Any, everywhere: bool) -> Any:
-    """``(top, id, n)``: the items ``n`` stored in each location ``id`` of the walk.
-
-    Both shapes give SQLite and PostgreSQL the plan that suits them whatever the size the
-    planner guesses for the walk (PostgreSQL guesses tens of thousands of rows): every item
-    grouped in one pass over ``ix_sample_location_id_plate_id`` when the walk covers
-    everything, else a count per location, an index probe each, so opening a rack never
-    reads every sample.
-    """
-    if everywhere:
-        counted = union_all(
-            select(_SAMPLE.location_id.label("id"), func.count().label("n"))
-            .where(_SAMPLE.location_id.is_not(None), _SAMPLE.plate_id.is_(None))
-            .group_by(_SAMPLE.location_id),
-            select(_PLATE.location_id, func.count()).where(_PLATE.location_id.is_not(None))
-            .group_by(_PLATE.location_id)).subquery("counted")
-        return select(below.c.top, below.c.id, counted.c.n).join_from(
-            below, counted, counted.c.id == below.c.id).subquery("per")
+def _held(below: Any) -> Any:
+    """``(top, id, n)``: the items ``n`` stored in each location ``id`` of the walk, counted
+    per location by an index probe (``ix_sample_location_id_plate_id``). A join instead
+    left PostgreSQL, which guesses tens of thousands of rows for any recursive walk, hashing
+    every sample, and one grouped pass over every stored item was slower on both databases
+    even for the whole tree (58 against 46 ms on SQLite, 49 against 35 on PostgreSQL, 500,000
+    tubes in 10,000 boxes)."""
     samples = select(func.count()).where(_SAMPLE.location_id == below.c.id,
                                          _SAMPLE.plate_id.is_(None)).scalar_subquery()
     plates = select(func.count()).where(_PLATE.location_id == below.c.id).scalar_subquery()
