@@ -30,7 +30,14 @@ from urllib.parse import quote, urlencode
 from sqlalchemy import event, text
 
 from bench import dashboards, million_seed, odata, search, soak, soak_seed
-from bench.harness import READER, READER_PASSWORD, Bench, open_bench
+from bench.harness import (
+    ADMIN_PASSWORD,
+    READER,
+    READER_PASSWORD,
+    Bench,
+    _login,
+    open_bench,
+)
 from bench.query import percentile
 from bench.read import _json_default, explain_statements
 from bench.server import basic, gunicorn, request
@@ -298,6 +305,17 @@ def _prepared(bench: Bench, result: MillionResult, log: Callable[[str], None]) -
                 "VACUUM ANALYZE")
 
 
+def _freshness(bench: Bench, result: MillionResult) -> None:
+    with indexer_worker(bench, statistics=False):
+        result.fresh = search.freshness(bench)
+
+
+def fresh_tokens(bench: Bench) -> None:
+    """Sign the reader and the administrator in again."""
+    bench.reader_headers = _login(bench.client, READER, READER_PASSWORD)
+    bench.admin_headers = _login(bench.client, "admin", ADMIN_PASSWORD)
+
+
 def run(backend: str, entities: int, *, soak_minutes: float,
         log: Callable[[str], None] = print) -> MillionResult:
     started = time.perf_counter()
@@ -308,14 +326,19 @@ def run(backend: str, entities: int, *, soak_minutes: float,
         log(f"  [{backend}] seeded: " + ", ".join(
             f"{part} {seconds:.0f} s" for part, seconds in result.seed_seconds.items()))
         _prepared(bench, result, log)
-        lists(bench, result, log)
-        lookups(bench, result, entities)
-        searches(bench, result, entities, log)
-        with indexer_worker(bench, statistics=False):
-            result.fresh = search.freshness(bench)
-        storage_pages(bench, result)
-        result.dashboard = dashboards.measure(bench, entities, RUNS, log)
-        result.odata = odata_export(bench, log)
+        # An access token lives 20 minutes: each phase signs in afresh.
+        phases: list[Callable[[], None]] = [
+            lambda: lists(bench, result, log),
+            lambda: lookups(bench, result, entities),
+            lambda: searches(bench, result, entities, log),
+            lambda: _freshness(bench, result),
+            lambda: storage_pages(bench, result),
+            lambda: setattr(result, "dashboard", dashboards.measure(bench, entities, RUNS, log)),
+            lambda: setattr(result, "odata", odata_export(bench, log)),
+        ]
+        for phase in phases:
+            fresh_tokens(bench)
+            phase()
         explain_misses(bench, result)
         if soak_minutes > 0:
             result.soak = million_soak(bench, entities, soak_minutes, log)
