@@ -4,6 +4,7 @@ on a real index, and a changed internal stops the start with a clear error."""
 from __future__ import annotations
 
 import random
+import tracemalloc
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,7 @@ import pytest
 from flask import Flask
 from whoosh.codec import base as codec_base
 from whoosh.codec import whoosh3
+from whoosh.filedb import structfile
 
 from labapp.search.index import Document, rebuild, whoosh_patches, write
 from labapp.search.index.documents import open_index
@@ -100,6 +102,7 @@ def test_patched_a_missing_column_is_looked_for_once(tmp_path: Path) -> None:
 def test_the_workarounds_are_applied_by_create_app(app: Flask) -> None:
     assert whoosh3.W3PerDocReader._cached_reader is whoosh_patches._cached_column_reader
     assert codec_base.Segment._random_id() != codec_base.Segment._random_id()
+    assert structfile.BufferFile.__init__ is whoosh_patches._buffer_file_init
 
 
 @pytest.mark.parametrize(("owner", "name", "message"), [
@@ -112,3 +115,27 @@ def test_a_changed_internal_fails_loudly(monkeypatch: pytest.MonkeyPatch, owner:
     monkeypatch.delattr(owner, name)  # as a Whoosh release without it would be
     with pytest.raises(WhooshChanged, match=message):
         whoosh_patches.check()
+
+
+def test_a_mapped_file_is_read_in_place_not_copied() -> None:
+    """Whoosh alone copies the whole buffer of each file it opens (every searcher held its
+    own copy of the postings); patched, the reads give the same bytes and copy nothing."""
+    whoosh_patches.apply()
+    buffer = bytearray(random.Random(7).randbytes(4_000_000))
+    sizes = {}
+    for name, init in (("whoosh", whoosh_patches.ORIGINAL_BUFFER_FILE_INIT),
+                       ("patched", structfile.BufferFile.__init__)):
+        tracemalloc.start()
+        opened = structfile.BufferFile.__new__(structfile.BufferFile)
+        init(opened, memoryview(buffer), name="postings")
+        sizes[name] = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        opened.seek(1_000_003)
+        first = opened.read(17)
+        opened.seek(-5, 2)
+        last = opened.read()
+        opened.seek(10)
+        varint = opened.read_varint()
+        sizes[f"{name} reads"] = (first, last, varint, opened.tell(), opened.get(99, 4))
+    assert sizes["whoosh"] > 3_900_000 and sizes["patched"] < 100_000, sizes
+    assert sizes["patched reads"] == sizes["whoosh reads"]

@@ -14,6 +14,11 @@ longer what it was. Nothing is patched at import time.
   column reader once found but asks the file system again, for every posting, about a
   field that has none (ids, labels, prefixes): ~40% of a commit's time. A segment's files
   never change, so the absence is cached too.
+- **Mapped files copied** (``BufferFile.__init__``): Whoosh reads a segment's files through
+  ``mmap`` and wraps each in ``BytesIO(memoryview)``, which copies it: every searcher and
+  writer opened held its own copy of the postings and term index (209 MiB at 100,000
+  documents), and each index generation opens new ones. A raw stream over the
+  ``memoryview`` reads the mapped pages in place.
 
 :func:`labapp.search.index.searching.term_ids` reads a block of posting ids at a time
 through ``W3LeafMatcher``'s private attributes; :func:`check` covers those too.
@@ -22,6 +27,7 @@ tests/search/test_whoosh_patches.py shows each unpatched behaviour is still wron
 from __future__ import annotations
 
 import inspect
+import io
 import secrets
 import threading
 from collections.abc import Callable
@@ -29,6 +35,7 @@ from typing import Any
 
 from whoosh.codec import base as codec_base
 from whoosh.codec import whoosh3
+from whoosh.filedb import structfile
 
 
 class WhooshChanged(RuntimeError):
@@ -40,6 +47,47 @@ def _segment_id(_cls: type, size: int = 16) -> str:
     return secrets.token_hex(size // 2)
 
 
+class _MappedView(io.RawIOBase):
+    """A read-only, seekable stream over a buffer (a mapped file), without a copy."""
+
+    def __init__(self, buffer: Any) -> None:
+        super().__init__()
+        self._view = memoryview(buffer).cast("B")
+        self._position = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def readinto(self, target: Any) -> int:
+        count = max(0, min(len(target), len(self._view) - self._position))
+        target[:count] = self._view[self._position:self._position + count]
+        self._position += count
+        return count
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._position, io.SEEK_END: len(self._view)}
+        self._position = max(0, base[whence] + offset)
+        return self._position
+
+    def tell(self) -> int:
+        return self._position
+
+
+def _buffer_file_init(self: Any, buf: Any, name: str | None = None,
+                      onclose: Callable[..., Any] | None = None) -> None:
+    """``BufferFile.__init__`` with the buffer read in place (see the module docstring)."""
+    self._buf = buf
+    self._name = name
+    self.file = _MappedView(buf)
+    self.onclose = onclose
+    self.is_real = False
+    self.is_closed = False
+
+
+ORIGINAL_BUFFER_FILE_INIT: Callable[..., None] = structfile.BufferFile.__init__
 ORIGINAL_RANDOM_ID: Callable[..., str] = vars(codec_base.Segment)["_random_id"].__func__
 ORIGINAL_CACHED_READER: Callable[..., Any] = vars(whoosh3.W3PerDocReader)["_cached_reader"]
 
@@ -89,6 +137,11 @@ def check() -> None:
                  for name in ("block_min_id", "_next_block", "is_active"))
              and "self._ids" in block and "self._i " in block,
              "W3LeafMatcher no longer decodes a block's ids into _ids, read from _i")
+    buffer_file = _source(ORIGINAL_BUFFER_FILE_INIT)
+    _require("self.file = BytesIO(buf)" in buffer_file
+             and all(f"self.{name}" in buffer_file
+                     for name in ("_buf", "_name", "onclose", "is_real", "is_closed")),
+             "BufferFile.__init__ no longer wraps its buffer in BytesIO with these attributes")
 
 
 _applied = [False]
@@ -104,4 +157,5 @@ def apply() -> None:
         check()
         codec_base.Segment._random_id = classmethod(_segment_id)
         whoosh3.W3PerDocReader._cached_reader = _cached_column_reader
+        structfile.BufferFile.__init__ = _buffer_file_init
         _applied[0] = True
