@@ -27,9 +27,9 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote, urlencode
 
-from sqlalchemy import event, text
+from sqlalchemy import text
 
-from bench import dashboards, million_seed, search
+from bench import dashboards, million_seed, query, search
 from bench.harness import (
     ADMIN_PASSWORD,
     READER,
@@ -107,19 +107,8 @@ def _get(bench: Bench, url: str, caller: str = "reader") -> bytes:
 
 
 def captured(bench: Bench, call: Callable[[], Any]) -> list[tuple[str, Any]]:
-    """The SELECTs ``call`` sends, with their parameters."""
-    seen: list[tuple[str, Any]] = []
-
-    def record(_conn, _cursor, statement, parameters, _context, _many) -> None:
-        if statement.lstrip()[:6].upper() in ("SELECT", "WITH R"):
-            seen.append((statement, parameters))
-
-    event.listen(bench.engine, "before_cursor_execute", record)
-    try:
-        call()
-    finally:
-        event.remove(bench.engine, "before_cursor_execute", record)
-    return seen
+    """Every reading statement ``call`` sends, with its parameters."""
+    return query.captured(bench, call, lambda _statement: True)
 
 
 def _any_json(value: Any) -> str:

@@ -286,10 +286,12 @@ def measure_dataset(bench: Bench, caller: str, projects: list[str], runs: int,
 
 def captured(bench: Bench, call: Callable[[], Any],
              keep: Callable[[str], bool]) -> list[tuple[str, Any]]:
+    """The reading statements (SELECT, WITH) ``call`` sends that ``keep`` accepts, with
+    their parameters."""
     seen: list[tuple[str, Any]] = []
 
     def record(_conn, _cursor, statement, parameters, _context, _many) -> None:
-        if statement.lstrip().upper().startswith("SELECT") and keep(statement):
+        if statement.lstrip()[:6].upper() in ("SELECT", "WITH R") and keep(statement):
             seen.append((statement, parameters))
 
     event.listen(bench.engine, "before_cursor_execute", record)
