@@ -138,6 +138,9 @@ def _arguments(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--soak-minutes", type=float, default=10.0,
                         help="length of the --million soak per backend (default 10; the "
                              "issue's hour is --soak-minutes 60)")
+    parser.add_argument("--soak-only", action="store_true",
+                        help="with --million: seed, rebuild and drain, then only the soak "
+                             "(no request measures)")
     parser.add_argument("--readlock-seconds", type=float, default=readlock.SECONDS,
                         help=f"length of each phase of the issue 20 part (default "
                              f"{readlock.SECONDS:.0f})")
@@ -341,7 +344,8 @@ def _odata_part(backends: tuple[str, ...], args: argparse.Namespace,
 
 def _million_part(backends: tuple[str, ...], args: argparse.Namespace,
                   load_before: tuple[float, ...]) -> int:
-    results = [million.run(backend, args.entities, soak_minutes=args.soak_minutes)
+    results = [million.run(backend, args.entities, soak_minutes=args.soak_minutes,
+                           measures=not args.soak_only)
                for backend in backends]
     facts = _facts(load_before)
     return _report("24", million_report.summary(results),

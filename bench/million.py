@@ -29,7 +29,7 @@ from urllib.parse import quote, urlencode
 
 from sqlalchemy import text
 
-from bench import dashboards, million_seed, query, search
+from bench import dashboards, million_seed, query, search, search_build
 from bench.harness import (
     ADMIN_PASSWORD,
     READER,
@@ -46,6 +46,7 @@ from labapp.db import db
 from labapp.search.rebuild import rebuild_index
 
 RUNS, WARMUP = 30, 3
+DRAIN_CHANGES = 50_000  # entities changed at once, then drained into the built index
 FILTER = "amount gt 10 and status ne 'Completed'"
 ORDERBY = "name desc"
 LIST_P95, LOOKUP_P95, SEARCH_P95, PAGE_P95 = 0.100, 0.030, 0.050, 0.100
@@ -305,8 +306,9 @@ def fresh_tokens(bench: Bench) -> None:
     bench.admin_headers = _login(bench.client, "admin", ADMIN_PASSWORD)
 
 
-def run(backend: str, entities: int, *, soak_minutes: float,
+def run(backend: str, entities: int, *, soak_minutes: float, measures: bool = True,
         log: Callable[[str], None] = print) -> MillionResult:
+    """Seed, rebuild and drain, then (with ``measures``) every request kind, then the soak."""
     started = time.perf_counter()
     result = MillionResult(backend, entities)
     log(f"[{backend}] million: fresh database, seeding {entities:,} samples ...")
@@ -315,6 +317,7 @@ def run(backend: str, entities: int, *, soak_minutes: float,
         log(f"  [{backend}] seeded: " + ", ".join(
             f"{part} {seconds:.0f} s" for part, seconds in result.seed_seconds.items()))
         _prepared(bench, result, log)
+        result.drain_rate = search_build.measure_drain(bench, DRAIN_CHANGES, log)
         # An access token lives 20 minutes: each phase signs in afresh.
         phases: list[Callable[[], None]] = [
             lambda: lists(bench, result, log),
@@ -325,7 +328,7 @@ def run(backend: str, entities: int, *, soak_minutes: float,
             lambda: setattr(result, "dashboard", dashboards.measure(bench, entities, RUNS, log)),
             lambda: setattr(result, "odata", odata_export(bench, log)),
         ]
-        for phase in phases:
+        for phase in phases if measures else []:
             fresh_tokens(bench)
             phase()
         explain_misses(bench, result)

@@ -102,8 +102,9 @@ def backend_block(r: MillionResult) -> list[str]:
         lines.append(f"- Freshness (worker running; a 500-entity POST returned → all "
                      f"searchable): {', '.join(f'{f * 1000:,.0f} ms' for f in r.fresh)} — "
                      f"target < 2 s: {_met(max(r.fresh) < FRESH_TARGET)}.")
-    lines.append("- Deep pages against the first (p50; target ≤ 2×): " + "; ".join(
-        f"{name}: {ratio:.2f}× ({_met(ok)})" for name, ratio, ok in r.deep) + ".")
+    if r.deep:
+        lines.append("- Deep pages against the first (p50; target ≤ 2×): " + "; ".join(
+            f"{name}: {ratio:.2f}× ({_met(ok)})" for name, ratio, ok in r.deep) + ".")
     lines += _dashboard(r) + _odata(r)
     if r.soak is not None:
         lines += ["", r.soak.render()]
