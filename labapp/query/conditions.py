@@ -41,6 +41,7 @@ from labapp.query.fields import (
     attribute_text,
     resolve_field,
 )
+from labapp.query.textmatch import code_point_order, folded, prefix_bounds
 
 MAX_VALUES = 10_000  # literals per filter: bound parameters (SQLite allows 32766 per query)
 COMPARISONS = frozenset({"eq", "ne", "gt", "ge", "lt", "le"})
@@ -290,18 +291,25 @@ class ConditionBuilder:
 
     def match(self, function: str, operand: Operand, lit: Literal,
               negate: bool) -> ColumnElement[bool]:
-        """``contains``/``startswith``/``endswith``, case-insensitive, with ``%``, ``_`` and
-        the escape character matched literally. The operand must hold text."""
+        """``contains``/``startswith``/``endswith``, ignoring the case of ASCII letters on
+        both databases, with ``%``, ``_`` and the escape character matched literally. The
+        operand must hold text. ``startswith`` on a text field that sorts by code point also
+        bounds the field (:func:`~labapp.query.textmatch.prefix_bounds`)."""
         function = function.lower()
         if lit.kind != "string":
             raise FilterError(f"{function}() needs a quoted string, not {lit.text}",
                               lit.position)
         escaped = re.sub(r"[/%_]", lambda found: "/" + found.group(), lit.value)
-        pattern = func.lower(literal(_PATTERNS[function].format(escaped), String()))
-        text = func.lower(self.text(operand))
-        if not negate:
-            return text.like(pattern, escape="/")
-        return _or_null(text.not_like(pattern, escape="/"), text, operand.nullable)
+        dialect = self.source.dialect
+        pattern = folded(literal(_PATTERNS[function].format(escaped), String()), dialect)
+        text = folded(self.text(operand), dialect)
+        if negate:
+            return _or_null(text.not_like(pattern, escape="/"), text, operand.nullable)
+        matched = text.like(pattern, escape="/")
+        if (function == "startswith" and operand.type in TEXT_TYPES
+                and code_point_order(dialect)):
+            return and_(matched, *prefix_bounds(operand.expression, lit.value))
+        return matched
 
 
 def value_literal(value: Any) -> Literal:

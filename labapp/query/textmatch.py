@@ -8,13 +8,18 @@ literally. The suggestion-indexes migration indexes :func:`folded` of id, name a
 from __future__ import annotations
 
 import re
+import weakref
 from typing import Any
 
-from sqlalchemy import ColumnElement, String, and_, func, literal
+from sqlalchemy import ColumnElement, Engine, String, and_, func, literal, text
 
 from labapp.db import db
 
 _ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+_ASCII_UPPER = str.maketrans("abcdefghijklmnopqrstuvwxyz", "ABCDEFGHIJKLMNOPQRSTUVWXYZ")
+# Default collations of PostgreSQL's libc provider that compare strings by code point.
+_CODE_POINT_COLLATIONS = frozenset({"c", "posix", "c.utf-8", "c.utf8"})
+_code_point_order: weakref.WeakKeyDictionary[Engine, bool] = weakref.WeakKeyDictionary()
 _LAST_CODE_POINT = 0x10FFFF
 _SURROGATES = range(0xD800, 0xE000)
 
@@ -28,9 +33,11 @@ def fold(text: str) -> str:
     return text.translate(_ASCII_LOWER)
 
 
-def folded(column: ColumnElement[Any]) -> ColumnElement[str]:
-    """``column`` with its ASCII letters in lower case, compared in byte (code point) order."""
-    return func.lower(column.collate("C")) if _postgresql() else func.lower(column)
+def folded(column: ColumnElement[Any], dialect: str | None = None) -> ColumnElement[str]:
+    """``column`` with its ASCII letters in lower case, compared in byte (code point) order
+    (``dialect``, ``sqlite`` or ``postgresql``, defaults to the application's database)."""
+    postgresql = _postgresql() if dialect is None else dialect == "postgresql"
+    return func.lower(column.collate("C")) if postgresql else func.lower(column)
 
 
 def like_pattern(query: str, template: str) -> str:
@@ -59,6 +66,34 @@ def _successor(text: str) -> str | None:
             return text[:-1] + chr(code)
         text = text[:-1]
     return None
+
+
+def code_point_order(dialect: str) -> bool:
+    """Whether text columns without a collation of their own sort by code point: always on
+    SQLite (``BINARY``); on PostgreSQL when the database's default collation is ``C``,
+    ``POSIX`` or ``C.UTF-8`` of the libc provider (asked once per engine)."""
+    if dialect != "postgresql":
+        return True
+    engine = db.engine
+    if engine not in _code_point_order:
+        with engine.connect() as connection:
+            provider, collation = connection.execute(text(
+                "SELECT datlocprovider, datcollate FROM pg_database "
+                "WHERE datname = current_database()")).one()
+        _code_point_order[engine] = (provider == "c"
+                                     and collation.lower() in _CODE_POINT_COLLATIONS)
+    return _code_point_order[engine]
+
+
+def prefix_bounds(column: ColumnElement[Any], prefix: str) -> list[ColumnElement[bool]]:
+    """Bounds on ``column`` that every value starting with ``prefix`` (ASCII case ignored)
+    lies within, when the column sorts by code point (:func:`code_point_order`): from the
+    prefix in upper case (upper-case ASCII sorts first) to the successor of it in lower
+    case. Implied by the match, they let an ordered walk of the column's index start at the
+    prefix instead of reading every row before it (bench/RESULTS.md §15)."""
+    high = _successor(fold(prefix))
+    bounds = [column >= literal(prefix.translate(_ASCII_UPPER), String())]
+    return bounds if high is None else [*bounds, column < literal(high, String())]
 
 
 def starts_with(folded_column: ColumnElement[str], prefix: str) -> ColumnElement[bool]:
