@@ -333,6 +333,7 @@ def run(backend: str, entities: int, *, soak_minutes: float, measures: bool = Tr
             phase()
         explain_misses(bench, result)
         if soak_minutes > 0:
+            fresh_tokens(bench)
             result.soak = million_soak(bench, entities, soak_minutes, log)
     result.seconds = time.perf_counter() - started
     return result
