@@ -38,7 +38,8 @@ from labapp.errors import Conflict, InvalidInput
 from labapp.model.registry import ClassSpec, classes
 from labapp.query.fields import entity_fields
 from labapp.query.filter import FilterError
-from labapp.query.listing import parse_select
+from labapp.query.listing import Page, parse_select
+from labapp.query.paging import INVALID_SKIPTOKEN
 from labapp.reading import marks
 from labapp.reading.lookup import class_named, load_visible
 from labapp.web.blocks import is_htmx, render_page
@@ -161,28 +162,45 @@ class Column:
     numeric: bool = False
 
 
+def _page(actor: Actor, state: TableState, select_text: str) -> tuple[Page, bool]:
+    """The table's page of rows, and whether it fell back to the first page: a ``skiptoken``
+    that is not one of this order's (cut short, or from an older release) shows the first
+    page rather than an error."""
+    def read(skip: str | None, skiptoken: str | None) -> Page:
+        return reading.list_entities(actor, state.spec, filter_text=state.filter or None,
+                                     orderby=state.orderby or None, select_text=select_text,
+                                     top=str(PAGE_SIZE), skip=skip, skiptoken=skiptoken)
+    try:
+        return read(request.args.get("skip"), state.skiptoken or None), False
+    except InvalidInput as error:
+        if error.code != INVALID_SKIPTOKEN:
+            raise
+    return read(None, None), True
+
+
 def _table(actor: Actor, state: TableState) -> dict[str, Any]:
     """The context of the table block: columns, rows, and any error of the query."""
     spec = state.spec
     context: dict[str, Any] = {"state": state, "rows": [], "total": 0, "columns": [],
-                               "next_token": None, "filter_error": None, "error": None}
+                               "next_token": None, "filter_error": None, "error": None,
+                               "notice": None}
     try:
         names = parse_select(",".join(state.columns), entity_fields(spec), always=())
         # The unit of a number column is shown beside it, the slot beside the location; a
         # mark (expired, low) reads the status and the attributes too.
         companions = [extra for name in names if (extra := display.companion_field(spec, name))]
         wanted = list(dict.fromkeys(["id", *names, *companions, *marks.inputs(spec, names)]))
-        page = reading.list_entities(actor, spec, filter_text=state.filter or None,
-                                     orderby=state.orderby or None,
-                                     select_text=",".join(wanted), top=str(PAGE_SIZE),
-                                     skip=request.args.get("skip"),
-                                     skiptoken=state.skiptoken or None)
+        page, fell_back = _page(actor, state, ",".join(wanted))
     except FilterError as error:
         context["filter_error"] = error.detail
         return context
     except InvalidInput as error:
         context["error"] = error.detail
         return context
+    if fell_back:
+        state = replace(state, skip=0, skiptoken="")
+        context["notice"] = ("The page position in the address no longer fits this list; "
+                             "showing the first page.")
     fields = spec.fields
     context["state"] = replace(state, columns=tuple(names))
     context["columns"] = [Column("id", "ID", True)] + [

@@ -28,6 +28,8 @@ from labapp.errors import InvalidInput
 from labapp.query.fields import FilterField
 from labapp.query.listing import sort_clause, sort_expression
 
+INVALID_SKIPTOKEN = "invalid_skiptoken"  # the problem code of a token that is not the view's
+
 
 @dataclass(frozen=True)
 class SortKey:
@@ -40,7 +42,7 @@ class SortKey:
 
 
 def _invalid(message: str) -> InvalidInput:
-    return InvalidInput(message, code="invalid_skiptoken",
+    return InvalidInput(message, code=INVALID_SKIPTOKEN,
                         errors=[{"field": "$skiptoken", "message": message}])
 
 

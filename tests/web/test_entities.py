@@ -170,6 +170,18 @@ def test_paging_through_a_large_class_with_htmx(signed_in, api):
         f"/entities/Sample?orderby=name&skip=50&skiptoken={token}")
 
 
+@pytest.mark.parametrize("token", ["not-a-token", "eyJ4IjogMX0"])
+def test_a_stale_page_position_shows_the_first_page(signed_in, api, token):
+    save(api, *({"eClass": "Sample", "name": f"T{number:03d}"} for number in range(55)))
+    response = signed_in.get("/entities/Sample", headers=HTMX, query_string={
+        "orderby": "name", "skip": "50", "skiptoken": token})
+    html = html_of(response)
+    assert response.status_code == 200
+    assert 'id="table-notice"' in html and "showing the first page" in html
+    assert len(row_ids(response)) == 50 and "Showing 1–50 of 55" in html
+    assert response.headers["HX-Push-Url"] == "/entities/Sample?orderby=name"
+
+
 def test_htmx_pushes_the_canonical_address_of_a_submitted_query(signed_in, sample):
     query = [("filter", "name eq 'Broth'"), ("columns", "name"), ("columns", "status"),
              ("attribute", "")]
