@@ -11,6 +11,7 @@ one (the smaller of the two when both are set).
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -35,6 +36,7 @@ MAX_DEPTH = 64  # a location hierarchy deeper than this is refused as a cycle gu
 _PLATE = Plate.__table__.c
 _SAMPLE = Sample.__table__.c
 _LOCATION = Location.__table__.c
+_NUMBERS = re.compile(r"([0-9]+)")  # ASCII digits: other digits are letters to int()
 
 
 def location_spec() -> ClassSpec:
@@ -146,12 +148,23 @@ def ancestors(actor: Actor, location_id: str) -> list[Location]:
     return [found[key] for key in reversed(chain) if key in found]
 
 
+def name_order(name: str, key: str) -> tuple[Any, ...]:
+    """The sort key of a location named ``name`` (id ``key``) among its siblings: numbers in
+    the name by value and letters without case, so "Box 2" comes before "Box 10" and
+    "box 3" between them, as people number racks and boxes; then the name and id as they are,
+    so the order is total."""
+    parts = _NUMBERS.split(name)
+    return ([int(part) if index % 2 else part.casefold() for index, part in enumerate(parts)],
+            name, key)
+
+
 def children(actor: Actor, location_id: str) -> list[Location]:
-    """The visible direct children of a visible location, by name (404 for the location)."""
+    """The visible direct children of a visible location, by :func:`name_order` (404 for
+    the location)."""
     get_location(actor, location_id)
-    return list(db.session.scalars(select(Location).where(
-        Location.parent_id == location_id, readable(actor, Location))
-        .order_by(Location.name, Location.id)))
+    found = db.session.scalars(select(Location).where(
+        Location.parent_id == location_id, readable(actor, Location)))
+    return sorted(found, key=lambda location: name_order(location.name, location.id))
 
 
 @dataclass(frozen=True)

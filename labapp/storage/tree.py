@@ -37,7 +37,7 @@ from labapp.access.actor import Actor
 from labapp.access.visibility import readable
 from labapp.db import db
 from labapp.model import Entity, Location, Plate, Sample
-from labapp.storage.service import LOCATION, MAX_DEPTH, get_location, limit_of
+from labapp.storage.service import LOCATION, MAX_DEPTH, get_location, limit_of, name_order
 
 TREE_BUDGET = 300  # locations the tree page draws at most before opening one (whole levels)
 _LOCATION = Location.__table__.c
@@ -51,7 +51,7 @@ class TreeNode:
 
     ``stored`` counts the items in it, ``within`` those in it and anywhere below it;
     ``capacity`` is its limit (None: unlimited). ``opens`` says whether it has visible
-    children; ``children`` are those, by name, or None while they have not been read.
+    children; ``children`` are those, in name order, or None while they have not been read.
     """
 
     id: str
@@ -73,19 +73,21 @@ def _without_jit() -> None:
 
 
 def _nodes(actor: Actor, where: ColumnElement[bool]) -> list[tuple[str | None, TreeNode]]:
-    """``(parent id, node)`` of the visible locations matching ``where``, by name; each
+    """``(parent id, node)`` of the visible locations matching ``where``, by
+    :func:`~labapp.storage.service.name_order`; each
     knows whether it has a visible child (one probe per location, stopping at the first)."""
     child, child_entity = Location.__table__.alias("child"), aliased(Entity, name="child_entity")
     opens = exists().where(child.c.parent_id == Location.id, child_entity.id == child.c.id,
                            readable(actor, child_entity))
     query = (select(Location.id, Location.name, Location.location_type, Location.parent_id,
                     Location.capacity, Location.rows, Location.columns, opens.label("opens"))
-             .where(where, readable(actor, Location)).order_by(Location.name, Location.id))
+             .where(where, readable(actor, Location)))
+    rows = sorted(db.session.execute(query), key=lambda row: name_order(row.name, row.id))
     return [(row.parent_id,
              TreeNode(row.id, row.name, row.location_type,
                       limit_of(row.capacity, row.rows, row.columns), bool(row.opens),
                       children=None if row.opens else []))
-            for row in db.session.execute(query)]
+            for row in rows]
 
 
 def _more_than(actor: Actor, where: ColumnElement[bool], room: int) -> bool:
@@ -103,7 +105,7 @@ def _roots(actor: Actor) -> list[TreeNode]:
         hidden.eclass == LOCATION, ~func.coalesce(readable(actor, hidden), false())))
     nodes = [node for where in (Location.parent_id.is_(None), under_hidden)
              for _, node in _nodes(actor, where)]
-    return sorted(nodes, key=lambda node: (node.name, node.id))
+    return sorted(nodes, key=lambda node: name_order(node.name, node.id))
 
 
 def top_levels(actor: Actor, budget: int | None = None) -> list[TreeNode]:

@@ -101,3 +101,19 @@ def test_a_location_under_a_hidden_one_is_a_root_and_counts_in_the_visible_above
     assert "4 stored" in _entry(page, room["id"]) and "4 / 9" in _entry(page, box["id"])
     assert "aria-expanded" not in _entry(page, room["id"])  # its only child is hidden
     assert "Their shelf" not in page
+
+
+def test_locations_sort_by_their_numbers(browser: FlaskClient, admin: ApiClient) -> None:
+    names = ["Box 10", "box 3", "Box 2", "Box 1b", "Box 1a", "Box", "Box 02"]
+    made = make_locations(admin, {"id": "#r", "name": "Numbered rack"},
+                          *({"name": name, "parentID": "#r"} for name in names))
+    rack = made[0]["id"]
+    expected = ["Box", "Box 1a", "Box 1b", "Box 02", "Box 2", "box 3", "Box 10"]
+    listed = admin.get(f"/api/storage/location/{rack}/children")
+    assert [location["name"] for location in listed.get_json()] == expected
+    fragment = html(browser.get(f"/storage/locations/{rack}/children", headers=HTMX))
+    drawn = re.findall(r'data-location="[^"]+">.*?>(Box[^<]*|box[^<]*)<', fragment, re.S)
+    assert drawn == expected
+    page = html(browser.get("/storage"))
+    assert [name for name in re.findall(r">((?:Box|box)[^<]*)<", page)
+            if name in names] == expected
