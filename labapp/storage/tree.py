@@ -22,7 +22,6 @@ from typing import Any
 from sqlalchemy import (
     ColumnElement,
     case,
-    exists,
     false,
     func,
     literal_column,
@@ -72,28 +71,28 @@ def _without_jit() -> None:
         db.session.execute(text("SET LOCAL jit = off"))
 
 
-def _nodes(actor: Actor, where: ColumnElement[bool]) -> list[tuple[str | None, TreeNode]]:
-    """``(parent id, node)`` of the visible locations matching ``where``, by
-    :func:`~labapp.storage.service.name_order`; each
-    knows whether it has a visible child (one probe per location, stopping at the first)."""
+def _nodes(actor: Actor, where: ColumnElement[bool],
+           limit: int | None = None) -> list[tuple[str | None, TreeNode]]:
+    """``(parent id, node)`` of the visible locations matching ``where`` (at most ``limit``
+    of them, any), by :func:`~labapp.storage.service.name_order`; each knows whether it has a
+    visible child. That is a probe per location that stops at the first child: a
+    ``LIMIT 1`` subquery, which PostgreSQL cannot turn, as it did an ``EXISTS``, into one
+    hashed pass over every location and its entity (13 of 22 ms for the 200 racks of a
+    biobank, 10,000 boxes)."""
     child, child_entity = Location.__table__.alias("child"), aliased(Entity, name="child_entity")
-    opens = exists().where(child.c.parent_id == Location.id, child_entity.id == child.c.id,
-                           readable(actor, child_entity))
+    opens = (select(literal_column("1")).select_from(child)
+             .join(child_entity, child_entity.id == child.c.id)
+             .where(child.c.parent_id == Location.id, readable(actor, child_entity))
+             .limit(1).scalar_subquery())
     query = (select(Location.id, Location.name, Location.location_type, Location.parent_id,
                     Location.capacity, Location.rows, Location.columns, opens.label("opens"))
-             .where(where, readable(actor, Location)))
+             .where(where, readable(actor, Location)).limit(limit))
     rows = sorted(db.session.execute(query), key=lambda row: name_order(row.name, row.id))
     return [(row.parent_id,
              TreeNode(row.id, row.name, row.location_type,
-                      limit_of(row.capacity, row.rows, row.columns), bool(row.opens),
-                      children=None if row.opens else []))
+                      limit_of(row.capacity, row.rows, row.columns), row.opens is not None,
+                      children=None if row.opens is not None else []))
             for row in rows]
-
-
-def _more_than(actor: Actor, where: ColumnElement[bool], room: int) -> bool:
-    """Whether more than ``room`` visible locations match ``where`` (reads at most one more)."""
-    some = select(Location.id).where(where, readable(actor, Location)).limit(room + 1)
-    return (db.session.scalar(select(func.count()).select_from(some.subquery())) or 0) > room
 
 
 def _roots(actor: Actor) -> list[TreeNode]:
@@ -121,10 +120,10 @@ def top_levels(actor: Actor, budget: int | None = None) -> list[TreeNode]:
         room = budget - len(drawn)
         if not parents or room <= 0:
             break
-        inside = Location.parent_id.in_(list(parents))
-        if _more_than(actor, inside, room):
+        # One read of the level, cut short one past the room: more than that is not drawn.
+        below = _nodes(actor, Location.parent_id.in_(list(parents)), limit=room + 1)
+        if len(below) > room:
             break
-        below = _nodes(actor, inside)
         children: dict[str, list[TreeNode]] = {key: [] for key in parents}
         for parent_id, node in below:
             children[str(parent_id)].append(node)

@@ -5,11 +5,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 from flask import Flask
 from flask.testing import FlaskClient
+from sqlalchemy import event
 
+from labapp.access.grant_sets import actor_for
+from labapp.db import db
+from labapp.model import User
 from labapp.storage import tree
 from tests.conftest import ApiClient
 from tests.storage.conftest import check_in, make_items, make_locations, refs
@@ -117,3 +122,39 @@ def test_locations_sort_by_their_numbers(browser: FlaskClient, admin: ApiClient)
     page = html(browser.get("/storage"))
     assert [name for name in re.findall(r">((?:Box|box)[^<]*)<", page)
             if name in names] == expected
+
+
+def _drawn(nodes: list[tree.TreeNode] | None) -> list[str]:
+    return [name for node in nodes or [] for name in (node.name, *_drawn(node.children))]
+
+
+def test_a_level_is_drawn_when_its_visible_locations_fit_the_room_left(
+        app: Flask, admin: ApiClient, alice: ApiClient,
+        department: Callable[..., str]) -> None:
+    """The level is read once, cut one past the room: a level that fits exactly is drawn,
+    one more is not, and hidden locations take no room. One statement per level."""
+    other = department("Other")
+    rack, *_ = make_locations(admin, {"id": "#rack", "name": "Budget rack"},
+                              *({"name": f"Box {number}", "parentID": "#rack"}
+                                for number in range(1, 4)),
+                              {"name": "Their box", "parentID": "#rack",
+                               "departmentID": other})
+    sent: list[str] = []
+
+    def record(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
+        if statement.lstrip().startswith(("SELECT", "WITH")):
+            sent.append(statement)
+    with app.app_context():
+        actor = actor_for(db.session.get(User, "alice"), method="cookie")
+        event.listen(db.engine, "before_cursor_execute", record)
+        try:
+            fits = tree.top_levels(actor, budget=4)  # the rack and its three visible boxes
+            sent_for_two_levels = len(sent)
+            one_short = tree.top_levels(actor, budget=3)
+        finally:
+            event.remove(db.engine, "before_cursor_execute", record)
+    assert _drawn(fits) == ["Budget rack", "Box 1", "Box 2", "Box 3"]
+    assert fits[0].id == rack["id"] and fits[0].within == 0
+    assert _drawn(one_short) == ["Budget rack"] and one_short[0].children is None
+    # The two queries of the roots, the level of boxes, the counts.
+    assert sent_for_two_levels == 4
