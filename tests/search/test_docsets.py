@@ -4,18 +4,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from labapp.search.index import Document, rebuild, write
+from labapp.search.index import Document, rebuild, searching, write
 from labapp.search.index.docsets import DocSet
 from labapp.search.index.documents import open_index
-from labapp.search.index.searching import term_ids
+from labapp.search.index.searching import term_bits, term_ids
 
 SIZE = 3000
 numbers = st.sets(st.integers(min_value=0, max_value=SIZE - 1), max_size=300)
 
 
+@settings(deadline=None)  # behaviour, not time: a loaded machine took over 200 ms an example
 @given(numbers, numbers, st.integers(min_value=0, max_value=60))
 def test_a_docset_behaves_as_the_set_of_its_numbers(a: set[int], b: set[int],
                                                     count: int) -> None:
@@ -50,3 +51,34 @@ def test_block_reads_match_whoosh_across_segments_and_deletions(tmp_path: Path) 
                         if ("text", word) in reader else [])
             assert term_ids(reader, "text", word) == expected, word
         assert len(term_ids(reader, "text", "common")) == 700 - 234 - 1 + 200
+
+
+def test_segment_bitmaps_are_kept_across_generations_without_their_deletions(
+        tmp_path: Path, monkeypatch) -> None:
+    path = tmp_path / "index"
+    rebuild(path, [_document(n, "common") for n in range(600)], timeout=5)
+    reads: list[str] = []
+    posting_ids = searching._posting_ids
+
+    def counted(leaf, field, text):
+        reads.append(leaf.segment().segment_id())
+        return posting_ids(leaf, field, text)
+    monkeypatch.setattr(searching, "_posting_ids", counted)
+
+    def labelled(generation: int) -> list[int]:
+        with open_index(path).searcher() as searcher:
+            reader = searcher.reader()
+            found = list(term_bits(reader, "labels", ["d:1"]))
+            assert found == list(searcher.postings("labels", "d:1").all_ids()), generation
+            assert list(term_bits(reader, "text", ["common", "changed"])) == sorted(
+                set(term_ids(reader, "text", "common")) | set(term_ids(reader, "text",
+                                                                        "changed")))
+            return found
+    assert len(labelled(1)) == 600 and len(reads) == 2  # the labels, then "common"
+    # A write: 100 documents replaced (deleted in the big segment) and one removed.
+    write(path, lambda: ([_document(n, "changed") for n in range(0, 600, 6)], ["D7"]),
+          timeout=5)
+    reads.clear()
+    assert len(labelled(2)) == 599
+    # Only the new segment is read: its labels and "changed" (it holds no "common").
+    assert len(set(reads)) == 1 and len(reads) == 2, reads

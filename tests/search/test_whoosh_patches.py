@@ -99,6 +99,28 @@ def test_patched_a_missing_column_is_looked_for_once(tmp_path: Path) -> None:
     assert checks == ["id"]
 
 
+def test_a_segment_keeps_its_stored_fields_reader_across_generations(
+        tmp_path: Path) -> None:
+    path = tmp_path / "index"
+    rebuild(path, [_document(number) for number in range(20)], timeout=5)
+
+    def stored() -> tuple[dict[str, Any], dict[str, str]]:
+        with open_index(path).searcher() as searcher:
+            readers = {leaf.segment().segment_id(): leaf._perdoc._cached_reader(
+                "_stored", whoosh3.STORED_COLUMN) for leaf, _ in searcher.reader().leaf_readers()}
+            texts = {fields["id"]: fields.get("text", "") for fields in
+                     searcher.all_stored_fields()}
+            return readers, texts
+    first, _ = stored()
+    write(path, lambda: ([Document(id="SAM00003", eclass="Sample", labels=frozenset(),
+                                   key_text="SAM00003", text="changed")], ["SAM00004"]),
+          timeout=5)
+    second, texts = stored()  # a new searcher: the old segment's reader is the one it had
+    (old, reader), = first.items()
+    assert second[old] is reader and len(second) == 2
+    assert "SAM00004" not in texts and len(texts) == 19
+
+
 def test_the_workarounds_are_applied_by_create_app(app: Flask) -> None:
     assert whoosh3.W3PerDocReader._cached_reader is whoosh_patches._cached_column_reader
     assert codec_base.Segment._random_id() != codec_base.Segment._random_id()

@@ -14,6 +14,11 @@ longer what it was. Nothing is patched at import time.
   column reader once found but asks the file system again, for every posting, about a
   field that has none (ids, labels, prefixes): ~40% of a commit's time. A segment's files
   never change, so the absence is cached too.
+- **Stored fields read anew in each generation** (same method): a new searcher (one per
+  index generation, see :mod:`labapp.search.index.searching`) built each segment's
+  stored-fields reader again, ~8 ms a segment, so the first searches after a write at a
+  million documents spent most of their time there. Segments never change, so that reader
+  is kept for the process by segment id, over a file of its own.
 - **Mapped files copied** (``BufferFile.__init__``): Whoosh reads a segment's files through
   ``mmap`` and wraps each in ``BytesIO(memoryview)``, which copies it: every searcher and
   writer opened held its own copy of the postings and term index (209 MiB at 100,000
@@ -30,6 +35,7 @@ import inspect
 import io
 import secrets
 import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
@@ -90,13 +96,39 @@ def _buffer_file_init(self: Any, buf: Any, name: str | None = None,
 ORIGINAL_BUFFER_FILE_INIT: Callable[..., None] = structfile.BufferFile.__init__
 ORIGINAL_RANDOM_ID: Callable[..., str] = vars(codec_base.Segment)["_random_id"].__func__
 ORIGINAL_CACHED_READER: Callable[..., Any] = vars(whoosh3.W3PerDocReader)["_cached_reader"]
+_STORED = "_stored"  # the column of a segment's stored fields
+_KEPT_STORED = 256  # segments whose stored-fields reader is kept across generations
+_kept_stored: OrderedDict[str, Any] = OrderedDict()
+_kept_lock = threading.Lock()
 
 
 def _cached_column_reader(self: Any, fieldname: str, column: Any) -> Any:
     readers = self._readers
     if fieldname not in readers:
-        readers[fieldname] = ORIGINAL_CACHED_READER(self, fieldname, column)
+        readers[fieldname] = (_kept_stored_reader(self, column) if fieldname == _STORED
+                              else ORIGINAL_CACHED_READER(self, fieldname, column))
     return readers[fieldname]
+
+
+def _kept_stored_reader(perdoc: Any, column: Any) -> Any:
+    """The stored-fields reader of ``perdoc``'s segment, kept for the process by segment id
+    over a file of its own (a closed searcher closes only its own files)."""
+    key = perdoc._segment.segment_id()
+    with _kept_lock:
+        reader = _kept_stored.get(key)
+        if reader is not None:
+            _kept_stored.move_to_end(key)
+            return reader
+    if not perdoc.has_column(_STORED):
+        return None
+    filename = whoosh3.W3Codec.column_filename(perdoc._segment, _STORED)
+    reader = column.reader(perdoc._storage.open_file(filename), 0,
+                           perdoc._storage.file_length(filename), perdoc._doccount)
+    with _kept_lock:
+        _kept_stored[key] = reader
+        if len(_kept_stored) > _KEPT_STORED:
+            _kept_stored.popitem(last=False)  # the least recently used
+    return reader
 
 
 def _source(thing: Any) -> str:
@@ -131,6 +163,12 @@ def check() -> None:
              "W3PerDocReader._cached_reader no longer caches in _readers after has_column()")
     _require("self._readers = {}" in _source(perdoc.__init__),
              "W3PerDocReader no longer keeps its column readers in _readers")
+    _require(all(f"self.{name} = " in _source(perdoc.__init__)
+                 for name in ("_segment", "_storage", "_doccount"))
+             and callable(getattr(whoosh3.W3Codec, "column_filename", None))
+             and f'"{_STORED}", STORED_COLUMN' in _source(perdoc.stored_fields),
+             "W3PerDocReader no longer reads stored fields from the _stored column of its "
+             "_segment in _storage")
     matcher = whoosh3.W3LeafMatcher
     block = _source(matcher)
     _require(all(callable(getattr(matcher, name, None))
