@@ -20,7 +20,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import (
+    ARRAY,
     ColumnElement,
+    String,
+    all_,
+    any_,
+    bindparam,
     case,
     false,
     func,
@@ -69,6 +74,19 @@ def _without_jit() -> None:
     ``jit_above_cost``, and compiling one took 0.05-0.8 s for a query of a few ms."""
     if db.engine.dialect.name == "postgresql":
         db.session.execute(text("SET LOCAL jit = off"))
+
+
+def _among(column: Any, ids: Sequence[str], *, among: bool = True) -> ColumnElement[bool]:
+    """``column IN ids`` (``NOT IN`` when not ``among``); on PostgreSQL with the ids as one
+    array parameter, so the statement's text is the same whatever their number: psycopg
+    parsed the hundreds of placeholders of the tree's statements anew on every request."""
+    predicate: ColumnElement[bool]
+    if db.engine.dialect.name != "postgresql":
+        predicate = column.in_(ids) if among else column.not_in(ids)
+    else:
+        array = bindparam(None, list(ids), type_=ARRAY(String))
+        predicate = column == any_(array) if among else column != all_(array)
+    return predicate
 
 
 def _nodes(actor: Actor, where: ColumnElement[bool],
@@ -121,7 +139,7 @@ def top_levels(actor: Actor, budget: int | None = None) -> list[TreeNode]:
         if not parents or room <= 0:
             break
         # One read of the level, cut short one past the room: more than that is not drawn.
-        below = _nodes(actor, Location.parent_id.in_(list(parents)), limit=room + 1)
+        below = _nodes(actor, _among(Location.parent_id, list(parents)), limit=room + 1)
         if len(below) > room:
             break
         children: dict[str, list[TreeNode]] = {key: [] for key in parents}
@@ -168,9 +186,9 @@ def rollup(location_ids: Sequence[str]) -> dict[str, tuple[int, int]]:
         return {}
     below: Any = select(_LOCATION.id.label("top"), _LOCATION.id.label("id"),
                         literal_column("0").label("depth")).where(
-        _LOCATION.id.in_(wanted)).cte("below", recursive=True)
+        _among(_LOCATION.id, wanted)).cte("below", recursive=True)
     below = below.union_all(select(below.c.top, _LOCATION.id, below.c.depth + 1).where(
-        _LOCATION.parent_id == below.c.id, _LOCATION.id.not_in(wanted),
+        _LOCATION.parent_id == below.c.id, _among(_LOCATION.id, wanted, among=False),
         below.c.depth < MAX_DEPTH))  # the depth stops a cycle in corrupt data
     per = _held(below)
     # Grouped by whether the row is the location itself, so ``n`` (a count per location
@@ -182,7 +200,7 @@ def rollup(location_ids: Sequence[str]) -> dict[str, tuple[int, int]]:
     links = (select(literal_column("'link'"), child.c.id, below.c.top, literal_column("0"),
                     literal_column("0"))
              .join_from(child, below, below.c.id == child.c.parent_id)
-             .where(child.c.id.in_(wanted)))
+             .where(_among(child.c.id, wanted)))
     _without_jit()
     stored, partial = dict.fromkeys(wanted, 0), dict.fromkeys(wanted, 0)
     inside: dict[str, list[str]] = {key: [] for key in wanted}

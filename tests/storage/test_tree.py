@@ -16,7 +16,7 @@ from labapp.access.grant_sets import actor_for
 from labapp.db import db
 from labapp.model import User
 from labapp.storage import tree
-from tests.conftest import ApiClient
+from tests.conftest import BACKEND, ApiClient
 from tests.storage.conftest import check_in, make_items, make_locations, refs
 from tests.storage.test_pages import html
 
@@ -158,3 +158,24 @@ def test_a_level_is_drawn_when_its_visible_locations_fit_the_room_left(
     assert _drawn(one_short) == ["Budget rack"] and one_short[0].children is None
     # The two queries of the roots, the level of boxes, the counts.
     assert sent_for_two_levels == 4
+
+
+@pytest.mark.skipif(BACKEND != "postgresql", reason="SQLite takes the ids as placeholders")
+def test_the_counts_send_the_same_statement_whatever_the_number_of_locations(
+        app: Flask, admin: ApiClient) -> None:
+    """On PostgreSQL the ids go as one array: psycopg parsed the hundreds of placeholders of
+    the tree's statements anew on every request."""
+    made = make_locations(admin, *({"name": f"Array box {number}"} for number in range(3)))
+    sent: list[str] = []
+
+    def record(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
+        if statement.lstrip().startswith("WITH"):
+            sent.append(statement)
+    with app.app_context():
+        event.listen(db.engine, "before_cursor_execute", record)
+        try:
+            tree.rollup([made[0]["id"]])
+            tree.rollup([location["id"] for location in made])
+        finally:
+            event.remove(db.engine, "before_cursor_execute", record)
+    assert len(sent) == 2 and sent[0] == sent[1]
