@@ -82,3 +82,21 @@ def test_segment_bitmaps_are_kept_across_generations_without_their_deletions(
     assert len(labelled(2)) == 599
     # Only the new segment is read: its labels and "changed" (it holds no "common").
     assert len(set(reads)) == 1 and len(reads) == 2, reads
+
+
+def test_a_generation_removed_while_opening_is_opened_again(tmp_path: Path,
+                                                            monkeypatch) -> None:
+    path = tmp_path / "index"
+    rebuild(path, [_document(n, "common") for n in range(5)], timeout=5)
+    searching.forget(path)
+    opened: list[int] = []
+    open_index_ = searching.open_index
+
+    def racing(folder: Path):
+        opened.append(1)
+        if len(opened) == 1:  # a commit removed the generation being opened
+            raise FileNotFoundError(2, "No such file or directory", "_MAIN_7.toc")
+        return open_index_(folder)
+    monkeypatch.setattr(searching, "open_index", racing)
+    hits = searching.search(path, [("word", "common")], labels=None, eclasses=None, limit=10)
+    assert hits.total == 5 and len(opened) == 2

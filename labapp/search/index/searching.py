@@ -31,6 +31,7 @@ from labapp.search.index.documents import (
 MAX_PREFIX_TERMS = 64  # expansions of a prefix outside the edge n-gram field
 COMMON = 5000  # a query matching more documents than this is not scored
 _CACHED_SETS = 64
+_OPEN_ATTEMPTS = 3  # opening a searcher again when a commit removed its generation's files
 _SEGMENT_SETS = 4096  # segment bitmaps kept across generations (a bit per document each)
 
 class _Cached:
@@ -61,9 +62,25 @@ def _current(path: Path) -> _Cached:
         # unchanged segments with their old deletions, so a replaced document's old version
         # kept matching its old words. The old searcher is left to the garbage collector
         # (a request of another thread may still be reading it).
-        fresh = _Cached(open_index(path).searcher())
+        fresh = _Cached(_open_searcher(path))
         _cache[path] = fresh
         return fresh
+
+
+def _open_searcher(path: Path) -> Any:
+    """A searcher of the index's latest generation. A writer that commits while it opens
+    removes the generation it was reading (``FileNotFoundError``, a 503 once in an hour of
+    soak at a million documents): it is opened again, up to :data:`_OPEN_ATTEMPTS` times."""
+    attempt = 1
+    while True:
+        try:
+            return open_index(path).searcher()
+        except (FileNotFoundError, IndexUnavailable) as error:
+            gone = isinstance(error, FileNotFoundError) or isinstance(
+                error.__cause__, FileNotFoundError)
+            if not gone or attempt >= _OPEN_ATTEMPTS:
+                raise
+            attempt += 1
 
 
 def _searcher(path: Path) -> Any:
