@@ -13,7 +13,7 @@ from sqlalchemy import select
 from labapp.alerts.evaluate import Report, evaluate
 from labapp.alerts.mail import MailSettings
 from labapp.db import db
-from labapp.model import AlertState, Notification
+from labapp.model import AlertRule, AlertState, Notification
 from tests.conftest import ApiClient
 from tests.entities.conftest import (  # noqa: F401
     admin,
@@ -63,6 +63,16 @@ def alerts_of(app: Flask, user_id: str) -> list[str]:
             select(Notification.message).where(Notification.user_id == user_id,
                                                Notification.kind == "Alert")
             .order_by(Notification.created_utc, Notification.id)))
+
+
+def digest_due(app: Flask, rule_id: str) -> datetime:
+    """When the rule's next digest is due, as the service set it: from the clock of the
+    moment the rule was saved, which the ticks' fixed :data:`NOW` is not (computed from
+    NOW, the tests passed only on the day NOW names)."""
+    with app.app_context():
+        due = db.session.get(AlertRule, rule_id).digest_due_utc
+    assert due is not None, "not a digest rule"
+    return due
 
 
 def states_of(app: Flask, rule_id: str) -> set[str]:

@@ -12,6 +12,7 @@ from labapp.alerts.service import next_digest
 from tests.alerts.conftest import (
     NOW,
     alerts_of,
+    digest_due,
     made,
     rule_body,
     set_amount,
@@ -103,11 +104,11 @@ def test_relative_dates_are_read_at_the_tick(app: Flask, lab: dict[str, Any]) ->
 
 
 def test_daily_digest_collects_until_due(app: Flask, lab: dict[str, Any]) -> None:
-    made(lab["alice"], rule_body("Daily low", cadence="daily"))
+    rule = made(lab["alice"], rule_body("Daily low", cadence="daily"))
     first = tick(app)
     assert first.started == 2 and first.notifications == 0, "waits for the digest"
-    due = next_digest("daily", NOW)
-    assert due is not None and due > NOW
+    due = digest_due(app, rule["id"])
+    assert due > NOW and due == next_digest("daily", due - timedelta(days=1))
     set_amount(lab["alice"], lab["full"], 1.0)
     tick(app, due - timedelta(minutes=1))
     assert alerts_of(app, "alice") == []

@@ -19,7 +19,7 @@ from sqlalchemy import select
 from labapp.alerts.mail import MailSettings, backoff
 from labapp.db import db, transaction
 from labapp.model import MailMessage, User
-from tests.alerts.conftest import NOW, made, rule_body, tick
+from tests.alerts.conftest import NOW, digest_due, made, rule_body, tick
 from tests.web.test_pages import page_login
 
 BASE = "https://lab.example.org"
@@ -164,17 +164,13 @@ def _admin_password() -> str:
 
 def test_a_digest_lists_the_items_by_rule_in_one_message(
         app: Flask, lab: dict[str, Any], smtp: tuple[Inbox, MailSettings]) -> None:
-    from labapp.alerts.service import next_digest
-
     inbox, settings = smtp
     _with_email(app, "alice", "alice@lab.example.org")
-    made(lab["alice"], rule_body("Low", cadence="daily", channels=["bell", "email"]))
+    low = made(lab["alice"], rule_body("Low", cadence="daily", channels=["bell", "email"]))
     made(lab["alice"], rule_body("Full", filter="amount ge 40", cadence="daily",
                                  channels=["email"]))
     assert tick(app, NOW, settings).emails == 0, "collected until the digest is due"
-    due = next_digest("daily", NOW)
-    assert due is not None
-    report = tick(app, due, settings)
+    report = tick(app, digest_due(app, low["id"]), settings)
     assert (report.digests, report.emails, report.sent) == (2, 1, 1)
     [message] = inbox.messages
     assert message["Subject"] == "[labapp] Daily digest: 2 alert rules"
