@@ -41,7 +41,7 @@ from labapp.query.fields import (
     attribute_text,
     resolve_field,
 )
-from labapp.query.textmatch import code_point_order, folded, prefix_bounds
+from labapp.query.textmatch import code_point_order, folded, like_pattern, prefix_bounds
 
 MAX_VALUES = 10_000  # literals per filter: bound parameters (SQLite allows 32766 per query)
 COMPARISONS = frozenset({"eq", "ne", "gt", "ge", "lt", "le"})
@@ -299,9 +299,9 @@ class ConditionBuilder:
         if lit.kind != "string":
             raise FilterError(f"{function}() needs a quoted string, not {lit.text}",
                               lit.position)
-        escaped = re.sub(r"[/%_]", lambda found: "/" + found.group(), lit.value)
         dialect = self.source.dialect
-        pattern = folded(literal(_PATTERNS[function].format(escaped), String()), dialect)
+        pattern = folded(literal(like_pattern(lit.value, _PATTERNS[function]), String()),
+                         dialect)
         text = folded(self.text(operand), dialect)
         if negate:
             return _or_null(text.not_like(pattern, escape="/"), text, operand.nullable)
