@@ -22,6 +22,7 @@ from labapp.errors import AppError
 from labapp.model import Department, User
 from labapp.search.rebuild import ensure_search_index
 from labapp.sequences.service import ensure_default_sequences, next_id
+from labapp.storage import counts as location_counts
 from labapp.users.service import create_user, ensure_roles
 
 ADMIN_USERNAME = "admin"
@@ -68,6 +69,7 @@ def init_command() -> None:
     if ensure_search_index():
         click.echo("built the search index")
     tallies.fold()
+    location_counts.fold()
     if sqlite_stats.refresh():
         click.echo("gathered the planner statistics (SQLite ANALYZE)")
     if generated is not None:

@@ -1,15 +1,16 @@
 """The background worker: ``flask --app labapp worker`` (``search worker`` is its old name).
 
-One long-running process beside the web server does every feature's upkeep, each through
-the one function the feature exposes: the search queue drained into the index
-(:func:`labapp.search.worker.upkeep`), the entity tallies folded
-(:func:`labapp.dashboards.tallies.upkeep`), the queued spreadsheet imports run one at a time
-(:func:`labapp.imports.jobs.upkeep`, long finished ones removed hourly), the alert rules
-evaluated once a minute (:func:`labapp.alerts.evaluate.upkeep`) and SQLite's planner
-statistics gathered when the data has grown (:func:`labapp.sqlite_stats.upkeep`, looked at every
-``SQLITE_STATISTICS_SECONDS``; 0 turns that off). The loop runs the due upkeep in that
-order and looks again at once while any of them found work, else after :data:`POLL` seconds.
-An upkeep the database refused (busy or locked) is logged and tried again at the next look.
+One long-running process beside the web server does every feature's upkeep, each through the
+one function the feature exposes: the search queue drained into the index
+(:func:`labapp.search.worker.upkeep`), the entity tallies and the location counts folded
+(:func:`labapp.dashboards.tallies.upkeep`, :func:`labapp.storage.counts.upkeep`), the queued
+spreadsheet imports run one at a time (:func:`labapp.imports.jobs.upkeep`, long finished
+ones removed hourly), the alert rules evaluated once a minute
+(:func:`labapp.alerts.evaluate.upkeep`) and SQLite's planner statistics gathered when the
+data has grown (:func:`labapp.sqlite_stats.upkeep`, looked at every
+``SQLITE_STATISTICS_SECONDS``; 0 turns that off). The loop runs the due upkeep in that order
+and looks again at once while any of them found work, else after :data:`POLL` seconds. An
+upkeep the database refused (busy or locked) is logged and tried again at the next look.
 """
 from __future__ import annotations
 
@@ -33,6 +34,7 @@ from labapp.imports import jobs as import_jobs
 from labapp.search import indexer
 from labapp.search import worker as search_worker
 from labapp.serving import freeze_start_up
+from labapp.storage import counts as location_counts
 
 POLL = 0.15  # seconds between two looks when no upkeep found work
 PURGE_IMPORTS = 3600.0  # seconds between two removals of long finished imports
@@ -54,6 +56,7 @@ def upkeeps(app: Flask) -> list[Upkeep]:
     """Every feature's upkeep, in the order one look runs them."""
     jobs = [Upkeep("search queue", search_worker.upkeep),
             Upkeep("entity tallies", tallies.upkeep),
+            Upkeep("location counts", location_counts.upkeep),
             Upkeep("spreadsheet imports", import_jobs.upkeep),
             Upkeep("finished imports", import_jobs.purge_finished, PURGE_IMPORTS)]
     jobs.append(Upkeep("alert rules", alerts.upkeep, ALERT_SECONDS))

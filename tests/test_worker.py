@@ -20,6 +20,7 @@ from labapp.model import EntityCountChange, SearchQueue
 from labapp.search import worker as search_worker
 from labapp.search.cli import search_cli
 from labapp.search.indexer import beat, heartbeat_path, worker_alive
+from labapp.storage import counts as location_counts
 from labapp.worker import Upkeep, run, upkeeps, worker_command
 from tests.conftest import BACKEND, run_init
 from tests.search.test_workers import ADMIN, wait_for
@@ -29,13 +30,14 @@ def test_each_feature_gives_one_upkeep(fresh_app: Callable[..., Flask]) -> None:
     assert [(job.name, job.run, job.every) for job in upkeeps(fresh_app())] == [
         ("search queue", search_worker.upkeep, 0.0),
         ("entity tallies", tallies.upkeep, 0.0),
+        ("location counts", location_counts.upkeep, 0.0),
         ("spreadsheet imports", import_jobs.upkeep, 0.0),
         ("finished imports", import_jobs.purge_finished, 3600.0),
         ("alert rules", alerts.upkeep, 60.0),
         ("SQLite statistics", sqlite_stats.upkeep, 60.0)]
     assert [job.name for job in upkeeps(fresh_app(SQLITE_STATISTICS_SECONDS=0))] == [
-        "search queue", "entity tallies", "spreadsheet imports", "finished imports",
-        "alert rules"]
+        "search queue", "entity tallies", "location counts", "spreadsheet imports",
+        "finished imports", "alert rules"]
 
 
 def _waiting(app: Flask) -> tuple[int, int]:

@@ -20,6 +20,7 @@ from labapp.db import db
 from labapp.exports import service
 from labapp.exports.archive import ArchiveError
 from labapp.exports.restore import RestoreRefused, restore, verify
+from labapp.storage import counts as location_counts
 
 
 @click.command("save")
@@ -58,6 +59,7 @@ def restore_command(file: Path, force: bool) -> None:
         raise click.ClickException(str(error)) from None
     click.echo(f"restored {checked.manifest.get('entities', 0)} entities from {file.name}")
     tallies.fold()
+    location_counts.fold()
     if sqlite_stats.refresh():
         click.echo("gathered the planner statistics (SQLite ANALYZE)")
 

@@ -37,10 +37,11 @@ FILE_TABLE = "file"
 # Login state: sessions, their refresh tokens and failed-login counters belong to the running
 # installation, not to the lab's data (decisions.md, "Exports"). The search queue is derived
 # state: restoring the rows queues every entity again (its triggers), so the restored
-# installation's index is built from what it holds. The entity tallies are derived too:
-# the restored entities' triggers count them again.
+# installation's index is built from what it holds. The entity tallies and the location
+# counts are derived too: the restored entities' and items' triggers count them again.
 NOT_EXPORTED = frozenset({"login_session", "refresh_token", "login_failure", "search_queue",
-                          "entity_count", "entity_count_change"})
+                          "entity_count", "entity_count_change", "location_count",
+                          "location_count_change"})
 
 Progress = Callable[[int, int], None]
 

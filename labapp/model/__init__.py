@@ -28,7 +28,7 @@ from labapp.model.lab import (
 )
 from labapp.model.org import Department, Project, ProjectSetting, Role, User, UserRole
 from labapp.model.search import SearchQueue
-from labapp.model.storage import Location, StorageLogEntry
+from labapp.model.storage import Location, LocationCount, LocationCountChange, StorageLogEntry
 from labapp.model.system import AuditEvent, EntityEvent, ModelState, Sequence
 from labapp.model.tallies import EntityCount, EntityCountChange
 
@@ -36,7 +36,8 @@ __all__ = [
     "AlertRule", "AlertState", "AuditEvent", "Dashboard", "DashboardShare", "Department",
     "DepartmentAccess", "Entity",
     "EntityCount", "EntityCountChange", "EntityEvent", "Experiment",
-    "Fermentation", "File", "ImportJob", "ImportRow", "Location", "LoginFailure", "LoginSession",
+    "Fermentation", "File", "ImportJob", "ImportRow", "Location", "LocationCount",
+    "LocationCountChange", "LoginFailure", "LoginSession",
     "MailMessage", "ModelState", "Note", "Notification",
     "PersonalAccessToken", "Plate", "Project", "ProjectAccess", "ProjectSetting", "RefreshToken",
     "Request", "Role", "Sample", "SavedMapping", "SavedView", "SavedViewShare", "SearchQueue",
