@@ -97,10 +97,6 @@ def worker_alive() -> bool:
 
 # ---------------------------------------------------------------- documents
 
-def _text(values: Iterable[Any]) -> str:
-    return " ".join(str(value) for value in values if value not in (None, ""))
-
-
 def _attribute_values(attributes: Any) -> Iterator[Any]:
     if isinstance(attributes, dict):
         for value in attributes.values():
@@ -146,12 +142,12 @@ def _documents(ids: list[str]) -> list[index.Document]:
 
 
 def _document(row: Any, content: str | None, attached: Iterable[str]) -> index.Document:
-    key_text = _text((row.id, row.name, row.barcode))
+    key_text = index.text_of((row.id, row.name, row.barcode))
     return index.Document(
         id=row.id, eclass=row.eclass,
         labels=entity_labels(row.eclass, row.department_id, row.project_id),
         key_text=key_text,
-        text=_text((key_text, row.description, content, *_attribute_values(row.attributes),
+        text=index.text_of((key_text, row.description, content, *_attribute_values(row.attributes),
                     *attached)))
 
 

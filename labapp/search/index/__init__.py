@@ -33,10 +33,11 @@ from labapp.search.index.documents import (
     analyse,
     exists,
     rebuild,
+    text_of,
     write,
 )
 from labapp.search.index.searching import build_query, check, document_ids, forget, search, stats
 
 __all__ = ["PHRASE", "PREFIX", "WORD", "Clause", "Document", "Hits", "IndexBusy",
            "IndexUnavailable", "analyse", "build_query", "check", "document_ids", "exists",
-           "forget", "rebuild", "search", "stats", "write"]
+           "forget", "rebuild", "search", "stats", "text_of", "write"]

@@ -17,11 +17,13 @@ from typing import Any
 
 from whoosh import index as whoosh_index
 from whoosh.analysis import SpaceSeparatedTokenizer
+from whoosh.codec.whoosh3 import W3Codec
 from whoosh.fields import ID, KEYWORD, TEXT, Schema
 from whoosh.support.charset import accent_map
 from whoosh.writing import CLEAR, MERGE_SMALL, SegmentWriter
 
 from labapp.search.index import whoosh_patches
+from labapp.search.index.deleting import delete_ids
 
 Clause = tuple[str, str]  # ("word" | "phrase" | "prefix", text)
 WORD, PHRASE, PREFIX = "word", "phrase", "prefix"
@@ -38,6 +40,10 @@ LIMIT_MB = 1024
 DRAIN_SEGMENT_DOCUMENTS = 5_000
 # Index commits other than a rebuild merge only segments smaller than this.
 SMALL_SEGMENT = 5_000
+# Posting blocks are written uncompressed: zlib took ~10% of a segment's indexing time (most
+# blocks hold a posting or two, which Whoosh compresses whatever their size) and reading
+# them back decompressed each; the index is 10-30% larger for it.
+CODEC = W3Codec(compression=0)
 # Identifiers: word characters joined by - . : / + (K-12, pH7.4, E.coli, 10/20, β-actin).
 _TOKEN = r"\w+(?:[-.:/+]\w+)*"
 _PART = r"[-.:/+]"
@@ -59,6 +65,7 @@ _PARTS = re.compile(_PART)
 # pairs), which cost most of the indexing time.
 _SPACED = SpaceSeparatedTokenizer()
 _PAIR = "\u00a0"  # joins the two words of a pair; the pairs field splits on spaces only
+PART = "\x1f"  # separates the parts of a document's text (the unit separator)
 SCHEMA = Schema(
     id=ID(stored=True, unique=True),
     eclass=ID(),
@@ -90,15 +97,26 @@ def _with_parts(words: list[str]) -> list[str]:
 
 
 def _edges(words: list[str]) -> list[str]:
-    """The edge n-grams (:data:`PREFIX_MIN`-:data:`PREFIX_MAX` characters) of ``words``."""
+    """The edge n-grams (:data:`PREFIX_MIN`-:data:`PREFIX_MAX` characters) of ``words``,
+    each shorter than its word. The whole word needs none: a prefix query also expands its
+    stem in the text field, where the word itself comes first (:mod:`searching`). Ids,
+    barcodes and numbers are words of their own, so their whole-word n-grams were a third
+    of the terms a drain wrote, and each term costs a posting block."""
     return [word[:size] for word in words
-            for size in range(PREFIX_MIN, min(PREFIX_MAX, len(word)) + 1)]
+            for size in range(PREFIX_MIN, min(PREFIX_MAX + 1, len(word)))]
+
+
+def text_of(values: Iterable[Any]) -> str:
+    """One searchable text of ``values`` (an entity's id, name, description, attribute
+    values...), each kept a part of its own: phrases match within a part, not across two."""
+    return PART.join(str(value) for value in values if value not in (None, ""))
 
 
 @dataclass(frozen=True)
 class Document:
     """What the index holds of one entity. ``key_text`` (id, name, barcode) is also
-    indexed for prefixes; ``text`` is everything searchable, ``key_text`` included."""
+    indexed for prefixes; ``text`` is everything searchable, ``key_text`` included, its
+    parts joined by :data:`PART` (:func:`text_of`)."""
 
     id: str
     eclass: str
@@ -140,12 +158,12 @@ def word_pairs(words: list[str]) -> list[str]:
 
 
 def _fields(document: Document) -> dict[str, str]:
-    words = analyse(document.text)
+    parts = [analyse(part) for part in document.text.split(PART)]
     return {"id": document.id, "eclass": document.eclass,
             "labels": " ".join(sorted(document.labels)),
-            "text": " ".join(_with_parts(words)),
+            "text": " ".join(_with_parts([word for words in parts for word in words])),
             "prefix": " ".join(_edges(_with_parts(analyse(document.key_text)))),
-            "pairs": " ".join(word_pairs(words))}
+            "pairs": " ".join(pair for words in parts for pair in word_pairs(words))}
 
 
 def write(path: Path, produce: Callable[[], tuple[Iterable[Document], Iterable[str]]],
@@ -161,22 +179,22 @@ def write(path: Path, produce: Callable[[], tuple[Iterable[Document], Iterable[s
     """
     index = open_index(path)
     try:
-        writer = index.writer(timeout=timeout, limitmb=LIMIT_MB)
+        writer = index.writer(timeout=timeout, limitmb=LIMIT_MB, codec=CODEC)
     except whoosh_index.LockError as error:
         raise IndexBusy("The search index is locked by another writer.") from error
     try:
         with _collecting_less():
             produced, gone = produce()
-            documents, deleted = list(produced), list(gone)
-            for entity_id in deleted:
-                writer.delete_by_term("id", entity_id)
+            # In id order, as a rebuild writes them: each segment then holds a narrow range
+            # of ids, which replacing them later looks up (:mod:`deleting`).
+            documents = sorted(produced, key=lambda document: document.id)
+            deleted = list(gone)
+            delete_ids(writer, itertools.chain(deleted, (item.id for item in documents)))
             if len(documents) > segment_size:
-                for document in documents:
-                    writer.delete_by_term("id", document.id)
                 segments = _segments(path, _chunks(documents, segment_size, None))
             else:
                 for document in documents:
-                    writer.update_document(**_fields(document))
+                    writer.add_document(**_fields(document))
                 segments = []
     except BaseException:
         writer.cancel()
@@ -242,7 +260,7 @@ def rebuild(path: Path, documents: Iterable[Document], timeout: float,
     except IndexUnavailable:
         return _build_fresh(path, documents, progress, segment_size)
     try:
-        writer = index.writer(timeout=timeout, limitmb=LIMIT_MB)
+        writer = index.writer(timeout=timeout, limitmb=LIMIT_MB, codec=CODEC)
     except whoosh_index.LockError as error:
         raise IndexBusy("The search index is locked by another writer.") from error
     return _build(path, writer, documents, progress, segment_size)
@@ -297,7 +315,8 @@ def _segment_of(folder: str, documents: list[Document]) -> Any:
     # would never be freed, and at a million documents each worker held 9 GB.
     gc.collect()
     whoosh_patches.apply()
-    writer = SegmentWriter(whoosh_index.open_dir(folder), _lk=False, limitmb=LIMIT_MB)
+    writer = SegmentWriter(whoosh_index.open_dir(folder), _lk=False, limitmb=LIMIT_MB,
+                           codec=CODEC)
     try:
         with _collecting_less():
             for document in documents:
@@ -338,7 +357,7 @@ def _build_fresh(path: Path, documents: Iterable[Document],
     whoosh_patches.apply()
     index = whoosh_index.create_in(str(staging), SCHEMA)
     try:
-        count = _build(staging, index.writer(limitmb=LIMIT_MB), documents, progress,
+        count = _build(staging, index.writer(limitmb=LIMIT_MB, codec=CODEC), documents, progress,
                        segment_size)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
