@@ -58,12 +58,12 @@ def test_segment_bitmaps_are_kept_across_generations_without_their_deletions(
     path = tmp_path / "index"
     rebuild(path, [_document(n, "common") for n in range(600)], timeout=5)
     reads: list[str] = []
-    posting_ids = searching._posting_ids
+    posting_ids = searching.posting_ids
 
     def counted(leaf, field, text):
         reads.append(leaf.segment().segment_id())
         return posting_ids(leaf, field, text)
-    monkeypatch.setattr(searching, "_posting_ids", counted)
+    monkeypatch.setattr(searching, "posting_ids", counted)
 
     def labelled(generation: int) -> list[int]:
         with open_index(path).searcher() as searcher:

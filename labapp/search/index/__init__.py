@@ -16,7 +16,9 @@ query kind fast at 100,000 documents (bench/RESULTS.md, search):
   reached through at most :data:`MAX_PREFIX_TERMS` expansions.
 - Access and class filters are sets of document numbers, computed once per index generation
   and label set (a Whoosh query filter costs ~200 ms a search), held as bitmaps
-  (:mod:`labapp.search.index.docsets`); posting lists are read a block at a time.
+  (:mod:`labapp.search.index.docsets`); posting lists are read a block at a time, and the
+  worker process that writes a segment also writes the bitmaps of its common terms beside
+  it (:mod:`labapp.search.index.bitmaps`), so a common word's first use reads no postings.
 - A query estimated to match more than :data:`COMMON` documents is not scored: its matches
   are read once per index generation and the first ones in index order are returned.
 - One searcher per process and index folder, opened again when the index has changed.

@@ -22,7 +22,7 @@ from whoosh.fields import ID, KEYWORD, TEXT, Schema
 from whoosh.support.charset import accent_map
 from whoosh.writing import CLEAR, MERGE_SMALL, SegmentWriter
 
-from labapp.search.index import whoosh_patches
+from labapp.search.index import bitmaps, whoosh_patches
 from labapp.search.index.deleting import delete_ids
 
 Clause = tuple[str, str]  # ("word" | "phrase" | "prefix", text)
@@ -321,7 +321,9 @@ def _segment_of(folder: str, documents: list[Document]) -> Any:
         with _collecting_less():
             for document in documents:
                 writer.add_document(**_fields(document))
-            return writer._finalize_segment()
+            segment = writer._finalize_segment()
+            bitmaps.write(Path(folder), segment, SCHEMA)
+            return segment
     except BaseException:
         writer._close_segment()
         raise

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import operator
 import threading
-from collections import OrderedDict
+from collections import OrderedDict, defaultdict
 from collections.abc import Callable, Iterable
 from itertools import islice
 from pathlib import Path
@@ -15,6 +15,8 @@ from whoosh import query as wq
 from whoosh.codec.whoosh3 import W3LeafMatcher
 from whoosh.matching.wrappers import FilterMatcher
 
+from labapp.search.index import bitmaps
+from labapp.search.index.bitmaps import block_ids, posting_ids
 from labapp.search.index.docsets import DocSet
 from labapp.search.index.documents import (
     PREFIX,
@@ -38,8 +40,9 @@ class _Cached:
     """The process's searcher of one index folder, with the sets computed on it (the
     :data:`_CACHED_SETS` most recently used)."""
 
-    def __init__(self, searcher: Any) -> None:
+    def __init__(self, searcher: Any, path: Path) -> None:
         self.searcher = searcher
+        self.path = path
         self.sets: OrderedDict[object, DocSet] = OrderedDict()
         self.size = searcher.reader().doc_count_all()
 
@@ -62,7 +65,7 @@ def _current(path: Path) -> _Cached:
         # unchanged segments with their old deletions, so a replaced document's old version
         # kept matching its old words. The old searcher is left to the garbage collector
         # (a request of another thread may still be reading it).
-        fresh = _Cached(_open_searcher(path))
+        fresh = _Cached(_open_searcher(path), path)
         _cache[path] = fresh
         return fresh
 
@@ -111,39 +114,23 @@ def _docnums(cached: _Cached, key: object, make: Callable[[], DocSet]) -> DocSet
     return found
 
 
-def _block_ids(matcher: Any) -> list[int]:
-    """Every id of one segment's posting list, a block at a time. ``all_ids()`` steps
-    through a list one posting at a time, three Python calls each (two thirds of a cold
-    prefix query's time at 100,000 documents); a block's ids are decoded at once anyway."""
-    ids: list[int] = []
-    while matcher.is_active():
-        matcher.block_min_id()  # decodes the block's ids into ``_ids``
-        ids.extend(matcher._ids[matcher._i:])
-        matcher._next_block()
-    return ids
-
-
-def _posting_ids(leaf: Any, field: str, text: str) -> list[int]:
-    """The segment-local numbers of the documents of ``leaf`` holding ``text`` in ``field``,
-    deleted ones included."""
-    matcher = leaf.postings(field, text)
-    if isinstance(matcher, FilterMatcher) and isinstance(matcher.child, W3LeafMatcher):
-        matcher = matcher.child
-    return _block_ids(matcher) if isinstance(matcher, W3LeafMatcher) else matcher.all_ids()
-
-
-def _segment_bits(leaf: Any, field: str, text: str) -> int:
-    """:func:`_posting_ids` of ``leaf`` as a bitmap, kept for the process across index
-    generations: a segment's postings never change (deletions are kept beside them), and a
-    write adds a small segment to dozens of unchanged ones. Reading a reader's labels anew
-    in each generation took 0.9 s at a million documents."""
-    key = (leaf.segment().segment_id(), field, text)
+def _segment_bits(leaf: Any, field: str, text: str | bytes, folder: Path | None) -> int:
+    """The documents of ``leaf`` holding ``text`` in ``field`` (deleted ones included) as a
+    bitmap, kept for the process across index generations: a segment's postings never
+    change (deletions are kept beside them), and a write adds a small segment to dozens of
+    unchanged ones. Read from the segment's file of bitmaps (:mod:`bitmaps`, the index in
+    ``folder``) when it has the term, else from its postings. Reading a reader's labels
+    anew in each generation took 0.9 s at a million documents."""
+    key = (leaf.segment().segment_id(), field,
+           text.decode() if isinstance(text, bytes) else text)  # expansions are bytes
     with _lock:
         found = _segment_sets.get(key)
         if found is not None:
             _segment_sets.move_to_end(key)
             return found
-    bits = DocSet.of(_posting_ids(leaf, field, text), leaf.doc_count_all()).bits
+    bits = None if folder is None else bitmaps.read(folder, leaf, field, text)
+    if bits is None:
+        bits = DocSet.of(posting_ids(leaf, field, text), leaf.doc_count_all()).bits
     with _lock:
         _segment_sets[key] = bits
         if len(_segment_sets) > _SEGMENT_SETS:
@@ -151,16 +138,18 @@ def _segment_bits(leaf: Any, field: str, text: str) -> int:
     return bits
 
 
-def term_bits(reader: Any, field: str, values: Iterable[str]) -> DocSet:
+def term_bits(reader: Any, field: str, values: Iterable[str],
+              folder: Path | None = None) -> DocSet:
     """The live documents holding any of ``values`` in ``field``, from the segments' kept
-    bitmaps (:func:`_segment_bits`), each without its deleted documents, at its base."""
+    bitmaps (:func:`_segment_bits`; ``folder``: the index's, for the segments' files of
+    bitmaps), united per segment, then each without its deleted documents, at its base."""
     wanted = list(values)
     bits = 0
     for leaf, base in reader.leaf_readers():
         found = 0
         for value in wanted:
             if (field, value) in leaf:
-                found |= _segment_bits(leaf, field, value)
+                found |= _segment_bits(leaf, field, value, folder)
         deleted = leaf.deleted_docs_set if found else None
         if deleted:
             found &= ~DocSet.of(deleted, leaf.doc_count_all()).bits
@@ -178,7 +167,7 @@ def term_ids(reader: Any, field: str, text: str) -> list[int]:
         deleted = None
         if isinstance(matcher, FilterMatcher) and isinstance(matcher.child, W3LeafMatcher):
             matcher, deleted = matcher.child, leaf.deleted_docs_set
-        ids = _block_ids(matcher) if isinstance(matcher, W3LeafMatcher) else matcher.all_ids()
+        ids = block_ids(matcher) if isinstance(matcher, W3LeafMatcher) else matcher.all_ids()
         if deleted:
             ids = [docnum for docnum in ids if docnum not in deleted]
         found.extend([docnum + base for docnum in ids] if base else ids)
@@ -186,7 +175,7 @@ def term_ids(reader: Any, field: str, text: str) -> list[int]:
 
 
 def _term_docs(cached: _Cached, field: str, values: Iterable[str]) -> DocSet:
-    return term_bits(cached.searcher.reader(), field, values)
+    return term_bits(cached.searcher.reader(), field, values, cached.path)
 
 
 def _allowed(cached: _Cached, labels: frozenset[str] | None,
@@ -283,6 +272,9 @@ def _matching(cached: _Cached, query: wq.Query) -> DocSet:
     for the index generation, so ``pr*`` and ``pre*`` share ``prepared``."""
     if isinstance(query, wq.Term):
         return _term_set(cached, query.fieldname, query.text)
+    if isinstance(query, wq.Or) and query.subqueries and all(
+            isinstance(part, wq.Term) for part in query.subqueries):
+        return _any_term(cached, [(part.fieldname, part.text) for part in query.subqueries])
     if isinstance(query, (wq.Or, wq.And)) and query.subqueries:
         parts = [_matching(cached, part) for part in query.subqueries]
         combine = operator.or_ if isinstance(query, wq.Or) else operator.and_
@@ -296,7 +288,28 @@ def _term_set(cached: _Cached, field: str, text: str) -> DocSet:
         return DocSet()
     if reader.doc_frequency(field, text) < COMMON:
         return DocSet.of(term_ids(reader, field, text), cached.size)
-    return _docnums(cached, ("term", field, text), lambda: term_bits(reader, field, [text]))
+    return _docnums(cached, ("term", field, text),
+                    lambda: term_bits(reader, field, [text], cached.path))
+
+
+def _any_term(cached: _Cached, terms: list[tuple[str, str]]) -> DocSet:
+    """The documents holding any of ``terms`` (a prefix's expansions): the common ones
+    united per segment, then placed once (placing each term's segments on their own cost
+    40 shifts of a million-bit number per term at a million documents), the rare ones read
+    from their postings."""
+    reader = cached.searcher.reader()
+    common: dict[str, list[str]] = defaultdict(list)
+    rare: list[int] = []
+    for field, text in terms:
+        frequency = reader.doc_frequency(field, text)
+        if frequency >= COMMON:
+            common[field].append(text)
+        elif frequency:
+            rare.extend(term_ids(reader, field, text))
+    found = DocSet.of(rare, cached.size)
+    for field, values in common.items():
+        found |= term_bits(reader, field, values, cached.path)
+    return found
 
 
 def _unscored(cached: _Cached, query: wq.Query, allowed: DocSet | None,

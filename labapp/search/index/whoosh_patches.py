@@ -25,7 +25,7 @@ longer what it was. Nothing is patched at import time.
   documents), and each index generation opens new ones. A raw stream over the
   ``memoryview`` reads the mapped pages in place.
 
-:func:`labapp.search.index.searching.term_ids` reads a block of posting ids at a time
+:func:`labapp.search.index.bitmaps.block_ids` reads a block of posting ids at a time
 through ``W3LeafMatcher``'s private attributes; :func:`check` covers those too.
 tests/search/test_whoosh_patches.py shows each unpatched behaviour is still wrong or slow.
 """
