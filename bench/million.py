@@ -151,12 +151,15 @@ def measure(bench: Bench, name: str, urls: list[str], target: float | None,
 
 # ---------------------------------------------------------------- the measures
 
-def list_url(skip: int, token: str | None = None, *, filtered: bool = True) -> str:
+def list_url(skip: int, token: str | None = None, *, filtered: bool = True,
+             counted: bool = True) -> str:
     query: dict[str, Any] = {"$orderby": ORDERBY, "$top": 500, "$skip": skip}
     if filtered:
         query["$filter"] = FILTER
     if token:
         query["$skiptoken"] = token
+    if not counted:
+        query["$count"] = "false"
     return "/api/entity/Sample?" + urlencode(query)
 
 
@@ -165,7 +168,7 @@ def _walk_to(bench: Bench, caller: str, skip: int) -> str | None:
     (None when the list answers no ``nextSkipToken``)."""
     position, token = 0, None
     while position < skip:
-        body = json.loads(_get(bench, list_url(position, token), caller))
+        body = json.loads(_get(bench, list_url(position, token, counted=False), caller))
         token = body.get("nextSkipToken")
         if token is None:
             return None
@@ -183,7 +186,9 @@ def lists(bench: Bench, result: MillionResult, log: Callable[[str], None]) -> No
                          [list_url(far)], LIST_P95, caller, runs=10)
         unfiltered = measure(bench, f"list page as {caller}, no filter, $skip=0",
                              [list_url(0, filtered=False)], LIST_P95, caller)
-        result.measures += [unfiltered, first, offset]
+        uncounted = measure(bench, f"list page as {caller}, $count=false, $skip=0",
+                            [list_url(0, counted=False)], LIST_P95, caller)
+        result.measures += [unfiltered, first, uncounted, offset]
         result.deep.append((offset.name, offset.p(50) / first.p(50),
                             offset.p(50) <= DEEP_RATIO * first.p(50)))
         started = time.perf_counter()
@@ -193,10 +198,15 @@ def lists(bench: Bench, result: MillionResult, log: Callable[[str], None]) -> No
                              [list_url(far, token)], LIST_P95, caller)
             keyset.note = (f"reached by following {far // 500} pages in "
                            f"{time.perf_counter() - started:.0f} s")
-            result.measures.append(keyset)
-            result.deep.append((keyset.name, keyset.p(50) / first.p(50),
-                                keyset.p(50) <= DEEP_RATIO * first.p(50)))
-        for item in result.measures[-4:]:
+            bare = measure(bench, f"list page as {caller}, $skip={far:,} (keyset, "
+                                  "$count=false)", [list_url(far, token, counted=False)],
+                           LIST_P95, caller)
+            result.measures += [keyset, bare]
+            result.deep += [(keyset.name, keyset.p(50) / first.p(50),
+                             keyset.p(50) <= DEEP_RATIO * first.p(50)),
+                            (bare.name, bare.p(50) / uncounted.p(50),
+                             bare.p(50) <= DEEP_RATIO * uncounted.p(50))]
+        for item in result.measures[-6:]:
             log(f"  [{bench.backend}] {item.name}: p50 {item.p(50) * 1000:.1f} / p95 "
                 f"{item.p(95) * 1000:.1f} ms, Core {item.p(50, True) * 1000:.1f} ms")
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 from flask import Blueprint, Response, jsonify, request
+from marshmallow import fields
 
 from labapp.db import transaction
 from labapp.entities import export, reading, service
@@ -24,8 +25,14 @@ bp = Blueprint("entity_api", __name__, url_prefix="/api/entity")
 
 
 class EntityListQuerySchema(EntityExportQuerySchema, KeysetQuerySchema):
-    """The list's options: OData's, ``$format`` and ``$skiptoken`` (ignored by downloads,
-    which hold every matching row)."""
+    """The list's options: OData's, ``$format``, ``$skiptoken`` and ``$count`` (both ignored
+    by downloads, which hold every matching row)."""
+
+    count = fields.String(data_key="$count", metadata={
+        "pattern": "^([Tt][Rr][Uu][Ee]|[Ff][Aa][Ll][Ss][Ee])?$",
+        "description": "false: total is null, not counted (a filter matching hundreds of "
+                       "thousands of rows costs most of the page to count; nextSkipToken "
+                       "tells when the list ends); default true"})
 
 
 @bp.get("/<eclass>")
@@ -45,7 +52,7 @@ def list_entities(eclass: str, query: dict[str, Any]) -> Response:
             current_actor(), class_named(eclass), filter_text=query.get("filter"),
             orderby=query.get("orderby"), select_text=query.get("select"),
             top=query.get("top"), skip=query.get("skip"),
-            skiptoken=query.get("skiptoken") or None)
+            skiptoken=query.get("skiptoken") or None, count=query.get("count"))
         response = jsonify(page.to_keyset_json())
     # The same URL answers JSON, CSV or XLSX by its Accept header: caches must key on it.
     response.vary.add("Accept")

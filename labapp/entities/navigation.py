@@ -67,7 +67,7 @@ def _children_context(actor: Actor, spec: ClassSpec, entity_id: str,
     skips = []
     if offset > 0:
         skips.append(("← Previous", "prev", max(offset - PAGE_SIZE, 0)))
-    if offset + PAGE_SIZE < page.total:
+    if page.total is not None and offset + PAGE_SIZE < page.total:
         skips.append(("Next →", "next", offset + PAGE_SIZE))
     pager = [PageLink(label, rel, f"{detail_url(spec.name, entity_id, skip=skip or None)}"
                                   "#hierarchy",

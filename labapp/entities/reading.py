@@ -14,7 +14,13 @@ from labapp.model import AuditEvent, Entity, EntityEvent, File
 from labapp.model.registry import ClassSpec
 from labapp.query.fields import entity_fields
 from labapp.query.filter import compile_filter
-from labapp.query.listing import Page, parse_paging, parse_select, parse_sort_keys
+from labapp.query.listing import (
+    Page,
+    count_value,
+    parse_paging,
+    parse_select,
+    parse_sort_keys,
+)
 from labapp.query.paging import Keyset
 from labapp.reading.lookup import load_visible, to_api
 from labapp.reading.tallies import visible_total
@@ -71,16 +77,19 @@ def _entity_side(keyset: Keyset, values: list[Any]) -> list[ColumnElement[bool]]
 def list_entities(actor: Actor, spec: ClassSpec, *, filter_text: str | None = None,
                   orderby: str | None = None, select_text: str | None = None,
                   top: str | None = None, skip: str | None = None,
-                  skiptoken: str | None = None) -> Page:
-    """One page of the visible entities of a class (at most 500), with the total count.
+                  skiptoken: str | None = None, count: str | None = None) -> Page:
+    """One page of the visible entities of a class (at most 500), with the total count
+    unless ``count`` (``$count``) is ``false``.
 
     With ``skiptoken`` (a page's ``nextSkipToken``) the page starts right after that keyset
     position, no OFFSET, and ``skip`` only counts (issue 24, docs/decisions.md). Raises
-    InvalidInput ``invalid_skiptoken`` for a token of another class or ``$orderby``. Rows
-    are read as plain columns and turned into dicts directly: no ORM objects.
+    InvalidInput ``invalid_skiptoken`` for a token of another class or ``$orderby``, and
+    ``invalid_count`` for a ``count`` neither true nor false. Rows are read as plain
+    columns and turned into dicts directly: no ORM objects.
     """
     source = entity_fields(spec)
     limit, offset = parse_paging(top, skip)
+    counted = count_value(count, True)
     condition = compile_filter(filter_text, source, user_id=actor.user_id)
     keyset = Keyset.of(f"entity/{spec.name}", parse_sort_keys(orderby, source), spec.model.id)
     values = None if skiptoken is None else keyset.decode(skiptoken)
@@ -111,8 +120,8 @@ def list_entities(actor: Actor, spec: ClassSpec, *, filter_text: str | None = No
             attributes = item["attributes"] if keep_attributes else item.pop("attributes")
             for key in attribute_keys:
                 item[key] = (attributes or {}).get(key.split(".", 1)[1])
-    return Page(data=data, total=_total(actor, spec, filter_text, visible), skip=offset,
-                next_token=following)
+    total = _total(actor, spec, filter_text, visible) if counted else None
+    return Page(data=data, total=total, skip=offset, next_token=following)
 
 
 def _total(actor: Actor, spec: ClassSpec, filter_text: str | None,

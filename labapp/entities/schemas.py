@@ -120,7 +120,8 @@ class EntityListSchema(Schema):
 
 class EntityPageSchema(Schema):
     data = fields.List(fields.Dict())
-    total = fields.Integer()
+    total = fields.Integer(allow_none=True, metadata={
+        "description": "how many visible entities match; null with $count=false"})
     nextSkip = fields.Integer()
     nextSkipToken = fields.String(allow_none=True, metadata={
         "description": "the keyset position after the page's last row, null on the last "

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from labapp.errors import InvalidInput
-from labapp.query.listing import paging_value
+from labapp.query.listing import count_value, paging_value
 
 SUPPORTED = ("$filter", "$select", "$orderby", "$top", "$skip", "$count", "$skiptoken",
              "$format")
@@ -52,13 +52,11 @@ def parse_options(args: Mapping[str, str]) -> FeedOptions:
     if fmt is not None and fmt.split(";")[0].strip().lower() not in ("json", "application/json"):
         raise invalid("$format", f"Only $format=json is served, not '{fmt}'",
                       "unsupported_format")
-    count = found.get("$count", "false").strip().lower()
-    if count not in ("true", "false"):
-        raise invalid("$count", f"$count must be true or false, not '{found['$count']}'")
     top = found.get("$top")
     skip = found.get("$skip")
     return FeedOptions(filter=found.get("$filter"), select=found.get("$select"),
                        orderby=found.get("$orderby"),
                        top=None if top is None else paging_value("$top", top),
                        skip=0 if skip is None else paging_value("$skip", skip),
-                       count=count == "true", skiptoken=found.get("$skiptoken"))
+                       count=count_value(found.get("$count"), False, "invalid_option"),
+                       skiptoken=found.get("$skiptoken"))

@@ -137,6 +137,17 @@ def _count(option: str, raw: str | int | None, default: int) -> int:
     return paging_value(option, raw)
 
 
+def count_value(raw: str | None, default: bool, code: str = "invalid_count") -> bool:
+    """The value of ``$count``: ``true`` or ``false`` (any case), ``default`` when absent.
+    Raises InvalidInput ``code`` naming ``$count``."""
+    if raw is None or not raw.strip():
+        return default
+    value = raw.strip().lower()
+    if value not in ("true", "false"):
+        raise _invalid("$count", code, f"$count must be true or false, not '{raw}'")
+    return value == "true"
+
+
 def parse_paging(top: str | int | None, skip: str | int | None,
                  max_top: int = PAGE_SIZE) -> tuple[int, int]:
     """``(limit, offset)`` from ``$top`` and ``$skip``; ``$top`` is capped at ``max_top``.
@@ -154,7 +165,7 @@ class Page:
     (listings that page by keyset: :mod:`labapp.query.paging`)."""
 
     data: list[Any]
-    total: int
+    total: int | None  # None: not counted (``$count=false``)
     skip: int
     size: int = PAGE_SIZE
     next_token: str | None = None

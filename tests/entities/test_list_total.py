@@ -10,6 +10,7 @@ from flask import Flask
 
 from labapp.dashboards import tallies
 from tests.conftest import ApiClient
+from tests.contracts.problem import assert_problem
 from tests.entities.conftest import Grants, listing, save
 
 
@@ -52,3 +53,38 @@ def test_the_unfiltered_total_counts_what_the_caller_may_see(
     save(admin, {"eClass": "Sample", "id": made[0]["id"], "departmentID": other}, status=200)
     assert totals()[0] == 3  # moved out of their sight
     assert listing(reader, "Department", top=0)["total"] == _walked(reader, "Department")
+
+
+def test_count_false_leaves_the_total_out_and_pages_alike(
+        admin: ApiClient, department: Callable[..., str],
+        member: Callable[..., ApiClient]) -> None:
+    """``$count=false``: the same rows, positions and tokens, ``total`` null; a client reads
+    to the end by ``nextSkipToken``."""
+    own = department("Uncounted own")
+    reader = member("uncounted-reader", department_id=own)
+    save(admin, *({"eClass": "Sample", "name": f"Uncounted {n}", "amount": n,
+                   "departmentID": own} for n in range(7)),
+         {"eClass": "Sample", "name": "Uncounted hidden", "amount": 9})
+    query = {"filter": "amount ge 2", "orderby": "name desc", "top": 2}
+    for count in ("false", "FALSE", "False"):
+        counted, uncounted = (listing(reader, "Sample", **query, **extra)
+                              for extra in ({}, {"count": count}))
+        assert counted["total"] == 5 and uncounted["total"] is None
+        assert {key: value for key, value in uncounted.items() if key != "total"} == {
+            key: value for key, value in counted.items() if key != "total"}
+    assert listing(reader, "Sample", count="true", **query)["total"] == 5
+    seen, extra = [], {}
+    while True:
+        page = listing(reader, "Sample", count="false", **query, **extra)
+        seen += [item["name"] for item in page["data"]]
+        if page["nextSkipToken"] is None:
+            break
+        extra = {"skip": page["nextSkip"], "skiptoken": page["nextSkipToken"]}
+    assert seen == [f"Uncounted {n}" for n in range(6, 1, -1)]
+
+
+def test_a_count_neither_true_nor_false_is_refused(admin: ApiClient) -> None:
+    for value in ("yes", "1", "tru"):
+        response = admin.get("/api/entity/Sample", query_string={"$count": value})
+        problem = assert_problem(response, 400, "invalid_count", errors=True)
+        assert problem["errors"][0]["field"] == "$count", problem
