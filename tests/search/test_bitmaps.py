@@ -98,3 +98,24 @@ def test_the_file_leaves_with_its_segment_and_a_damaged_one_is_passed_over(
     leaf, _ = _leaves(path)[0]
     assert bitmaps.read(path, leaf, "text", "common") is None
     assert _answers(path) == expected
+
+
+def test_a_prefix_with_one_rare_word_among_common_ones_is_not_scored(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``co*`` expands to "common" (in every document) and "cobalt" (in one): the query's size
+    is theirs together, not the rare word's alone (Whoosh's minimum size of an Or), so it is
+    answered from the bitmaps, unscored, without reading the common word's postings."""
+    path = tmp_path / "index"
+    documents = [_document(number) for number in range(800)]
+    rare = index.Document(id="SAM9999", eclass="Sample", labels=LABELS, key_text="SAM9999",
+                          text=index.text_of(("SAM9999", "cobalt")))
+    index.rebuild(path, [*documents, rare], 5, segment_size=200)
+    monkeypatch.setattr(searching, "COMMON", 50)
+
+    def refused(leaf: object, field: str, text: str | bytes) -> list[int]:
+        raise AssertionError(f"read the postings of {field}:{text!r}")
+    monkeypatch.setattr(searching, "posting_ids", refused)
+    searching._segment_sets.clear()
+    index.forget(path)
+    hits = index.search(path, [("prefix", "co")], labels=None, eclasses=None, limit=5)
+    assert hits.total == 801 and {score for _, score in hits.items} == {0.0}
