@@ -15,7 +15,7 @@ from pathlib import Path
 from sqlalchemy import delete, select, text
 
 from bench.harness import Bench
-from labapp.model import EntityCountChange, SearchQueue
+from labapp.model import EntityCountChange, LocationCountChange, SearchQueue
 from labapp.search import indexer
 
 
@@ -78,9 +78,11 @@ def planner_statistics_gathered(bench: Bench) -> None:
 
 
 def tallies_folded(bench: Bench) -> None:
-    """Wait until the worker has folded the entity tallies' changes of the seeding, as it
-    keeps them folded while the application serves."""
+    """Wait until the worker has folded the changes of the seeding into the entity tallies
+    and the counts per location, as it keeps them folded while the application serves
+    (PostgreSQL's statistics, gathered next, then see the change tables empty)."""
     def folded() -> bool:
         with bench.engine.connect() as connection:
-            return connection.scalar(select(EntityCountChange.id).limit(1)) is None
-    wait_until(folded, "the entity tallies folded", timeout=600)
+            return all(connection.scalar(select(change.id).limit(1)) is None
+                       for change in (EntityCountChange, LocationCountChange))
+    wait_until(folded, "the entity tallies and location counts folded", timeout=600)

@@ -68,12 +68,15 @@ class TreeNode:
     children: list[TreeNode] | None = None
 
 
-def _without_jit() -> None:
-    """No JIT compilation on PostgreSQL for the rest of the transaction: it guesses tens of
-    thousands of rows for any recursive walk, so the tree's plans cost more than
-    ``jit_above_cost``, and compiling one took 0.05-0.8 s for a query of a few ms."""
+def _planned_small() -> None:
+    """On PostgreSQL, for the rest of the transaction, neither JIT compilation nor parallel
+    workers: it guesses tens of thousands of rows for any recursive walk, so the tree's
+    plans cost more than ``jit_above_cost`` (compiling one took 0.05-0.8 s for a query of a
+    few ms) and the counts per location were summed by two workers that took ~25 ms to start
+    for 5 ms of work (bench/RESULTS.md §15, the third run's plan)."""
     if db.engine.dialect.name == "postgresql":
         db.session.execute(text("SET LOCAL jit = off"))
+        db.session.execute(text("SET LOCAL max_parallel_workers_per_gather = 0"))
 
 
 def _among(column: Any, ids: Sequence[str], *, among: bool = True) -> ColumnElement[bool]:
@@ -135,7 +138,7 @@ def top_levels(actor: Actor, budget: int | None = None) -> list[TreeNode]:
     while a whole level fits ``budget`` locations in all (default :data:`TREE_BUDGET`; the
     roots are always drawn). Nodes of the deepest level keep ``children`` None."""
     budget = TREE_BUDGET if budget is None else budget
-    _without_jit()
+    _planned_small()
     roots = _roots(actor)
     drawn, level = list(roots), roots
     while level:
@@ -162,7 +165,7 @@ def opened(actor: Actor, location_id: str) -> TreeNode:
     """One visible location with its visible children, all with their counts (404 when the
     viewer may not see it)."""
     get_location(actor, location_id)
-    _without_jit()
+    _planned_small()
     (_, node), = _nodes(actor, Location.id == location_id)
     node.children = [child for _, child in _nodes(actor, Location.parent_id == location_id)]
     _count([node, *node.children])
@@ -206,7 +209,7 @@ def rollup(location_ids: Sequence[str]) -> dict[str, tuple[int, int]]:
                     literal_column("0"))
              .join_from(child, below, below.c.id == child.c.parent_id)
              .where(_among(child.c.id, wanted)))
-    _without_jit()
+    _planned_small()
     stored, partial = dict.fromkeys(wanted, 0), dict.fromkeys(wanted, 0)
     inside: dict[str, list[str]] = {key: [] for key in wanted}
     for kind, key, above, here, count in db.session.execute(union_all(held, links)):
