@@ -24,6 +24,11 @@ longer what it was. Nothing is patched at import time.
   writer opened held its own copy of the postings and term index (209 MiB at 100,000
   documents), and each index generation opens new ones. A raw stream over the
   ``memoryview`` reads the mapped pages in place.
+- **Skipping within a block** (``W3LeafMatcher.skip_to``): Whoosh walks a block of up to 128
+  postings one ``next()`` at a time to the target; an AND of a common word and a rarer one
+  skips the common word's postings to each of the rarer one's documents, ~2 million Python
+  calls and half the time of a two-word search at a million documents. The patched one
+  finds the target in the block's ids by bisection; the postings it stops at are the same.
 
 :func:`labapp.search.index.bitmaps.block_ids` reads a block of posting ids at a time
 through ``W3LeafMatcher``'s private attributes; :func:`check` covers those too.
@@ -35,6 +40,7 @@ import inspect
 import io
 import secrets
 import threading
+from bisect import bisect_left
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
@@ -42,6 +48,7 @@ from typing import Any
 from whoosh.codec import base as codec_base
 from whoosh.codec import whoosh3
 from whoosh.filedb import structfile
+from whoosh.matching import ReadTooFar
 
 
 class WhooshChanged(RuntimeError):
@@ -51,6 +58,9 @@ class WhooshChanged(RuntimeError):
 
 def _segment_id(_cls: type, size: int = 16) -> str:
     return secrets.token_hex(size // 2)
+
+
+_PEEKED = 256  # bytes a peek returns at most: a posting block's header takes ~40
 
 
 class _MappedView(io.RawIOBase):
@@ -72,6 +82,20 @@ class _MappedView(io.RawIOBase):
         target[:count] = self._view[self._position:self._position + count]
         self._position += count
         return count
+
+    def read(self, size: int = -1) -> bytes:
+        end = len(self._view) if size is None or size < 0 else min(
+            len(self._view), self._position + size)
+        found = bytes(self._view[self._position:end])
+        self._position = max(self._position, end)
+        return found
+
+    def peek(self, size: int = 0) -> bytes:
+        """Up to :data:`_PEEKED` bytes ahead, not consumed: ``pickle.load`` reads a small
+        pickle (a posting block's header) from them in one call, then consumes what it
+        used, instead of calling ``readinto`` for each of its bytes (~20 calls a header)."""
+        end = min(len(self._view), self._position + max(1, min(size, _PEEKED)))
+        return bytes(self._view[self._position:end])
 
     def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
         base = {io.SEEK_SET: 0, io.SEEK_CUR: self._position, io.SEEK_END: len(self._view)}
@@ -96,6 +120,7 @@ def _buffer_file_init(self: Any, buf: Any, name: str | None = None,
 ORIGINAL_BUFFER_FILE_INIT: Callable[..., None] = structfile.BufferFile.__init__
 ORIGINAL_RANDOM_ID: Callable[..., str] = vars(codec_base.Segment)["_random_id"].__func__
 ORIGINAL_CACHED_READER: Callable[..., Any] = vars(whoosh3.W3PerDocReader)["_cached_reader"]
+ORIGINAL_SKIP_TO: Callable[..., None] = vars(whoosh3.W3LeafMatcher)["skip_to"]
 _STORED = "_stored"  # the column of a segment's stored fields
 _KEPT_STORED = 256  # segments whose stored-fields reader is kept across generations
 _kept_stored: OrderedDict[str, Any] = OrderedDict()
@@ -129,6 +154,24 @@ def _kept_stored_reader(perdoc: Any, column: Any) -> Any:
         if len(_kept_stored) > _KEPT_STORED:
             _kept_stored.popitem(last=False)  # the least recently used
     return reader
+
+
+def _skip_to(self: Any, targetid: Any) -> None:
+    """``W3LeafMatcher.skip_to``: whole blocks skipped by their largest id as Whoosh does,
+    then the target found in the block's decoded ids by bisection."""
+    if not self.is_active():
+        raise ReadTooFar
+    if targetid <= self.id():
+        return
+    if targetid > self._maxid:
+        self._skip_to_block(lambda: targetid > self._maxid)
+    while self.is_active():
+        if self._ids is None:
+            self._read_ids()
+        self._i = bisect_left(self._ids, targetid, self._i, self._blocklength)
+        if self._i < self._blocklength:
+            return
+        self._next_block()
 
 
 def _source(thing: Any) -> str:
@@ -175,6 +218,12 @@ def check() -> None:
                  for name in ("block_min_id", "_next_block", "is_active"))
              and "self._ids" in block and "self._i " in block,
              "W3LeafMatcher no longer decodes a block's ids into _ids, read from _i")
+    walk = _source(ORIGINAL_SKIP_TO)
+    _require(all(f"self.{name}" in block for name in (
+                 "_maxid", "_blocklength", "_skip_to_block", "_read_ids"))
+             and "while self.is_active() and self.id() < targetid:" in walk
+             and "raise ReadTooFar" in walk,
+             "W3LeafMatcher.skip_to no longer walks its block's ids to the target")
     buffer_file = _source(ORIGINAL_BUFFER_FILE_INIT)
     _require("self.file = BytesIO(buf)" in buffer_file
              and all(f"self.{name}" in buffer_file
@@ -196,4 +245,5 @@ def apply() -> None:
         codec_base.Segment._random_id = classmethod(_segment_id)
         whoosh3.W3PerDocReader._cached_reader = _cached_column_reader
         structfile.BufferFile.__init__ = _buffer_file_init
+        whoosh3.W3LeafMatcher.skip_to = _skip_to
         _applied[0] = True
