@@ -124,6 +124,13 @@ def list_entities(actor: Actor, spec: ClassSpec, *, filter_text: str | None = No
     return Page(data=data, total=total, skip=offset, next_token=following)
 
 
+def count_entities(actor: Actor, spec: ClassSpec, filter_text: str | None) -> int:
+    """How many entities of the class the actor may see match ``filter_text`` (a list's
+    ``total``; raises FilterError for a filter that does not compile)."""
+    condition = compile_filter(filter_text, entity_fields(spec), user_id=actor.user_id)
+    return _total(actor, spec, filter_text, (readable(actor, spec.model), condition))
+
+
 def _total(actor: Actor, spec: ClassSpec, filter_text: str | None,
            visible: tuple[ColumnElement[bool], ...]) -> int:
     """How many visible entities match: without a filter from the tallies (a few rows per

@@ -125,3 +125,10 @@ def test_paging_swaps_the_table_without_reloading(page: Page, live_server: str) 
     expect(rows.first).to_contain_text("Plate sample 074")
     expect(page.locator("#table-summary")).to_have_text("Showing 1–50 of 75")
     assert page.evaluate("window.sameDocument") is True
+
+    # A filtered table shows its rows first and its count when the count arrives (issue 24).
+    page.click("#filter-raw summary")
+    page.fill("#filter", "startswith(name,'Plate sample 0')")
+    page.click("#apply-filter")
+    expect(page.locator("#table-summary")).to_have_text("Showing 1–50 of 75")
+    expect(page.locator("#table-total")).not_to_have_attribute("hx-get", re.compile("."))

@@ -115,7 +115,7 @@ READ_PATHS: tuple[MatrixPath, ...] = (
     *QUERY_READ_PATHS,  # /api/query (issue 5)
     *STORAGE_READ_PATHS,  # /api/storage (issue 11)
     *ITEM_PAGE_READ_PATHS,  # the storage part of a sample's page (issue 19)
-    *TREE_PAGE_READ_PATHS,  # opening a location of the storage tree (issue 24)
+    *TREE_PAGE_READ_PATHS,  # the storage tree and the table count fragments (issue 24)
     *BOARD_READ_PATHS,  # /api/dashboard, /api/notification (issue 12)
     *SAVED_VIEW_READ_PATHS,  # /api/saved-view (issue 21)
     *ALERT_READ_PATHS,  # /api/alert-rule (issue 23)
