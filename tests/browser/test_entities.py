@@ -132,3 +132,10 @@ def test_paging_swaps_the_table_without_reloading(page: Page, live_server: str) 
     page.click("#apply-filter")
     expect(page.locator("#table-summary")).to_have_text("Showing 1–50 of 75")
     expect(page.locator("#table-total")).not_to_have_attribute("hx-get", re.compile("."))
+    expect(rows).to_have_count(50)
+    # The same on a page loaded whole; the count's request leaves the table and the address.
+    filtered = "/entities/Sample?filter=startswith(name,'Plate sample 0')&orderby=name"
+    page.goto(filtered)
+    expect(page.locator("#table-summary")).to_have_text("Showing 1–50 of 75")
+    expect(rows).to_have_count(50)
+    assert "/entities/count/" not in page.url
