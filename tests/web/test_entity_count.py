@@ -27,7 +27,8 @@ def test_a_filtered_page_comes_without_counting_and_asks_for_the_count(app, sign
     assert response.status_code == 200 and len(row_ids(response)) == 50
     assert not [read for read in entity_reads(seen) if "count(" in read.lower()]
     attributes, text = TOTAL.search(html_of(response)).groups()
-    request = re.search(r'hx-get="([^"]+)" hx-trigger="load" hx-swap="outerHTML"', attributes)
+    request = re.search(r'hx-get="([^"]+)" hx-trigger="load" hx-target="this" '
+                        r'hx-swap="outerHTML" hx-push-url="false"', attributes)
     url = unescape(request.group(1))
     assert urlsplit(url).path == "/entities/count/Sample"
     assert parse_qs(urlsplit(url).query) == {"filter": [FILTER]}
