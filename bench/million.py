@@ -20,9 +20,11 @@ the plans of its statements.
 """
 from __future__ import annotations
 
+import gc
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote, urlencode
@@ -44,6 +46,7 @@ from bench.read import _json_default, explain_statements
 from bench.serving import indexer_worker, planner_statistics_gathered, tallies_folded
 from labapp.db import db
 from labapp.search.rebuild import rebuild_index
+from labapp.serving import freeze_start_up
 
 RUNS, WARMUP = 30, 3
 DRAIN_CHANGES = 50_000  # entities changed at once, then drained into the built index
@@ -64,6 +67,7 @@ class Measure:
     statements: list[tuple[str, Any]] = field(default_factory=list)
     plans: list[tuple[str, str]] = field(default_factory=list)
     note: str = ""
+    collections: list[float] = field(default_factory=list)  # full GCs in the API runs (s)
 
     def p(self, q: float, core: bool = False) -> float:
         values = self.core if core else self.api
@@ -131,6 +135,27 @@ def replay(bench: Bench, statements: list[tuple[str, Any]]) -> float:
     return time.perf_counter() - started
 
 
+@contextmanager
+def full_collections(pauses: list[float]) -> Iterator[None]:
+    """Appends to ``pauses`` the seconds of each full (generation 2) garbage collection the
+    process makes inside the block: the suspect when one run of many is slow."""
+    started: list[float] = []
+
+    def watch(phase: str, info: dict[str, int]) -> None:
+        if info["generation"] != 2:
+            return
+        if phase == "start":
+            started.append(time.perf_counter())
+        elif started:
+            pauses.append(time.perf_counter() - started.pop())
+
+    gc.callbacks.append(watch)
+    try:
+        yield
+    finally:
+        gc.callbacks.remove(watch)
+
+
 def measure(bench: Bench, name: str, urls: list[str], target: float | None,
             caller: str = "reader", runs: int = RUNS) -> Measure:
     """Each of ``runs`` requests cycles through ``urls``; Core replays what each sent."""
@@ -141,9 +166,10 @@ def measure(bench: Bench, name: str, urls: list[str], target: float | None,
             for url in dict.fromkeys(urls[:runs])}
     for run in range(runs):
         url = urls[run % len(urls)]
-        started = time.perf_counter()
-        _get(bench, url, caller)
-        result.api.append(time.perf_counter() - started)
+        with full_collections(result.collections):
+            started = time.perf_counter()
+            _get(bench, url, caller)
+            result.api.append(time.perf_counter() - started)
         result.core.append(replay(bench, sent[url]))
     result.statements = sent[urls[0]]
     return result
@@ -270,7 +296,7 @@ def searches(bench: Bench, result: MillionResult, entities: int,
 
 
 def storage_pages(bench: Bench, result: MillionResult) -> None:
-    result.measures.append(measure(bench, "storage tree", ["/storage"], PAGE_P95, runs=15))
+    result.measures.append(measure(bench, "storage tree", ["/storage"], PAGE_P95))
     boxes = [f"/storage/locations/{million_seed.box_id(k * 37 % 200)}" for k in range(RUNS)]
     result.measures.append(measure(bench, "box page (10 × 10, half visible)", boxes,
                                    PAGE_P95))
@@ -328,6 +354,9 @@ def run(backend: str, entities: int, *, soak_minutes: float, measures: bool = Tr
             f"{part} {seconds:.0f} s" for part, seconds in result.seed_seconds.items()))
         _prepared(bench, result, log)
         result.drain_rate = search_build.measure_drain(bench, DRAIN_CHANGES, log)
+        # Served processes freeze what start-up left; measured requests should not pay for
+        # full collections walking the seed's leftovers either.
+        log(f"  [{backend}] frozen after the seed: {freeze_start_up():,} objects")
         # An access token lives 20 minutes: each phase signs in afresh.
         phases: list[Callable[[], None]] = [
             lambda: lists(bench, result, log),

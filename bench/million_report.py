@@ -23,14 +23,16 @@ def _met(ok: bool) -> str:
 
 def _measures(r: MillionResult) -> list[str]:
     lines = ["| request | API p50 / p95 ms | Core p50 / p95 ms | API ÷ Core (p50) | "
-             "target p95 | verdict |", "|---|---|---|---|---|---|"]
+             "target p95 | verdict | full GCs in the runs |", "|---|---|---|---|---|---|---|"]
     for m in r.measures:
         core = f"{_ms(m.p(50, True))} / {_ms(m.p(95, True))}" if m.core else "—"
         ratio = f"{m.ratio:.2f}×" if m.core else "—"
         target = f"< {m.target * 1000:.0f} ms" if m.target else "—"
         name = f"{m.name} ({m.note})" if m.note else m.name
+        collections = (f"{len(m.collections)}, longest {_ms(max(m.collections))} ms"
+                       if m.collections else "0")
         lines.append(f"| {name} | {_ms(m.p(50))} / {_ms(m.p(95))} | {core} | {ratio} | "
-                     f"{target} | {_verdict(m.ok)} |")
+                     f"{target} | {_verdict(m.ok)} | {collections} |")
     return lines
 
 
