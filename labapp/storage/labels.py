@@ -2,12 +2,15 @@
 the server, for samples, plates and locations.
 
 A label is asked for by a code as a scanner reads it: the barcode of an entity the caller
-may see, else its id (the rule of bench mode). It shows the name shortened from the middle,
-so that names alike up to their last characters ("…-clone7", "…-clone8") stay apart, the
-class and id, the created date and the owner's initials (when they fit: the page hides
-what would overflow), the code as Code 128 with its text printed under the bars and, on
-sheets, as a QR code. Two formats (:data:`FORMATS`): A4 sheets of 3 × 7 labels and
-label-printer rolls of one label per page.
+may see, else its id (the rule of bench mode). It shows the name made printable and
+shortened so that the labels printed together stay apart (:mod:`label_names`: the start
+and the distinguishing end, or the part where alike names differ), the class and id, the
+created date and the owner's initials (when they fit: the page hides what would overflow),
+the code as Code 128 with its text printed under the bars and, on sheets, as a standard QR
+code. Not a Micro QR code, which segno picks for short texts and which zbar and many
+handheld scanners cannot read. A code Code 128 cannot carry (anything but printable ASCII)
+gets no bars: its text and, on sheets, its QR code still print. Two formats
+(:data:`FORMATS`): A4 sheets of 3 × 7 labels and label-printer rolls of one label per page.
 
 The only module that imports those libraries. Both draw with no image library. The SVG is
 inlined into the labels page, whose Content-Security-Policy forbids ``style`` attributes, so
@@ -33,10 +36,14 @@ from labapp.access.visibility import readable
 from labapp.db import db
 from labapp.errors import InvalidInput
 from labapp.model import Entity, User
+from labapp.storage.label_names import distinct, printable
 
 LABEL_CLASSES = ("Sample", "Plate", "Location")
 MAX_LABELS = 300
-ELLIPSIS = "…"
+QR_QUIET_ZONE = 4  # modules of white around a QR code, as ISO/IEC 18004 asks
+# The narrowest bar: two dots of a 203-dpi label printer. At python-barcode's 0.2 mm the
+# bars fell between the dots and a roll label's code no longer decoded at 203 or 300 dpi.
+CODE128_MODULE_MM = 0.25
 PX_PER_MM = 96 / 25.4  # SVG user units (CSS pixels) per millimetre
 _STYLE = re.compile(r'\sstyle="([^"]*)"')
 _PROLOGUE = re.compile(r"^.*?(?=<svg)", re.S)
@@ -51,16 +58,17 @@ _USER = User.__table__
 @dataclass(frozen=True)
 class LabelFormat:
     """A way of printing labels: its ``format`` parameter value, what the page's selector
-    says, how many characters of a name fit on one line and whether a QR code fits too."""
+    says, how many columns of a name it prints (:func:`label_names.width`: on a sheet two
+    lines of about 16, on a roll one line) and whether a QR code fits too."""
 
     name: str
     title: str
-    name_chars: int
+    name_columns: int
     qr: bool
 
 
 FORMATS = {layout.name: layout for layout in (
-    LabelFormat("sheet", "A4 sheet: 3 × 7 labels of 63.5 × 38.1 mm", 18, True),
+    LabelFormat("sheet", "A4 sheet: 3 × 7 labels of 63.5 × 38.1 mm", 32, True),
     LabelFormat("roll", "Label printer roll: one 50 × 25 mm label per page", 23, False))}
 DEFAULT_FORMAT = "sheet"
 
@@ -73,20 +81,6 @@ def label_format(name: str | None) -> LabelFormat:
         raise InvalidInput(f"Unknown label format {name!r}: choose "
                            f"{' or '.join(repr(known) for known in FORMATS)}.")
     return layout
-
-
-def shorten(text: str, limit: int) -> str:
-    """``text`` cut from the middle to at most ``limit`` (≥ 1) characters: its start and its
-    end survive around one ``…``, the end keeping the odd character, as it is where names
-    of a series differ (``pLentiCRISPRv2-sgRNA-BRCA1-clone7`` → ``pLentiCRI…A1-clone7``
-    for 19). A text that fits is returned unchanged."""
-    if limit < 1:
-        raise ValueError(f"limit must be at least 1, not {limit}")
-    if len(text) <= limit:
-        return text
-    head = (limit - 1) // 2
-    tail = limit - 1 - head
-    return text[:head] + ELLIPSIS + text[len(text) - tail:]
 
 
 def initials_of(full_name: str | None) -> str:
@@ -121,28 +115,38 @@ def _clean(svg: str) -> str:
     return _SIZE.sub(_view_box, _STYLE.sub(_attributes, svg), count=1)
 
 
+def code128_carries(text: str) -> bool:
+    """Whether a Code 128 barcode can carry ``text`` so that a scanner types it back:
+    printable ASCII only (not empty)."""
+    return text.isascii() and text.isprintable() and text != ""
+
+
 def code128_svg(text: str) -> Markup:
-    """A Code 128 barcode of ``text`` as inline SVG markup (no human-readable line: the
-    label prints the code under it as text)."""
+    """A Code 128 barcode of ``text`` (see :func:`code128_carries`) as inline SVG markup
+    (no human-readable line: the label prints the code under it as text)."""
     buffer = io.BytesIO()
     barcode.get("code128", text, writer=SVGWriter()).write(
-        buffer, options={"write_text": False, "module_height": 8.0, "quiet_zone": 2.0})
+        buffer, options={"write_text": False, "module_height": 8.0, "quiet_zone": 2.5,
+                         "module_width": CODE128_MODULE_MM})
     return Markup(_clean(buffer.getvalue().decode()))
 
 
 def qr_svg(text: str) -> Markup:
-    """A QR code of ``text`` as inline SVG markup."""
+    """A standard QR code (never a Micro QR code) of ``text`` as inline SVG markup, with
+    its quiet zone."""
     buffer = io.BytesIO()
-    segno.make(text, error="m").save(buffer, kind="svg", xmldecl=False, svgns=True,
-                                     scale=3, border=2)
+    segno.make_qr(text, error="m").save(buffer, kind="svg", xmldecl=False, svgns=True,
+                                        scale=3, border=QR_QUIET_ZONE)
     return Markup(_clean(buffer.getvalue().decode()))
 
 
 @dataclass(frozen=True)
 class Label:
-    """One label: what it names (``short_name`` is ``name`` cut to the format), the code it
-    carries (the barcode when set, else the id) drawn as Code 128 and, when the format has
-    room, as a QR code, the created date (``yyyy-mm-dd``, UTC) and the owner's mark."""
+    """One label: what it names (``name`` in one clean line, see
+    :func:`label_names.printable`, and ``short_name`` as the label prints it, see
+    :func:`labels_for`), the code it carries (the barcode when set, else the id) drawn as
+    Code 128 (None when Code 128 cannot carry it) and, when the format has room, as a QR
+    code, the created date (``yyyy-mm-dd``, UTC) and the owner's mark."""
 
     id: str
     eclass: str
@@ -151,7 +155,7 @@ class Label:
     code: str
     created: str
     owner: str | None
-    code128: Markup
+    code128: Markup | None
     qr: Markup | None
 
 
@@ -174,27 +178,30 @@ def labels_for(actor: Actor, codes: Iterable[str],
     """Labels of the visible samples, plates and locations that ``codes`` name (each a
     barcode, else an id), in the order asked, one per entity, at most :data:`MAX_LABELS`
     codes read, drawn for ``layout`` (the default format when None); and the codes left out
-    (unknown, hidden, or naming another class)."""
+    (unknown, hidden, or naming another class). Names print as :func:`label_names.distinct`
+    shortens them together, so different names never print alike on one page."""
     layout = layout or FORMATS[DEFAULT_FORMAT]
     wanted = list(dict.fromkeys(code for code in codes if code))[:MAX_LABELS]
     rows = _visible_rows(actor, wanted)
     by_barcode = {row.barcode: row for row in rows if row.barcode is not None}
     by_id = {row.id: row for row in rows}
-    labels: list[Label] = []
+    chosen: dict[str, Any] = {}
     skipped: list[str] = []
-    done: set[str] = set()
     for code in wanted:
         row = by_barcode.get(code) or by_id.get(code)
         if row is None or row.eclass not in LABEL_CLASSES:
             skipped.append(code)
-            continue
-        if row.id in done:
-            continue
-        done.add(row.id)
+        else:
+            chosen.setdefault(row.id, row)
+    names = [printable(row.name) for row in chosen.values()]
+    labels = []
+    for row, name, short_name in zip(chosen.values(), names,
+                                     distinct(names, layout.name_columns), strict=True):
         printed = row.barcode or row.id
         labels.append(Label(
-            row.id, row.eclass, row.name, shorten(row.name, layout.name_chars), printed,
+            row.id, row.eclass, name, short_name, printed,
             row.created_utc.date().isoformat(),
             _owner_mark(row.user_id, row.initials, row.owner_name),
-            code128_svg(printed), qr_svg(printed) if layout.qr else None))
+            code128_svg(printed) if code128_carries(printed) else None,
+            qr_svg(printed) if layout.qr else None))
     return labels, skipped

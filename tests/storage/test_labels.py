@@ -1,25 +1,29 @@
-"""Labels (issue 19): names shortened from the middle, owners' initials, the two formats, and
-the labels page asked for by scanned barcodes or ids, among what the caller may see."""
+"""Labels (issues 19 and 32): names made printable and shortened so that the labels of one
+page stay apart, owners' initials, the two formats, standard QR codes, and the labels page
+asked for by scanned barcodes or ids, among what the caller may see."""
 from __future__ import annotations
 
+import html
 import re
+import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 
 import pytest
+import segno
 from flask import Flask
 from flask.testing import FlaskClient
 
 from labapp.db import transaction
 from labapp.errors import InvalidInput
+from labapp.storage.label_names import ELLIPSIS, distinct, printable, shorten, width
 from labapp.storage.labels import (
-    ELLIPSIS,
     FORMATS,
+    code128_carries,
     code128_svg,
     initials_of,
     label_format,
     qr_svg,
-    shorten,
 )
 from labapp.users.service import create_user
 from tests.conftest import DEFAULT_DEPARTMENT, PASSWORD, ApiClient
@@ -28,6 +32,11 @@ from tests.web.test_pages import page_login
 
 CLONE_7 = "pLentiCRISPRv2-sgRNA-BRCA1-clone7"
 CLONE_8 = "pLentiCRISPRv2-sgRNA-BRCA1-clone8"
+SHEET = FORMATS["sheet"].name_columns
+VISIT_17 = "Cohort Alpha visit 3, P-0017, plasma aliquot 1 of 4, left freezer"
+VISIT_18 = "Cohort Alpha visit 3, P-0018, plasma aliquot 1 of 4, left freezer"
+SCIENTIST = "\U0001f469\u200d\U0001f52c"  # woman, joiner, microscope: one picture
+THUMB = "\U0001f44d\U0001f3fd"  # a thumb and its skin tone
 
 
 @pytest.mark.parametrize(("text", "limit", "expected"), [
@@ -58,12 +67,78 @@ def test_shorten_refuses_a_limit_below_one() -> None:
         shorten(CLONE_7, 0)
 
 
-@pytest.mark.parametrize(("name", "expected"), [
-    ("Carol Chemist", "CC"), ("Jean-Luc Picard", "JLP"), ("  ada   lovelace ", "AL"),
-    ("Émile Zola", "ÉZ"), ("R2 D2", "RD"), ("42", ""), ("", ""), (None, ""),
+@pytest.mark.parametrize(("text", "columns"), [
+    ("P-0017", 6), ("試料十七", 8), ("🧪 tube", 7), (SCIENTIST, 4), ("e\u0301te\u0301", 3),
+    ("عينة", 4),
 ])
-def test_initials_of_a_full_name(name: str | None, expected: str) -> None:
-    assert initials_of(name) == expected
+def test_widths_count_wide_characters_twice_and_marks_not_at_all(text: str,
+                                                                 columns: int) -> None:
+    assert width(text) == columns
+
+
+def test_shorten_counts_columns_and_never_splits_a_character_from_its_marks() -> None:
+    wide = "試料" * 10 + "十七"
+    assert shorten(wide, 10) == "試料…十七" and width(shorten(wide, 10)) <= 10
+    for name in (SCIENTIST * 12, THUMB * 12, "e\u0301" * 30, "x" + SCIENTIST * 12 + "y"):
+        for limit in range(1, 30):
+            short = shorten(name, limit)
+            assert width(short) <= limit
+            head, _, tail = short.partition(ELLIPSIS)
+            for part in (head, tail):
+                assert not part.startswith(("\u200d", "\u0301", "\U0001f3fd", "\U0001f52c"))
+                assert not part.endswith("\u200d")
+
+
+@pytest.mark.parametrize(("name", "expected"), [
+    ("Tube\x01\x07 7\tA\u202eevil end", "Tube 7 Aevil end"),
+    ("  line\r\nbreak\u2028 and\x0bmore  ", "line break and more"),
+    ("\u2067عينة\u2069 17", "عينة 17"),
+    ("\x00\x1b[31m", "[31m"),
+    (f"{SCIENTIST} e\u0301 \u200f", f"{SCIENTIST} e\u0301 \u200f"),  # marks and RLM stay
+])
+def test_printable_drops_controls_and_reordering(name: str, expected: str) -> None:
+    assert printable(name) == expected
+
+
+def test_names_alike_up_to_their_end_print_differently() -> None:
+    stem = "Cohort-Alpha plasma P-0017" * 2 + "Cohort-Alpha plasma P-00"
+    seventeen, eighteen = distinct([stem + "17", stem + "18"], SHEET)
+    assert seventeen != eighteen and width(seventeen) <= SHEET
+    assert seventeen.endswith("P-0017") and eighteen.endswith("P-0018")
+
+
+def test_names_that_differ_in_the_middle_show_where() -> None:
+    assert shorten(VISIT_17, SHEET) == shorten(VISIT_18, SHEET)  # start and end alike
+    seventeen, eighteen, again = distinct([VISIT_17, VISIT_18, VISIT_17], SHEET)
+    assert (seventeen, eighteen) == ("Cohort Alph…P-0017,…left freezer",
+                                     "Cohort Alph…P-0018,…left freezer")
+    assert again == seventeen  # equal names print equally
+    roll = FORMATS["roll"].name_columns
+    assert distinct([VISIT_17, VISIT_18], roll) == ["Cohort…P-0017,…freezer",
+                                                    "Cohort…P-0018,…freezer"]
+
+
+def test_a_page_of_names_alike_in_several_places_prints_them_all_apart() -> None:
+    stem = "Project Nightingale liver biopsy {} lobe {} section, frozen"
+    names = [stem.format(lobe, section) for lobe in ("left", "right", "caudal")
+             for section in ("A", "B", "C", "D")]
+    names += [name.replace("frozen", "fixed") for name in names]
+    for limit in (FORMATS["roll"].name_columns, SHEET):
+        printed = distinct(names, limit)
+        assert len(set(printed)) == len(names)
+        assert all(width(text) <= limit for text in printed)
+    assert distinct(names, FORMATS["roll"].name_columns)[:2] == [
+        "Project…left…A…, frozen", "Project…left…B…, frozen"]
+
+
+def test_distinct_handles_ten_thousand_characters_quickly() -> None:
+    names = ["x" * 9_999 + str(digit) for digit in range(10)] + ["y" * 10_000] * 2
+    names += ["z" * 5_000 + str(digit) + "z" * 4_999 for digit in range(10)]
+    started = time.monotonic()
+    printed = distinct(names, SHEET)
+    assert time.monotonic() - started < 2
+    assert len(set(printed)) == len(set(names))
+    assert all(width(text) <= SHEET for text in printed)
 
 
 def test_formats_default_to_the_sheet_and_refuse_unknown_names() -> None:
@@ -79,8 +154,27 @@ def test_codes_are_drawn_scalable_so_a_long_one_shrinks_into_the_label() -> None
     view_box = [float(part) for part in re.search(r'viewBox="([^"]+)"', barcode)[1].split()]
     assert width_mm > 63.5 and view_box[:2] == [0, 0]
     assert view_box[2] == pytest.approx(width_mm * 96 / 25.4, abs=0.01)
-    assert re.match(r'<svg [^>]*width="57" height="57"[^>]* viewBox="0 0 57.000 57.000"',
+    # 21 modules and a quiet zone of 4 on each side, 3 units a module: a standard QR code of
+    # version 1 (a Micro QR code has at most 17 modules and a quiet zone of 2).
+    assert re.match(r'<svg [^>]*width="87" height="87"[^>]* viewBox="0 0 87.000 87.000"',
                     qr_svg("MB0240002"))
+    assert segno.make("MB0240002").is_micro  # what labels carried before issue 32
+
+
+@pytest.mark.parametrize(("code", "carried"), [
+    ("MB0240002", True), ("Tube 7 / A-1", True), ("~!@#$%^&*()", True), ("", False),
+    ("Ü-17", False), ("🧪1", False), ("A\tB", False), ("A\x7fB", False),
+])
+def test_code128_carries_printable_ascii_only(code: str, carried: bool) -> None:
+    assert code128_carries(code) is carried
+
+
+@pytest.mark.parametrize(("name", "expected"), [
+    ("Carol Chemist", "CC"), ("Jean-Luc Picard", "JLP"), ("  ada   lovelace ", "AL"),
+    ("Émile Zola", "ÉZ"), ("R2 D2", "RD"), ("42", ""), ("", ""), (None, ""),
+])
+def test_initials_of_a_full_name(name: str | None, expected: str) -> None:
+    assert initials_of(name) == expected
 
 
 @pytest.fixture
@@ -117,15 +211,74 @@ def texts(page: str, css_class: str) -> list[str]:
     return re.findall(rf'class="{css_class}"[^>]*>([^<]*)<', page)
 
 
+def names_on(page: str) -> list[str]:
+    """The names the labels of a page print, in order."""
+    return [html.unescape(name) for name in
+            re.findall(r'class="label-name"[^>]*><span dir="auto">([^<]*)</span>', page)]
+
+
 def test_similar_long_names_print_distinct_labels(browser: FlaskClient,
                                                   alice: ApiClient) -> None:
     seven, = make_items(alice, "Sample", 1, name=CLONE_7)
     eight, = make_items(alice, "Sample", 1, name=CLONE_8)
     page = sheet(browser, seven, eight)
-    names = texts(page, "label-name")
     assert labelled(page) == [seven, eight]
-    assert names == ["pLentiCR…A1-clone7", "pLentiCR…A1-clone8"] and names[0] != names[1]
+    assert names_on(page) == ["pLentiCRISPRv2-…RNA-BRCA1-clone7",
+                              "pLentiCRISPRv2-…RNA-BRCA1-clone8"]
     assert f'title="{CLONE_7}"' in page
+
+
+@pytest.mark.parametrize(("layout", "expected"), [
+    ("sheet", ["Cohort-Alpha plasma P-0017", "Cohort-Alpha plasma P-0018",
+               "Cohort Alph…P-0017,…left freezer", "Cohort Alph…P-0018,…left freezer",
+               "Cohort Alph…P-0017,…left freezer"]),
+    ("roll", ["Cohort-Alph…asma P-0017", "Cohort-Alph…asma P-0018",
+              "Cohort…P-0017,…freezer", "Cohort…P-0018,…freezer", "Cohort…P-0017,…freezer"]),
+])
+def test_names_alike_print_apart_on_one_page(browser: FlaskClient, alice: ApiClient,
+                                             layout: str, expected: list[str]) -> None:
+    """The issue's pair (alike up to the end) and a pair alike but in the middle; the same
+    name twice prints the same."""
+    ids = [make_items(alice, "Sample", 1, name=name)[0] for name in (
+        "Cohort-Alpha plasma P-0017", "Cohort-Alpha plasma P-0018", VISIT_17, VISIT_18,
+        VISIT_17)]
+    assert names_on(sheet(browser, *ids, format=layout)) == expected
+    # Each pair apart also when it is alone on its page.
+    assert names_on(sheet(browser, ids[2], ids[3], format=layout)) == expected[2:4]
+
+
+def test_hostile_names_print_as_one_clean_line(browser: FlaskClient,
+                                               alice: ApiClient) -> None:
+    hostile = {
+        "Tube\x01\x07 7\tA\u202eevil end\r\n": "Tube 7 Aevil end",
+        "x" * 254 + "Z": "x" * 15 + ELLIPSIS + "x" * 15 + "Z",
+        "عينة الدم رقم ١٧ من المجموعة ألفا": "عينة الدم رقم ١…من المجموعة ألفا",
+        f"{SCIENTIST} plasma {THUMB} tube 9": f"{SCIENTIST} plasma {THUMB} tube 9",
+        "🧪" * 40: "🧪" * 7 + ELLIPSIS + "🧪" * 8,
+        "<script>alert(1)</script>": "<script>alert(1)</script>",
+    }
+    ids = [make_items(alice, "Sample", 1, name=name)[0] for name in hostile]
+    refused = alice.post("/api/entity", json={"entities": [{"eClass": "Sample",
+                                                             "name": "x" * 10_000}]})
+    assert refused.status_code == 400  # names are at most 255 characters
+    page = sheet(browser, *ids)
+    assert names_on(page) == list(hostile.values())
+    assert all(width(name) <= SHEET for name in names_on(page))
+    assert "<script>alert" not in page and "\x01" not in page.split('id="label-sheet"')[1]
+    label = page.split('id="label-sheet"')[1]
+    assert label.count("<svg") == 2 * len(ids)
+
+
+def test_a_code_code128_cannot_carry_prints_without_bars(browser: FlaskClient,
+                                                         alice: ApiClient) -> None:
+    odd, = make_items(alice, "Sample", 1, barcode="Ü-17 🧪")
+    plain, = make_items(alice, "Sample", 1)
+    page = sheet(browser, odd, plain)
+    assert labelled(page) == [odd, plain] and texts(page, "label-code") == ["Ü-17 🧪", plain]
+    assert [part.count("<svg") for part in page.split("data-label=")[1:]] == [1, 2]
+    assert page.split("data-label=")[1].count("label-qr") == 1
+    roll = sheet(browser, odd, plain, format="roll")
+    assert [part.count("<svg") for part in roll.split("data-label=")[1:]] == [0, 1]
 
 
 def test_scanned_barcodes_and_ids_both_find_labels(browser: FlaskClient,
@@ -176,7 +329,7 @@ def test_the_roll_format_prints_one_label_per_entity_without_the_qr_code(
     label = page.split('id="label-sheet"')[1]
     assert 'class="label-sheet label-format-roll"' in page and labelled(page) == [seven, eight]
     assert label.count("<svg") == 2 and "label-qr" not in label
-    assert texts(page, "label-name") == [shorten(CLONE_7, FORMATS["roll"].name_chars)] * 2
+    assert names_on(page) == [shorten(CLONE_7, FORMATS["roll"].name_columns)] * 2
     assert '<option value="roll" selected>' in page
 
 
