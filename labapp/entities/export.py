@@ -14,29 +14,26 @@ openpyxl's write-only workbook to a temporary file that is then sent in chunks.
 
 Columns are the list's: the id, then each field under its label (:func:`label_of`) with the
 value the page shows: a reference by the name of its target (its id in a column beside it,
-``<Label> ID``), a stored item's location by its name path and slot, a number with its unit.
-Numbers are exact (not rounded as the page rounds them); one without a unit is a number cell
-in XLSX. Text a spreadsheet would
-run as a formula (starting with ``=``, ``+``, ``-``, ``@``, tab or carriage return) is
-prefixed with ``'`` in CSV and written as a text cell in XLSX.
+``<Label> ID``), a stored item's location by its name path and slot. Numbers are exact (not
+rounded as the page rounds them). CSV holds text as the page words it: a number with its
+unit (``180 µL``), a moment in ISO 8601 UTC. XLSX holds cells to compute with
+(:mod:`export_xlsx`, decisions §20): numbers and date cells, a unit in the header or a
+column of its own. Text a spreadsheet would run as a formula (starting with ``=``, ``+``,
+``-``, ``@``, tab or carriage return) is prefixed with ``'`` in CSV and written as a text
+cell in XLSX.
 """
 from __future__ import annotations
 
 import csv
 import io
-import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from typing import Any
 
 from flask import Response, stream_with_context
 from marshmallow import fields
 from marshmallow.validate import OneOf
-from openpyxl import Workbook
-from openpyxl.cell import WriteOnlyCell
-from openpyxl.cell.cell import ILLEGAL_CHARACTERS_RE
-from openpyxl.worksheet._write_only import WriteOnlyWorksheet
 from sqlalchemy import Select, select
 from werkzeug.datastructures import MIMEAccept
 
@@ -44,6 +41,7 @@ from labapp.access.actor import Actor
 from labapp.access.visibility import readable
 from labapp.db import db
 from labapp.entities import display, navigation, reading
+from labapp.entities.export_xlsx import FORMULA_START, Column, Measure, xlsx_chunks
 from labapp.entities.forms import label_of
 from labapp.entities.schemas import EntityQuerySchema
 from labapp.entities.views import default_columns
@@ -63,15 +61,13 @@ DOWNLOADS = {
     XLSX: {"type": "string", "format": "binary",
            "description": "The list as one XLSX sheet; first row the column labels."},
 }
-# Rows read, looked up and written at a time; bytes of the XLSX file sent at a time.
+# Rows read, looked up and written at a time.
 BATCH = 1000
-CHUNK = 64 * 1024
-# What a spreadsheet would take as the start of a formula (OWASP "CSV injection").
-_FORMULA_START = frozenset("=+-@\t\r")
 # Floats up to this size that are whole numbers are written as integers (3, not 3.0).
 _WHOLE = 2 ** 53
 
-Value = str | int | float
+# A cell's value: CSV's are text and numbers; XLSX's also moments and measures.
+Value = str | int | float | datetime | date | Measure
 Row = Sequence[Any]
 Names = Mapping[str, tuple[str, str]]
 Places = Mapping[str, display.Place]
@@ -98,13 +94,13 @@ def wanted_format(requested: str | None, accept: MIMEAccept) -> str | None:
 
 @dataclass(frozen=True)
 class Export:
-    """One planned export: the statement of the visible rows in list order, the headers,
+    """One planned export: the statement of the visible rows in list order, the columns,
     one converter per exported column (reading the statement's row by position), and the
     positions of the references and of the storage location the converters look up."""
 
     spec: ClassSpec
     statement: Select[Any]
-    headers: list[str]
+    columns: list[Column]
     converters: list[Convert]
     references: list[int]
     place: int | None
@@ -126,7 +122,9 @@ def plan_export(actor: Actor, spec: ClassSpec, query: Mapping[str, Any], *,
                 for_csv: bool = True) -> Export:
     """The export of the list ``query`` describes (``filter``, ``orderby``, ``select``,
     ``top``, ``skip``); without ``select`` the list page's default columns. ``for_csv``
-    prefixes formula text with ``'`` (XLSX writes it as text cells instead).
+    words values as text and prefixes formula text with ``'``; else numbers with a unit
+    are :class:`Measure` values, moments are ``datetime`` (naive UTC) and ``date`` values
+    and datetime headers say ``(UTC)``.
 
     Raises InvalidInput (``invalid_filter``, ``invalid_orderby``, ``invalid_select``,
     ``invalid_paging``) exactly as the list does.
@@ -150,11 +148,11 @@ def plan_export(actor: Actor, spec: ClassSpec, query: Mapping[str, Any], *,
         statement = statement.limit(paging_value("$top", query["top"]))
     if query.get("skip") not in (None, ""):
         statement = statement.offset(paging_value("$skip", query["skip"]))
-    headers, converters = ["ID"], [_text(at["id"], for_csv)]
+    columns, converters = [Column("ID")], [_text(at["id"], for_csv)]
     references: list[int] = []
     for name in shown:
         field = spec.fields.get(name)
-        headers.append(label_of(name))
+        column = Column(label_of(name))
         if field is None:  # attributes.key
             converters.append(_attribute(at["attributes"], name.split(".", 1)[1], for_csv))
         elif display.is_place(spec, name):
@@ -163,23 +161,29 @@ def plan_export(actor: Actor, spec: ClassSpec, query: Mapping[str, Any], *,
             converters.append(_reference(at[name], for_csv))
             references.append(at[name])
         elif field.type in ("datetime", "date"):
-            converters.append(_moment(at[name]))
+            converters.append(_moment(at[name], for_csv))
+            if field.type == "datetime" and not for_csv:
+                column = Column(f"{column.header} (UTC)")
         else:
             unit = display.unit_field(spec, name)
             converters.append(_value(at[name], at.get(unit or ""), for_csv))
+            if unit and not for_csv:
+                # Beside the numbers when they have several units, unless shown already.
+                column = Column(column.header, None if unit in shown else label_of(unit))
+        columns.append(column)
         if field is not None and field.type == "ref":
-            headers.append(f"{label_of(name)} ID")
+            columns.append(Column(f"{label_of(name)} ID"))
             converters.append(_text(at[name], for_csv))
     place = next((at[name] for name in shown if display.is_place(spec, name)), None)
-    return Export(spec, statement, headers, converters, references, place)
+    return Export(spec, statement, columns, converters, references, place)
 
 
 def _guarded(text: str, for_csv: bool) -> str:
     """``text`` with ``'`` before a formula's first character when written to CSV."""
-    return f"'{text}" if for_csv and text[:1] in _FORMULA_START else text
+    return f"'{text}" if for_csv and text[:1] in FORMULA_START else text
 
 
-def _number(value: Any, unit: Any, for_csv: bool) -> Value:
+def _number(value: Any, unit: Any, for_csv: bool) -> str | int | float:
     """A number exactly (a whole float as an integer), with its unit as text when it has
     one; any other value as one line of text."""
     if type(value) is float and value.is_integer() and abs(value) < _WHOLE:
@@ -199,13 +203,19 @@ def _text(at: int, for_csv: bool) -> Convert:
 
 
 def _value(at: int, unit_at: int | None, for_csv: bool) -> Convert:
+    """A field's value; a number with its unit as text for CSV, as a :class:`Measure` for
+    XLSX when the field has a unit field."""
     def value(row: Row, names: Names, places: Places) -> Value:
         shown = row[at]
         if shown is None:
             return ""
         if type(shown) is str:
             return _guarded(shown, for_csv)
-        return _number(shown, None if unit_at is None else row[unit_at], for_csv)
+        unit = None if unit_at is None else row[unit_at]
+        if for_csv or unit_at is None:
+            return _number(shown, unit, for_csv)
+        number = _number(shown, None, for_csv)
+        return number if isinstance(number, str) else Measure(number, unit or None)
     return value
 
 
@@ -216,13 +226,20 @@ def _attribute(at: int, key: str, for_csv: bool) -> Convert:
     return attribute
 
 
-def _moment(at: int) -> Convert:
+def _moment(at: int, for_csv: bool) -> Convert:
+    """A datetime or date: ISO 8601 text for CSV (UTC, ``…Z``), the value for XLSX (a
+    datetime in UTC without its zone, to the second, which a spreadsheet cannot hold)."""
     def moment(row: Row, names: Names, places: Places) -> Value:
         value = row[at]
-        if isinstance(value, datetime):
+        if value is None:
+            return ""
+        if not isinstance(value, datetime):
+            day: date = value
+            return day.isoformat() if for_csv else day
+        if for_csv:
             # display.iso's text, without strftime (the slowest step of a row)
             return f"{value.astimezone(UTC).isoformat(timespec='seconds')[:19]}Z"
-        return "" if value is None else value.isoformat()  # a date
+        return value.astimezone(UTC).replace(tzinfo=None, microsecond=0)
     return moment
 
 
@@ -256,7 +273,7 @@ def csv_chunks(export: Export, actor: Actor) -> Iterator[bytes]:
     buffer = io.StringIO()
     writer = csv.writer(buffer)
     buffer.write("\ufeff")
-    writer.writerow([_guarded(header, True) for header in export.headers])
+    writer.writerow([_guarded(column.header, True) for column in export.columns])
     for batch in export.batches(actor):
         writer.writerows(batch)  # guarded by the converters of a CSV plan
         yield buffer.getvalue().encode("utf-8")
@@ -266,43 +283,14 @@ def csv_chunks(export: Export, actor: Actor) -> Iterator[bytes]:
         yield buffer.getvalue().encode("utf-8")
 
 
-def _xlsx_row(sheet: WriteOnlyWorksheet, row: Sequence[Value]) -> list[Any]:
-    cells: list[Any] = []
-    for value in row:
-        if isinstance(value, str):
-            value = ILLEGAL_CHARACTERS_RE.sub("", value)
-            if value[:1] in _FORMULA_START:
-                text_cell = WriteOnlyCell(sheet, value=value)
-                text_cell.data_type = "s"  # never a formula, whatever it starts with
-                cells.append(text_cell)
-                continue
-        cells.append(value)
-    return cells
-
-
-def xlsx_chunks(export: Export, actor: Actor) -> Iterator[bytes]:
-    """The XLSX workbook (one sheet named after the class), built by openpyxl's write-only
-    workbook in a temporary file and sent in chunks of :data:`CHUNK` bytes."""
-    workbook = Workbook(write_only=True)
-    sheet = workbook.create_sheet(export.spec.name)
-    sheet.append(_xlsx_row(sheet, export.headers))
-    for batch in export.batches(actor):
-        for row in batch:
-            sheet.append(_xlsx_row(sheet, row))
-    with tempfile.TemporaryFile() as spool:
-        workbook.save(spool)
-        spool.seek(0)
-        while chunk := spool.read(CHUNK):
-            yield chunk
-
-
 def export_response(actor: Actor, spec: ClassSpec, query: Mapping[str, Any],
                     file_format: str) -> Response:
     """The streamed download of the list ``query`` describes as ``file_format`` (``csv`` or
     ``xlsx``), named ``<Class>-<YYYYMMDD>.<format>``. Raises InvalidInput for a bad query,
     before anything is sent."""
     export = plan_export(actor, spec, query, for_csv=file_format == "csv")
-    chunks = csv_chunks(export, actor) if file_format == "csv" else xlsx_chunks(export, actor)
+    chunks = csv_chunks(export, actor) if file_format == "csv" else xlsx_chunks(
+        export.spec.name, export.columns, export.batches(actor))
     mimetype = f"{CSV}; charset=utf-8" if file_format == "csv" else XLSX
     response = Response(stream_with_context(chunks), content_type=mimetype)
     filename = f"{spec.name}-{datetime.now(UTC):%Y%m%d}.{file_format}"

@@ -3,12 +3,15 @@ adding it to a dashboard, and the download links of the menu, page and widget.""
 from __future__ import annotations
 
 import html as markup
+import io
 import re
 from collections.abc import Callable
+from datetime import datetime
 from urllib.parse import parse_qs, urlsplit
 
 from flask import Flask
 from flask.testing import FlaskClient
+from openpyxl import load_workbook
 
 from tests.conftest import ApiClient
 from tests.dashboards.conftest import board
@@ -118,6 +121,34 @@ def test_the_page_renames_adds_to_a_dashboard_and_deletes(
     assert widgets[1]["gridster"] == {"x": 6, "y": 0, "cols": 6, "rows": 4}
     deleted = post_form(browser, f"{url}/delete", {})
     assert deleted.status_code == 303 and listed(alice) == []
+
+
+def test_a_views_xlsx_download_holds_numbers_and_dates(
+        app: Flask, member: Callable[..., ApiClient]) -> None:
+    """The page's and the saved list's XLSX links answer cells a spreadsheet sums and
+    filters (issue 32 §5): the unit in the header, numbers and date cells."""
+    alice = member("alice")
+    save(alice, {"eClass": "Sample", "name": "vial 1", "amount": 180, "unit": "µL",
+                 "dateTaken": "2026-03-05"},
+         {"eClass": "Sample", "name": "vial 2", "amount": 2.5, "unit": "µL"})
+    stored = created(alice, view("Vials", filter="startswith(name, 'vial')",
+                                 columns=["name", "amount", "dateTaken"], orderby="name"))
+    target = created_board(alice, board("Lab", []))
+    browser = signed_in(app, "alice")
+    post_form(browser, f"/saved-views/{stored['id']}/add-to-dashboard",
+              {"dashboard_id": target["id"]})
+    for page in (html(browser, f"/saved-views/{stored['id']}"),
+                 html(browser, f"/dashboards/{target['id']}/widget/0")):
+        [href] = re.findall(r'class="export-xlsx" download href="([^"]+)"', page)
+        response = browser.get(markup.unescape(href))
+        assert response.status_code == 200, response.get_data(as_text=True)
+        rows = list(load_workbook(io.BytesIO(response.get_data()))["Sample"].iter_rows())
+        assert [cell.value for cell in rows[0]] == ["ID", "Name", "Amount (µL)",
+                                                    "Date taken"]
+        assert [(row[1].value, row[2].value, row[2].data_type) for row in rows[1:]] == [
+            ("vial 1", 180, "n"), ("vial 2", 2.5, "n")]
+        assert rows[1][3].is_date and rows[1][3].value == datetime(2026, 3, 5)
+        assert rows[2][3].value is None
 
 
 def test_adding_to_a_dashboard_of_someone_else_is_refused(
