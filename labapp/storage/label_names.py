@@ -6,10 +6,10 @@ controls that reorder text (a right-to-left override would print ``evil end`` as
 ``dne live``) are dropped, line breaks and tabs become spaces. A name wider than the label's
 room is cut from the middle (:func:`shorten`), its start and its end kept around one ``…``:
 names of a series differ at the end (``…P-0017``, ``…P-0018``). Names printed together that
-would still print alike show the words where they differ, with their start and end as room
-allows (:func:`distinct`). Widths count a wide character (CJK, most emoji) as two and a combining
-mark as none, and no cut separates a character from the marks or joined characters that
-belong to it.
+would still print alike show the words where they differ, with their start and end as
+room allows (:func:`distinct`). Widths count a wide character (CJK, most emoji) as two and
+a combining mark as none, and no cut separates a character from the marks or joined
+characters that belong to it.
 """
 from __future__ import annotations
 
@@ -24,8 +24,8 @@ _ZWJ = "\u200d"  # joins emoji into one picture (👩‍🔬)
 _BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
 _MARKS = frozenset(("Mn", "Mc", "Me"))
 _SKIN_TONES = ("\U0001f3fb", "\U0001f3ff")
-# At most this many characters of the word where names first differ are shown before the
-# difference (``P-0017``, not ``…017``).
+# At most this many characters of the word where names differ are shown either side of the
+# difference (``P-0017``, not ``…7``).
 _CONTEXT = 6
 # Rounds of telling names apart; each round shows one more place where they differ, and
 # names alike in more places than that are alike in more than a label can show.
@@ -57,6 +57,16 @@ def char_width(char: str) -> int:
 def width(text: str) -> int:
     """The columns ``text`` takes (:func:`char_width` of each character)."""
     return sum(char_width(char) for char in text)
+
+
+def _fits(text: str, limit: int) -> bool:
+    """Whether ``text`` is at most ``limit`` columns wide (reading no further than that)."""
+    taken = 0
+    for char in text:
+        taken += char_width(char)
+        if taken > limit:
+            return False
+    return True
 
 
 def _joins_previous(text: str, index: int) -> bool:
@@ -98,7 +108,7 @@ def shorten(text: str, limit: int) -> str:
     A text that fits is returned unchanged."""
     if limit < 1:
         raise ValueError(f"limit must be at least 1, not {limit}")
-    if width(text) <= limit:
+    if _fits(text, limit):
         return text
     head = (limit - 1) // 2
     return _head(text, head) + ELLIPSIS + _tail(text, limit - 1 - head)

@@ -43,7 +43,9 @@ MAX_LABELS = 300
 QR_QUIET_ZONE = 4  # modules of white around a QR code, as ISO/IEC 18004 asks
 # The narrowest bar: two dots of a 203-dpi label printer. At python-barcode's 0.2 mm the
 # bars fell between the dots and a roll label's code no longer decoded at 203 or 300 dpi.
+# The quiet zone either side is 10 of them, as the symbology asks.
 CODE128_MODULE_MM = 0.25
+CODE128_QUIET_ZONE_MM = 10 * CODE128_MODULE_MM
 PX_PER_MM = 96 / 25.4  # SVG user units (CSS pixels) per millimetre
 _STYLE = re.compile(r'\sstyle="([^"]*)"')
 _PROLOGUE = re.compile(r"^.*?(?=<svg)", re.S)
@@ -126,8 +128,9 @@ def code128_svg(text: str) -> Markup:
     (no human-readable line: the label prints the code under it as text)."""
     buffer = io.BytesIO()
     barcode.get("code128", text, writer=SVGWriter()).write(
-        buffer, options={"write_text": False, "module_height": 8.0, "quiet_zone": 2.5,
-                         "module_width": CODE128_MODULE_MM})
+        buffer, options={"write_text": False, "module_height": 8.0,
+                         "module_width": CODE128_MODULE_MM,
+                         "quiet_zone": CODE128_QUIET_ZONE_MM})
     return Markup(_clean(buffer.getvalue().decode()))
 
 
@@ -179,7 +182,7 @@ def labels_for(actor: Actor, codes: Iterable[str],
     barcode, else an id), in the order asked, one per entity, at most :data:`MAX_LABELS`
     codes read, drawn for ``layout`` (the default format when None); and the codes left out
     (unknown, hidden, or naming another class). Names print as :func:`label_names.distinct`
-    shortens them together, so different names never print alike on one page."""
+    shortens them together, so that names that differ print differently on one page."""
     layout = layout or FORMATS[DEFAULT_FORMAT]
     wanted = list(dict.fromkeys(code for code in codes if code))[:MAX_LABELS]
     rows = _visible_rows(actor, wanted)

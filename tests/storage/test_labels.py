@@ -134,6 +134,7 @@ def test_a_page_of_names_alike_in_several_places_prints_them_all_apart() -> None
 def test_distinct_handles_ten_thousand_characters_quickly() -> None:
     names = ["x" * 9_999 + str(digit) for digit in range(10)] + ["y" * 10_000] * 2
     names += ["z" * 5_000 + str(digit) + "z" * 4_999 for digit in range(10)]
+    names += [f"w{number}" + "w" * 10_000 for number in range(278)]  # a page of 300 labels
     started = time.monotonic()
     printed = distinct(names, SHEET)
     assert time.monotonic() - started < 2
