@@ -26,7 +26,7 @@ through :func:`describe`.
 """
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
@@ -135,6 +135,15 @@ class _State:
     stored: int
     taken: dict[str, Holder]
     changed: bool = False
+    free: Iterator[str] | None = None  # the free cells in filling order, read as they go
+
+    def next_free(self) -> str | None:
+        """The first free cell after those handed out (one walk over the grid however many
+        items it fills; ``taken`` is read live, so cells given meanwhile are skipped)."""
+        if self.free is None:
+            self.free = (cell for cell in slots.cells(self.room.rows or 0, self.room.columns or 0)
+                         if cell not in self.taken)
+        return next(self.free, None)
 
 
 def stays(request: Request) -> bool:
@@ -226,7 +235,7 @@ def plan_moves(rooms: Mapping[str, Room], requests: Sequence[Request]) -> Alloca
         target.changed = True
     for position, target in unslotted:  # after every slot asked for is given
         request, room = requests[position], target.room
-        free = next(slots.free_cells(room.rows or 0, room.columns or 0, target.taken), None)
+        free = target.next_free()
         if free is None:
             outcomes[position] = Refusal(request.index, "no_free_slot", room.id)
             target.stored -= int(request.location_id != request.target)

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import openpyxl
 import pytest
 from flask import Flask
 from flask.testing import FlaskCliRunner
@@ -92,14 +93,14 @@ def test_a_hidden_occupant_is_occupied_in_the_dry_run_its_files_and_the_cli(
     job = job_of(alice, started["id"])
     assert job["rows"]["data"][0]["errors"] == [{"column": "Slot",
                                                  "message": "slot A2 of Box 3 is occupied"}]
-    for form in ("csv", "xlsx"):
-        annotated = alice.get(f"/api/import/{started['id']}/annotated?format={form}")
-        assert annotated.status_code == 200
-        if form == "csv":
-            rows = list(csv.reader(io.StringIO(annotated.get_data(as_text=True).lstrip("\ufeff"))))
-            assert rows[1][-1] == "Slot: slot A2 of Box 3 is occupied"
-        assert secret["id"].encode() not in annotated.data
-        assert b"Secret serum" not in annotated.data
+    as_csv = alice.get(f"/api/import/{started['id']}/annotated?format=csv")
+    as_xlsx = alice.get(f"/api/import/{started['id']}/annotated?format=xlsx")
+    assert as_csv.status_code == as_xlsx.status_code == 200
+    sheet = openpyxl.load_workbook(io.BytesIO(as_xlsx.data), read_only=True).active
+    for rows in (list(csv.reader(io.StringIO(as_csv.get_data(as_text=True).lstrip("\ufeff")))),
+                 [[str(cell or "") for cell in row] for row in sheet.iter_rows(values_only=True)]):
+        assert rows[1][-1] == "Slot: slot A2 of Box 3 is occupied"
+        assert not any(secret["id"] in cell or "Secret" in cell for row in rows for cell in row)
     printed = runner.invoke(args=["import", str(write_csv(text)), "--class", "Sample",
                                   "--dry-run", "--as", "alice"])
     assert printed.exit_code == 1
@@ -227,3 +228,28 @@ def test_a_failed_commit_job_stores_and_shows_the_failing_row(
     assert "slot A2 of Box 5 is taken by Racer" in page.split('id="import-rows"')[1]
     annotated = admin.get(f"/api/import/{commit['id']}/annotated?format=csv")
     assert "error,Slot: slot A2 of Box 5 is taken by Racer" in annotated.get_data(as_text=True)
+
+
+def test_a_commit_refused_by_a_hidden_item_never_names_it(
+        app: Flask, admin: ApiClient, member: Callable[..., ApiClient],
+        department: Callable[..., str], grant: Grants,
+        write_csv: Callable[..., Path]) -> None:
+    shared, hidden = department("Shared"), department("Hidden")
+    member("alice", department_id=shared)
+    grant.department(shared, "Write", user="alice")
+    box, = make_locations(admin, {"name": "Box 3", "rows": 2, "columns": 2,
+                                  "departmentID": shared})
+    with app.app_context(), transaction():
+        path = write_csv("Name,Location,Slot\nMine,Box 3,B2\n")
+        table = open_table(path, path.name)
+        spec = existing_class("Sample")
+        plan = plan_import(actor_of("alice"), spec, table, auto_map(spec, table.headers))
+        assert plan.ok
+        secret, = save(admin, {"eClass": "Sample", "name": "Secret serum",
+                               "departmentID": hidden, "locationID": box["id"],
+                               "position": "B2"})
+        with pytest.raises(AppError) as failed:
+            commit_import(actor_of("alice"), plan)
+    assert failed.value.detail == "Row 2: slot B2 of Box 3 is occupied"
+    assert errors(plan) == {2: [("Slot", "slot B2 of Box 3 is occupied")]}
+    assert secret["id"] not in failed.value.detail

@@ -2,6 +2,8 @@
 or why not, with nothing read or written."""
 from __future__ import annotations
 
+import time
+
 from labapp.storage.allocation import (
     Move,
     Refusal,
@@ -122,3 +124,16 @@ def test_refusals_in_words_never_name_a_hidden_holder() -> None:
         == "Box 3 is Inactive; nothing can be stored in it"
     for reason in ("no_location", "on_plate", "no_grid", "not_a_slot", "no_free_slot"):
         assert "BOX" not in describe(Refusal(0, reason, "BOX", slot="Z9"), "Box 3")
+
+
+def test_filling_the_largest_grid_walks_it_once() -> None:
+    """10,000 items (a check-in's most) into a 702 × 999 grid whose first cells are taken:
+    each takes the next free cell without the grid being walked again per item."""
+    taken = {f"A{column}": "X" for column in range(1, 1000)}
+    room = _box(rows=702, columns=999, stored=len(taken), occupied=taken)
+    started = time.perf_counter()
+    plan = plan_moves({"BOX": room}, [Request(index, "BOX") for index in range(10_000)])
+    elapsed = time.perf_counter() - started
+    assert plan.outcomes[0] == Move(0, "BOX", "B1", True)
+    assert plan.outcomes[-1] == Move(9_999, "BOX", "L10", True)
+    assert elapsed < 5, elapsed  # walking the grid per item took minutes
