@@ -4,7 +4,8 @@ A request is one transaction: every item is read and checked before anything is 
 and any refusal leaves everything as it was. Check-in locks the target location's row first
 (``SELECT … FOR UPDATE`` on PostgreSQL; on SQLite the unit of work already holds the write
 lock from ``BEGIN IMMEDIATE``), so concurrent check-ins into one location queue and the
-capacity and slot checks below count what is really there. Items are locked in id order.
+placement rule (:mod:`labapp.storage.allocation`, asked by :func:`settle`) counts what is
+really there. Items are locked in id order.
 """
 from __future__ import annotations
 
