@@ -48,13 +48,16 @@ class AppError(Exception):
 
     def __init__(self, detail: str, *, code: str | None = None,
                  errors: list[dict[str, str]] | None = None,
-                 headers: Mapping[str, str] | None = None) -> None:
+                 headers: Mapping[str, str] | None = None, item: int | None = None) -> None:
         super().__init__(detail)
         self.detail = detail
         if code:
             self.code = code
         self.errors = errors
         self.headers = dict(headers or {})
+        # The index of the request body's item the error is about (``entities[3]``), as data
+        # for a caller that names the item its own way (the import: by spreadsheet row).
+        self.item = item
 
 
 class InvalidInput(AppError):

@@ -68,15 +68,16 @@ def access_type(actor: Actor, eclass: str, department_id: str | None,
 
 
 def require_writable(actor: Actor, eclass: str, department_id: str | None,
-                     project_id: str | None, *, hidden: str, read_only: str) -> None:
+                     project_id: str | None, *, hidden: str, read_only: str,
+                     item: int | None = None) -> None:
     """Let the actor change one entity: :class:`NotFound` (``hidden``) when they cannot see
     it, so a hidden entity is answered like a missing one, and :class:`Forbidden`
-    (``read_only``) when they may only read it."""
+    (``read_only``) when they may only read it; both about request item ``item`` if given."""
     access = access_type(actor, eclass, department_id, project_id)
     if access == NONE:
-        raise NotFound(hidden)
+        raise NotFound(hidden, item=item)
     if access != WRITE:
-        raise Forbidden(read_only)
+        raise Forbidden(read_only, item=item)
 
 
 def may_write_into(actor: Actor, department_id: str | None, project_id: str | None) -> bool:

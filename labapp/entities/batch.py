@@ -144,7 +144,8 @@ def read_items(raw_items: Any, notation: bool = True) -> list[BatchItem]:
             raise item_error(index, "id", "longer than 64 characters", BatchInputError)
         if entity_id in seen:
             raise Conflict(f"entities[{index}].id: {entity_id!r} appears twice in the batch "
-                           f"(also entities[{seen[entity_id]}]).", code="duplicate_id")
+                           f"(also entities[{seen[entity_id]}]).", code="duplicate_id",
+                           item=index)
         seen[entity_id] = index
         values = {key: value for key, value in raw.items() if key not in {"id"}}
         items.append(BatchItem(index, spec, entity_id, values, variable, generated))

@@ -83,12 +83,13 @@ def _check_allowed(actor: Actor, item: PreparedItem, department: str | None,
                    project: str | None) -> None:
     name = item.spec.name
     if not may_create_class(actor, name):
-        raise Forbidden(f"entities[{item.index}]: you may not create {name} entities.")
+        raise Forbidden(f"entities[{item.index}]: you may not create {name} entities.",
+                        item=item.index)
     if name in {"Department", "Project", "User"}:
         return
     if not may_write_into(actor, department, project):
         raise Forbidden(f"entities[{item.index}]: you have no write access to department "
-                        f"{department!r} or project {project!r}.")
+                        f"{department!r} or project {project!r}.", item=item.index)
 
 
 def _status_of(item: PreparedItem) -> str:

@@ -48,7 +48,8 @@ def item_error(index: int, field_name: str, message: str,
                error: type[InvalidInput] = NotationError) -> InvalidInput:
     """An error of one batch item, naming the item's index and field."""
     return error(f"entities[{index}].{field_name}: {message}",
-                 errors=[{"field": f"entities.{index}.{field_name}", "message": message}])
+                 errors=[{"field": f"entities.{index}.{field_name}", "message": message}],
+                 item=index)
 
 
 def decide_id(index: int, spec: ClassSpec, raw_id: Any, draw: Callable[[str], str],

@@ -71,7 +71,7 @@ def _check_barcodes(items: list[PreparedItem]) -> None:
         item = claimed[barcode]
         if holder != item.id:
             raise Conflict(f"entities[{item.index}]: the barcode {barcode!r} is already used.",
-                           code="duplicate_barcode")
+                           code="duplicate_barcode", item=item.index)
 
 
 def _batch_targets(items: list[PreparedItem]) -> dict[str, Target]:
@@ -93,12 +93,14 @@ def save_batch(actor: Actor, raw_items: Any, notation: bool = True,
     for item in batch:
         if item.generated and item.id in existing:
             raise Conflict(f"entities[{item.index}]: the generated id {item.id!r} is already "
-                           "taken; raise the sequence's nextValue.", code="duplicate_id")
+                           "taken; raise the sequence's nextValue.", code="duplicate_id",
+                           item=item.index)
         stored = existing.get(item.id)
         # Before anything else looks at it (its class, its department): hidden stays hidden.
         if stored is not None and access_type(actor, stored.eclass, stored.department_id,
                                               stored.project_id) == NONE:
-            raise NotFound(f"entities[{item.index}]: no {item.spec.name} {item.id!r}.")
+            raise NotFound(f"entities[{item.index}]: no {item.spec.name} {item.id!r}.",
+                           item=item.index)
     items = [prepare(item, existing.get(item.id)) for item in batch]
     if clone_of is not None:
         items[0].source = clone_of

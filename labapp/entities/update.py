@@ -28,7 +28,8 @@ def check_writable(actor: Actor, item: PreparedItem, entity: Entity) -> None:
     require_writable(
         actor, entity.eclass, entity.department_id, entity.project_id,
         hidden=f"entities[{item.index}]: no {item.spec.name} {item.id!r}.",
-        read_only=f"entities[{item.index}]: you may read but not change {item.id!r}.")
+        read_only=f"entities[{item.index}]: you may read but not change {item.id!r}.",
+        item=item.index)
 
 
 def _stored_attributes(item: PreparedItem, names: Iterable[str]) -> dict[str, str]:
@@ -58,7 +59,7 @@ def _check_status(item: PreparedItem, entity: Entity, target: str) -> None:
         allowed = ", ".join(workflow.allowed_from(entity.status)) or "none"
         raise Conflict(f"entities[{item.index}]: {item.spec.name} {item.id} cannot go from "
                        f"{entity.status} to {target} (allowed: {allowed}).",
-                       code="invalid_transition")
+                       code="invalid_transition", item=item.index)
 
 
 def apply_update(actor: Actor, item: PreparedItem) -> dict[str, tuple[Any, Any]]:
@@ -70,7 +71,7 @@ def apply_update(actor: Actor, item: PreparedItem) -> dict[str, tuple[Any, Any]]
     if item.version is not None and item.version != entity.version:
         raise Conflict(f"entities[{item.index}]: {item.id} is at version {entity.version}, not "
                        f"{item.version}; reload it and apply your change again.",
-                       code="stale_version")
+                       code="stale_version", item=item.index)
     if "status" in item.values:
         _check_status(item, entity, item.values["status"])
     values = {name: value for name, value in item.values.items()
@@ -85,7 +86,7 @@ def apply_update(actor: Actor, item: PreparedItem) -> dict[str, tuple[Any, Any]]
         project = changes.get("projectID", (None, entity.project_id))[1]
         if not may_write_into(actor, department, project):
             raise Forbidden(f"entities[{item.index}]: you have no write access to department "
-                            f"{department!r} or project {project!r}.")
+                            f"{department!r} or project {project!r}.", item=item.index)
     if not changes:
         return changes
     rules = rules_of(item.spec.name)

@@ -23,7 +23,6 @@ from labapp.imports.values import (
     text_of,
 )
 from labapp.model.registry import ClassSpec, FieldSpec
-from labapp.reading.wording import unit_field
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,10 +34,12 @@ class Named:
 
 @dataclass(frozen=True, slots=True)
 class Measured:
-    """A number cell with the unit it was written in (in the cell or the header)."""
+    """A number cell with the unit it was written in (in the cell, else the header) and the
+    unit its column's header names (``Volume (mL)``), if any."""
 
     value: float
-    unit: str | None
+    unit: str
+    column_unit: str | None = None
 
 
 def attribute_value(cell: Any) -> Any:
@@ -69,9 +70,8 @@ def cell_value(spec: ClassSpec, field: FieldSpec, cell: Any, header_unit: str | 
         return text_of(cell)
     if kind == "float":
         number, unit = parse_number(cell)
-        if unit is None and unit_field(spec, field.name) is not None:
-            unit = header_unit  # a field without a unit takes the header's as a caption
-        return Measured(number, unit) if unit else number
+        unit = unit or header_unit
+        return Measured(number, unit, header_unit) if unit else number
     if kind == "int":
         return parse_int(cell)
     if kind == "bool":

@@ -8,15 +8,20 @@ file again and saves its rows through :func:`labapp.entities.service.save_batch`
 sequences, audit, search queue, tallies, notifications and the check-in rule as for any API
 write — inside the caller's one transaction; the plan keeps outcomes only, so memory stays
 flat however long the file is.
+
+Every row of a dry run goes through the checks of the commit: the order of day and month in
+a date column is decided from all its cells in a first pass, before any row is built, and
+where a row's item goes is decided by the placement rule the batch applies (the slot it is
+given is the one the commit sends). A commit that fails on a row marks that row's outcome
+as an error with the reason in words, as a dry run would have.
 """
 from __future__ import annotations
 
 import bisect
 import pickle
-import re
 import tempfile
 import weakref
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -27,16 +32,16 @@ from labapp.errors import AppError, Conflict, InvalidInput
 from labapp.imports.cells import Named
 from labapp.imports.mapping import check_mapping
 from labapp.imports.reading import SourceTable
-from labapp.imports.rows import Draft, FileRow, RowBuilder
+from labapp.imports.rows import POSITION_FIELD, Draft, FileRow, RowBuilder
 from labapp.imports.targets import taken_values
-from labapp.imports.values import DateOrder
+from labapp.imports.values import DateOrder, date_evidence
 from labapp.model.registry import ClassSpec
 from labapp.sequences.service import next_ids
+from labapp.storage.checkin import refusal_of
 
 CHUNK = 500  # rows per chunk: per bulk lookup, and per save_batch (the API's bulk size)
 Outcome = Literal["create", "update", "unchanged", "error"]
 OUTCOMES: tuple[Outcome, ...] = ("create", "update", "unchanged", "error")
-_ITEM_INDEX = re.compile(r"entities\[(\d+)\]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,11 +98,21 @@ class ImportPlan:
     date_orders: dict[str, DateOrder] = field(default_factory=dict)
     file_refs: dict[tuple[int, str], int] = field(default_factory=dict)
     spool: Spool | None = field(default=None, repr=False)
+    # The slot the dry run gave each row storing an item without naming one.
+    slots: dict[int, str] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
         """Whether the plan may be committed: no row has an error."""
         return self.counts.get("error", 0) == 0
+
+    def mark_error(self, row: int, column: str, message: str) -> None:
+        """Make row ``row`` an error (a commit found it could not be written), counted."""
+        outcome = _at(self.outcomes, row)
+        if outcome.outcome != "error":
+            self.counts[outcome.outcome] -= 1
+            self.counts["error"] = self.counts.get("error", 0) + 1
+        _fail(outcome, column, message)
 
 
 def _chunks(table: SourceTable, size: int) -> Iterator[list[tuple[int, list[Any]]]]:
@@ -134,47 +149,65 @@ def _outcome(draft: Draft) -> RowOutcome:
     return RowOutcome(draft.row, "unchanged" if draft.unchanged else "update", existing.id)
 
 
+def date_orders(rows: Iterable[tuple[int, list[Any]]], columns: list[tuple[int, str]]
+                ) -> dict[str, DateOrder]:
+    """The day/month order of each date column (``(index, header)``) whose cells agree on
+    one: a first number over 12 or dots say day first, a second over 12 month first."""
+    seen: dict[str, set[DateOrder]] = {}
+    for _number, cells in rows:
+        for index, header in columns:
+            evidence = date_evidence(cells[index])
+            if evidence is not None:
+                seen.setdefault(header, set()).add(evidence)
+    return {header: next(iter(orders)) for header, orders in seen.items() if len(orders) == 1}
+
+
+def _read_once(table: SourceTable, spool: Spool | None) -> Iterator[tuple[int, list[Any]]]:
+    """The rows of the table, each chunk spooled on its way when there is a spool."""
+    for chunk in _chunks(table, CHUNK):
+        if spool is not None:
+            spool.add(chunk)
+        yield from chunk
+
+
 def plan_import(actor: Actor, spec: ClassSpec, table: SourceTable, mapping: Mapping[str, str],
                 *, match: str | None = None,
                 progress: Callable[[int], None] | None = None) -> ImportPlan:
     """The dry run of importing ``table`` into ``spec`` with ``mapping`` (column → field);
     writes nothing. Raises :class:`InvalidInput` for a bad mapping or match field; a bad
-    row is an ``error`` outcome, not an exception."""
+    row is an ``error`` outcome, not an exception. ``progress`` is told the rows checked."""
     checked = check_mapping(spec, table.headers, mapping)
     chosen = _check_match(spec, checked, match)
     builder = RowBuilder(actor, spec, table.headers, checked, chosen, checking=True)
+    spool = Spool() if table.kind == "xlsx" else None
+    chunks: Iterable[list[tuple[int, list[Any]]]]
+    if builder.date_columns:  # a first pass decides each date column before any row is built
+        builder.date_orders = date_orders(_read_once(table, spool), builder.date_columns)
+        chunks = spool.chunks() if spool is not None else _chunks(table, CHUNK)
+    else:
+        chunks = _chunks(table, CHUNK)
+    spooling = spool if not builder.date_columns else None
     outcomes: list[RowOutcome] = []
-    undecided: list[tuple[int, list[str], Outcome]] = []  # rows held up by a date alone
     forward: list[tuple[int, str, str]] = []  # (row, field, key) naming a row further down
     file_refs: dict[tuple[int, str], int] = {}
-    spool = Spool() if table.kind == "xlsx" else None
-    for chunk in _chunks(table, CHUNK):
-        if spool is not None:
-            spool.add(chunk)
+    for chunk in chunks:
+        if spooling is not None:
+            spooling.add(chunk)
         for draft in builder.build(chunk):
             for name, value in draft.values.items():
                 if isinstance(value, FileRow):
                     file_refs[draft.row, name] = value.row
                 elif isinstance(value, Named) and name in builder.self_refs:
                     forward.append((draft.row, name, value.key))
-            outcome = _outcome(draft)
-            if draft.ambiguous and len(draft.ambiguous) == len(draft.errors):
-                undecided.append((draft.row, draft.ambiguous,
-                                  "create" if draft.existing is None else "update"))
-            outcomes.append(outcome)
+            outcomes.append(_outcome(draft))
         if progress is not None:
             progress(len(outcomes))
-    orders = builder.decided_orders()
-    for row, columns, would_be in undecided:
-        outcome = _at(outcomes, row)
-        if all(column in orders for column in columns):
-            outcome.errors.clear()
-            outcome.outcome = would_be
     _link_forward(builder, outcomes, forward, file_refs)
     counts: dict[str, int] = dict.fromkeys(OUTCOMES, 0)
     for outcome in outcomes:
         counts[outcome.outcome] += 1
-    return ImportPlan(spec, outcomes, counts, table, checked, chosen, orders, file_refs, spool)
+    return ImportPlan(spec, outcomes, counts, table, checked, chosen, builder.date_orders,
+                      file_refs, spool, builder.slots)
 
 
 def _link_forward(builder: RowBuilder, outcomes: list[RowOutcome],
@@ -231,20 +264,22 @@ def _fail(outcome: RowOutcome, column: str, message: str) -> None:
     outcome.errors.append(CellError(column, message))
 
 
-def _item(spec: ClassSpec, draft: Draft, row_ids: Mapping[int, str]) -> dict[str, Any]:
-    item: dict[str, Any] = {"eClass": spec.name}
+def _item(plan: ImportPlan, draft: Draft, row_ids: Mapping[int, str]) -> dict[str, Any]:
+    item: dict[str, Any] = {"eClass": plan.spec.name}
     for name, value in draft.values.items():
         item[name] = row_ids[value.row] if isinstance(value, FileRow) else value
     if draft.existing is not None:
         item["id"] = draft.existing.id
+    if draft.row in plan.slots:  # the slot the dry run gave it, not one the batch picks anew
+        item[POSITION_FIELD] = plan.slots[draft.row]
     return item
 
 
 class _Committer:
     """Saves drafts in batches, parents before the rows that refer to them."""
 
-    def __init__(self, actor: Actor, plan: ImportPlan) -> None:
-        self.actor, self.spec = actor, plan.spec
+    def __init__(self, actor: Actor, plan: ImportPlan, builder: RowBuilder) -> None:
+        self.actor, self.spec, self.plan, self.builder = actor, plan.spec, plan, builder
         self.sequence = resolve_sequence(plan.spec.name) if plan.spec.prefix else None
         self.referenced = set(plan.file_refs.values())
         self.row_ids: dict[int, str] = {}
@@ -280,23 +315,36 @@ class _Committer:
             if draft.row in self.referenced:
                 existing = draft.existing
                 self.row_ids[draft.row] = existing.id if existing else draft.values["id"]
-        items = [_item(self.spec, draft, self.row_ids) for draft in self.batch]
+        items = [_item(self.plan, draft, self.row_ids) for draft in self.batch]
         try:
             saved = save_batch(self.actor, items, notation=False).entities
         except AppError as error:
-            raise _on_row(error, self.batch) from None
+            raise self._on_row(error) from None
         for draft, entity in zip(self.batch, saved, strict=True):
             _at(self.outcomes, draft.row).entity_id = entity["id"]
         self.batch, self.in_batch = [], set()
 
 
-def _on_row(error: AppError, batch: list[Draft]) -> AppError:
-    """The batch's error told by the spreadsheet row it is about."""
-    found = _ITEM_INDEX.search(error.detail)
-    if found is not None and int(found[1]) < len(batch):
-        error.detail = f"Row {batch[int(found[1])].row}: {error.detail}"
+    def _on_row(self, error: AppError) -> AppError:
+        """The batch's error told by the spreadsheet row it is about, in words, and that
+        row's outcome made an error with the same words."""
+        index = error.item
+        if index is None or not 0 <= index < len(self.batch):
+            return error
+        draft = self.batch[index]
+        refusal = refusal_of(error)
+        if refusal is not None:
+            name, message = self.builder.refusal_words(draft, refusal)
+        elif error.errors and len(error.errors) == 1:
+            name = error.errors[0]["field"].split(".", 2)[-1]
+            message = error.errors[0]["message"]
+        else:
+            name, message = "", error.detail.removeprefix(f"entities[{index}]: ")
+        column = draft.columns.get(name, name)
+        self.plan.mark_error(draft.row, column, message)
+        error.detail = f"Row {draft.row}: {message}"
         error.args = (error.detail,)
-    return error
+        return error
 
 
 def commit_import(actor: Actor, plan: ImportPlan, *,
@@ -313,7 +361,7 @@ def commit_import(actor: Actor, plan: ImportPlan, *,
                            code="import_has_errors")
     builder = RowBuilder(actor, plan.spec, plan.table.headers, plan.mapping, plan.match,
                          checking=False, date_orders=plan.date_orders, file_refs=plan.file_refs)
-    committer = _Committer(actor, plan)
+    committer = _Committer(actor, plan, builder)
     done = 0
     chunks = plan.spool.chunks() if plan.spool is not None else _chunks(plan.table, CHUNK)
     for chunk in chunks:
@@ -323,12 +371,14 @@ def commit_import(actor: Actor, plan: ImportPlan, *,
                 continue
             if draft.errors:
                 column, message = draft.errors[0]
+                plan.mark_error(draft.row, column, message)
                 raise InvalidInput(f"Row {draft.row}, column {column!r}: {message}",
                                    code="import_changed")
             if (draft.existing is None) != (outcome.outcome == "create"):
-                raise InvalidInput(f"Row {draft.row} was to {outcome.outcome} an entity, but the "
-                                   "stored entities changed since the dry run; run it again.",
-                                   code="import_changed")
+                message = (f"was to {outcome.outcome} an entity, but the stored entities "
+                           "changed since the dry run; run it again")
+                plan.mark_error(draft.row, "", message)
+                raise InvalidInput(f"Row {draft.row} {message}.", code="import_changed")
             committer.add(draft)
         if len(committer.batch) >= CHUNK:
             committer.flush()

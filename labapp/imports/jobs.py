@@ -150,8 +150,11 @@ def _finish(job_id: str, actor: Actor, plan: ImportPlan, report: Report | None) 
         if not job.dry_run and counts["error"]:
             _store_rows(job_id, plan.outcomes)
             _set(job_id, status="failed", counts=counts, progress_done=done,
-                 progress_total=done, error=f"{counts['error']} rows have errors: nothing "
-                 "was imported. Correct them and import the file again.")
+                 progress_total=done, error=(
+                     "1 row has an error: nothing was imported. Correct it and import the "
+                     "file again." if counts["error"] == 1 else
+                     f"{counts['error']} rows have errors: nothing was imported. Correct "
+                     "them and import the file again."))
             return
         if not job.dry_run:
             writing = counts["create"] + counts["update"]

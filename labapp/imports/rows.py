@@ -3,7 +3,10 @@ updates found, references and locations resolved — each in bulk for the chunk.
 
 The dry run and the commit build drafts the same way; the dry run also checks what the
 batch would refuse (storage slots, taken barcodes, rights) so that every row gets its
-outcome, while the commit leaves those checks to the entity batch itself.
+outcome, while the commit leaves those checks to the entity batch itself. Where a row's
+sample or plate goes is decided by the placement rule the batch applies
+(:func:`labapp.storage.allocation.plan_moves`), chunk by chunk as the commit's batches do,
+with each location's slots and room carried from one chunk to the next.
 """
 from __future__ import annotations
 
@@ -11,18 +14,30 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from sqlalchemy import select
+
 from labapp.access.actor import Actor
 from labapp.access.policy import may_create_class
 from labapp.access.visibility import WRITE, access_type
+from labapp.db import db
 from labapp.imports.cells import Measured, Named, attribute_value, cell_value, checked
 from labapp.imports.mapping import ATTRIBUTE_PREFIX, header_unit
-from labapp.imports.placing import Placements
-from labapp.imports.targets import Found, Lookup, Places, existing_by, taken_values
-from labapp.imports.values import AmbiguousDate, CellProblem, DateOrder, convert, date_evidence
-from labapp.model import Entity
+from labapp.imports.targets import (
+    Found,
+    Lookup,
+    Place,
+    Places,
+    existing_by,
+    taken_values,
+    visible_names,
+)
+from labapp.imports.values import CellProblem, DateOrder, convert
+from labapp.model import Entity, Location
 from labapp.model.registry import ClassSpec, FieldSpec
 from labapp.reading.wording import unit_field
-from labapp.storage.service import STORABLE_CLASSES
+from labapp.storage.allocation import Refusal, Request, Room, describe, plan_moves, stays
+from labapp.storage.checkin import room_of
+from labapp.storage.service import LOCATION, STORABLE_CLASSES
 
 LOCATION_FIELD, POSITION_FIELD = "locationID", "position"
 
@@ -44,7 +59,6 @@ class Draft:
     errors: list[tuple[str, str]] = field(default_factory=list)
     existing: Entity | None = None
     unchanged: bool = False
-    ambiguous: list[str] = field(default_factory=list)  # columns with an undecided date
 
     def fail(self, name: str, message: str) -> None:
         self.errors.append((self.columns.get(name, name), message))
@@ -91,13 +105,15 @@ class RowBuilder:
         self.storable = spec.name in STORABLE_CLASSES
         self.lookups: dict[str, Lookup] = {}
         self.places = Places(actor)
-        self.placements = Placements(actor)
+        # Every location the rows fill or empty, as the rows before have left it.
+        self.rooms: dict[str, Room] = {}
+        # The slot the dry run gives each row that stores an item without naming one.
+        self.slots: dict[int, str] = {}
         self.file_keys = FileKeys()
         # Same-file references are possible only when the class refers to itself.
         self.self_refs = {name for name in mapped if name in spec.fields
                           and spec.fields[name].type == "ref"
                           and spec.fields[name].ref in (spec.name, "*")}
-        self.evidence: dict[str, set[DateOrder]] = {}
         self.date_orders: dict[str, DateOrder] = dict(date_orders or {})
         # The rows claiming each id and barcode of the file: the same dicts as the file's
         # keys, so they are held once.
@@ -118,25 +134,19 @@ class RowBuilder:
             if name.startswith(ATTRIBUTE_PREFIX):
                 draft.values[name] = attribute_value(cell)
                 continue
-            spec = self.spec.fields[name]
-            if self.checking and spec.type == "date" and isinstance(cell, str):
-                seen = date_evidence(cell)
-                if seen is not None:
-                    self.evidence.setdefault(header, set()).add(seen)
             try:
-                draft.values[name] = cell_value(self.spec, spec, cell, self.units[header],
+                draft.values[name] = cell_value(self.spec, self.spec.fields[name], cell,
+                                                self.units[header],
                                                 self.date_orders.get(header))
-            except AmbiguousDate as problem:
-                draft.ambiguous.append(header)
-                draft.fail(name, str(problem))
             except CellProblem as problem:
                 draft.fail(name, str(problem))
         return draft
 
-    def decided_orders(self) -> dict[str, DateOrder]:
-        """The day/month order of each date column whose cells agree on one."""
-        return {column: next(iter(orders)) for column, orders in self.evidence.items()
-                if len(orders) == 1}
+    @property
+    def date_columns(self) -> list[tuple[int, str]]:
+        """``(index, header)`` of the columns mapped to a date field."""
+        return [(index, header) for index, header, name in self.columns
+                if name in self.spec.fields and self.spec.fields[name].type == "date"]
 
     # --- the chunk -----------------------------------------------------------------
 
@@ -247,29 +257,81 @@ class RowBuilder:
 
     def _place(self, drafts: list[Draft]) -> None:
         self.places.load(key for draft in drafts if (key := self._place_key(draft)))
+        asked: list[tuple[Draft, Request]] = []
+        named: dict[str, Place] = {}
         for draft in drafts:
             key = self._place_key(draft)
             wanted = draft.values.get(POSITION_FIELD)
-            if key is None:
-                if wanted is not None:
-                    draft.fail(POSITION_FIELD, "a slot needs a location")
+            place: Place | None = None
+            if key is not None:
+                place, problem = self.places.pick(key)
+                if problem is not None or place is None:
+                    draft.fail(LOCATION_FIELD, problem or f"unknown location {key!r}")
+                    continue
+                if LOCATION_FIELD in draft.values:
+                    draft.values[LOCATION_FIELD] = place.id
+            elif wanted is None:
                 continue
-            place, problem = self.places.pick(key)
-            if problem is not None or place is None:
-                draft.fail(LOCATION_FIELD, problem or f"unknown location {key!r}")
-                continue
-            if LOCATION_FIELD in draft.values:
-                draft.values[LOCATION_FIELD] = place.id
             if not self.checking or draft.errors:
                 continue
-            existing = draft.existing
-            slot, problem = self.placements.claim(draft.row, place, wanted,
-                                                  existing.id if existing is not None else None,
-                                                  self._stored_place(draft))
-            if problem is not None:
-                draft.fail(POSITION_FIELD if wanted else LOCATION_FIELD, problem)
-            elif slot is not None and wanted is not None:
-                draft.values[POSITION_FIELD] = slot
+            request = self._request(draft, place, wanted)
+            if place is not None and not stays(request):
+                if access_type(self.actor, LOCATION, place.department_id,
+                               place.project_id) != WRITE:
+                    draft.fail(LOCATION_FIELD, f"you may read but not store into {place.name}")
+                    continue
+                named[place.id] = place
+            asked.append((draft, request))
+        if asked:
+            self._allocate(asked, named)
+
+    def _request(self, draft: Draft, place: Place | None, wanted: Any) -> Request:
+        existing = draft.existing
+        location_id, position = self._stored_place(draft)
+        plate = (getattr(existing, "plate_id", None) if existing is not None
+                 else draft.values.get("plateID"))
+        return Request(draft.row, place.id if place else None, wanted,
+                       existing.id if existing is not None else None, location_id, position,
+                       plate if isinstance(plate, str) else None)
+
+    def _allocate(self, asked: list[tuple[Draft, Request]], named: dict[str, Place]) -> None:
+        """The placement rule over the chunk's rows, with the rooms the rows before left
+        (the locations the rows fill, and those their items leave)."""
+        for place in named.values():
+            if place.id not in self.rooms:
+                self.rooms[place.id] = room_of(place)
+        left = {request.location_id for _, request in asked
+                if request.location_id is not None and request.location_id not in self.rooms
+                and not stays(request)}
+        for location in db.session.scalars(select(Location).where(Location.id.in_(sorted(left)))):
+            self.rooms[location.id] = room_of(location)
+        allocation = plan_moves(self.rooms, [request for _, request in asked])
+        self.rooms = dict(allocation.rooms)
+        names = {place.id: place.name for place in named.values()}
+        names.update(visible_names(self.actor, {refusal.holder for refusal in allocation.refusals
+                                                if isinstance(refusal.holder, str)}))
+        for (draft, request), outcome in zip(asked, allocation.outcomes, strict=True):
+            if isinstance(outcome, Refusal):
+                draft.fail(*self.refusal_words(draft, outcome, names))
+            elif outcome.position is not None and request.wanted is not None:
+                draft.values[POSITION_FIELD] = outcome.position  # as it is stored: B2, not b02
+            elif outcome.position is not None and outcome.moves:
+                self.slots[draft.row] = outcome.position
+
+    def refusal_words(self, draft: Draft, refusal: Refusal,
+                      names: Mapping[str, str] | None = None) -> tuple[str, str]:
+        """The field a refusal of the placement rule is about (the slot when the row gives
+        one) and the refusal in words: the location by its name, the item holding a slot
+        by its name when the actor may see it (never otherwise). ``names`` (id → name) are
+        read when not given."""
+        if names is None:
+            names = visible_names(self.actor, {key for key in (refusal.location_id,
+                                                               refusal.holder)
+                                               if isinstance(key, str)})
+        holder = names.get(refusal.holder) if isinstance(refusal.holder, str) else None
+        words = describe(refusal, names.get(refusal.location_id or "", "the location"), holder)
+        field = POSITION_FIELD if draft.values.get(POSITION_FIELD) is not None else LOCATION_FIELD
+        return field, words
 
     # --- one row -------------------------------------------------------------------
 
@@ -295,22 +357,27 @@ class RowBuilder:
             self._check_update(draft, typed)
 
     def _units(self, draft: Draft) -> None:
+        """Each number written with a unit (in its cell or its header) in the unit it is
+        stored in: the row's unit column, else the stored entity's unit, else the unit the
+        header names (a column holds one unit); a field without a unit field keeps numbers
+        in its header's unit. Converted, or a row error saying why not."""
         for name, value in list(draft.values.items()):
             if not isinstance(value, Measured):
                 continue
             holder = unit_field(self.spec, name)
-            if holder is None:
+            target: str | None = value.column_unit
+            if holder is not None:
+                stored = (getattr(draft.existing, self.spec.fields[holder].stored_attr)
+                          if draft.existing is not None else None)
+                target = draft.values.get(holder) or stored or target or value.unit
+                if not draft.values.get(holder) and not stored:
+                    draft.values[holder] = target
+            elif target is None:
                 draft.fail(name, f"{value.unit!r}: {name} has no unit; give the number alone")
                 draft.values[name] = None
                 continue
-            target = draft.values.get(holder)
-            if target is None and draft.existing is not None:
-                target = getattr(draft.existing, self.spec.fields[holder].stored_attr)
-            if not target:
-                draft.values[name], draft.values[holder] = value.value, value.unit
-                continue
             try:
-                draft.values[name] = convert(value.value, value.unit or target, target)
+                draft.values[name] = convert(value.value, value.unit, target)
             except CellProblem as problem:
                 draft.fail(name, str(problem))
                 draft.values[name] = None
@@ -350,8 +417,6 @@ class RowBuilder:
         workflow = self.spec.workflow
         if status is not None and not workflow.can_move(entity.status, status):
             draft.fail("status", f"{entity.id} cannot go from {entity.status} to {status}")
-        if draft.ambiguous:
-            return
         draft.unchanged = all(self._same(entity, name, value, typed)
                               for name, value in draft.values.items())
 

@@ -191,3 +191,15 @@ def taken_values(column: str, keys: Collection[str]) -> set[str]:
             select(attribute).where(attribute.in_(ordered[start:start + _QUERY_KEYS * 3])))
             if value is not None)
     return taken
+
+
+def visible_names(actor: Actor, ids: Collection[str]) -> dict[str, str]:
+    """``id → name`` of those of ``ids`` the actor may see (an item holding a slot is named
+    to them only then)."""
+    names: dict[str, str] = {}
+    ordered = sorted(set(ids))
+    for start in range(0, len(ordered), _QUERY_KEYS * 3):
+        for entity_id, name in db.session.execute(select(Entity.id, Entity.name).where(
+                Entity.id.in_(ordered[start:start + _QUERY_KEYS * 3]), readable(actor))):
+            names[entity_id] = name
+    return names

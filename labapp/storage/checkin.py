@@ -4,10 +4,12 @@ A request is one transaction: every item is read and checked before anything is 
 and any refusal leaves everything as it was. Check-in locks the target location's row first
 (``SELECT … FOR UPDATE`` on PostgreSQL; on SQLite the unit of work already holds the write
 lock from ``BEGIN IMMEDIATE``), so concurrent check-ins into one location queue and the
-capacity and slot checks below count what is really there. Items are locked in id order.
+placement rule (:mod:`labapp.storage.allocation`, asked by :func:`settle`) counts what is
+really there. Items are locked in id order.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -19,18 +21,13 @@ from labapp.access.actor import Actor
 from labapp.access.visibility import require_writable
 from labapp.db import db, table_of
 from labapp.entities.audit import json_value
-from labapp.errors import Conflict, InvalidInput, NotFound
+from labapp.errors import AppError, Conflict, InvalidInput, NotFound
 from labapp.model import AuditEvent, Entity, EntityEvent, Location, Plate, Sample
 from labapp.model.types import utc_now
-from labapp.storage import log, slots
+from labapp.storage import log
+from labapp.storage.allocation import Move, Refusal, Request, Room, plan_moves
 from labapp.storage.schemas import MAX_ITEMS, ItemRefSchema, StoredItemSchema
-from labapp.storage.service import (
-    get_location,
-    has_grid,
-    limit_of,
-    locations_api,
-    stored_counts,
-)
+from labapp.storage.service import get_location, locations_api, stored_counts
 
 _ENTITY = table_of(Entity)
 _TABLES = {"Sample": table_of(Sample), "Plate": table_of(Plate)}
@@ -38,6 +35,31 @@ _TABLES = {"Sample": table_of(Sample), "Plate": table_of(Plate)}
 
 class StorageInputError(InvalidInput):
     code = "invalid_storage_item"
+
+
+class RefusedPosition(StorageInputError):
+    """400: the placement rule refused the slot an item asks for (the refusal as data)."""
+
+    def __init__(self, refusal: Refusal, detail: str, *,
+                 errors: list[dict[str, str]]) -> None:
+        super().__init__(detail, errors=errors, item=refusal.index)
+        self.refusal = refusal
+
+
+class RefusedPlacement(Conflict):
+    """409: the placement rule refused to put an item where it was asked to go (the
+    refusal as data)."""
+
+    def __init__(self, refusal: Refusal, detail: str, *, code: str) -> None:
+        super().__init__(detail, code=code, item=refusal.index)
+        self.refusal = refusal
+
+
+def refusal_of(error: AppError) -> Refusal | None:
+    """The placement rule's refusal behind an error, if it is one."""
+    if isinstance(error, RefusedPosition | RefusedPlacement):
+        return error.refusal
+    return None
 
 
 def _item_error(index: int, field: str, message: str) -> StorageInputError:
@@ -69,9 +91,42 @@ class Item:
     def error(self, field: str, message: str) -> StorageInputError:
         """A 400 about one field of the item, named as its body names it (``[3].position``
         or, in an entity batch, ``entities.3.position``)."""
-        path = f"{self.body}.{self.index}.{field}" if self.body else f"[{self.index}].{field}"
         return StorageInputError(f"{self.tag}.{field}: {message}",
-                                 errors=[{"field": path, "message": message}])
+                                 errors=[{"field": self._path(field), "message": message}],
+                                 item=self.index)
+
+    def _path(self, field: str) -> str:
+        return f"{self.body}.{self.index}.{field}" if self.body else f"[{self.index}].{field}"
+
+    def request(self, target: str | None) -> Request:
+        """The item as the placement rule sees it, asked to be at ``target``."""
+        return Request(self.index, target, self.wanted_position, self.id, self.location_id,
+                       self.position, self.plate_id)
+
+    def refused(self, refusal: Refusal) -> AppError:
+        """The API's error for a refusal of the placement rule about this item: 400
+        ``invalid_storage_item`` naming ``position``, or 409 with the refusal's code."""
+        location, reason = refusal.location_id, refusal.reason
+        if reason in ("no_location", "no_grid", "not_a_slot"):
+            message = ("a position needs a locationID" if reason == "no_location" else
+                       f"location {location} has no rows × columns grid" if reason == "no_grid"
+                       else f"{refusal.slot!r} is not a slot of the {refusal.rows} × "
+                            f"{refusal.columns} grid of {location}")
+            return RefusedPosition(refusal, f"{self.tag}.position: {message}",
+                                   errors=[{"field": self._path("position"),
+                                            "message": message}])
+        code, detail = {
+            "on_plate": ("on_plate", f"Sample {self.id} is on plate {refusal.plate_id}; it is "
+                                     "stored with its plate."),
+            "inactive": ("location_inactive", f"Location {location} is {refusal.status}; "
+                                              "nothing can be checked in."),
+            "full": ("location_full", f"{self.eclass} {self.id} does not fit: location "
+                                      f"{location} holds at most {refusal.limit} items."),
+            "slot_taken": ("slot_taken", f"slot {refusal.slot} of location {location} is "
+                                         "taken."),
+            "no_free_slot": ("location_full", f"no free slot left in location {location}."),
+        }[reason]
+        return RefusedPlacement(refusal, f"{self.tag}: {detail}", code=code)
 
 
 def read_request(raw: Any, *, positions: bool) -> list[Item]:
@@ -135,10 +190,10 @@ def _load_items(actor: Actor, items: list[Item]) -> None:
 
 
 def refuse_plated(item: Item) -> None:
-    """409 ``on_plate`` for a sample on a plate: it is stored with its plate."""
+    """409 ``on_plate`` for a sample on a plate: it is stored with its plate (checked in
+    or out only with it)."""
     if item.plate_id is not None:
-        raise Conflict(f"{item.tag}: Sample {item.id} is on plate {item.plate_id}; it is "
-                       "stored with its plate.", code="on_plate")
+        raise item.refused(Refusal(item.index, "on_plate", plate_id=item.plate_id))
 
 
 def lock_items(items: list[Item]) -> None:
@@ -163,18 +218,24 @@ def lock_items(items: list[Item]) -> None:
 
 
 def lock_target(actor: Actor, location_id: str) -> Location:
-    """The location items go into: visible (404), writable (403), Active (409), its row
-    locked until the transaction ends."""
+    """The location items go into: visible (404), writable (403), its row locked until the
+    transaction ends (whether it takes them is the placement rule's: :func:`settle`)."""
     location = get_location(actor, location_id)
     require_writable(actor, location.eclass, location.department_id, location.project_id,
                      hidden=f"No location {location_id!r}.",
                      read_only=f"You may read but not store into location {location_id!r}.")
-    if location.status != "Active":
-        raise Conflict(f"Location {location_id} is {location.status}; nothing can be "
-                       "checked in.", code="location_inactive")
     db.session.execute(select(Location.__table__.c.id)
                        .where(Location.__table__.c.id == location_id).with_for_update())
     return location
+
+
+def room_of(location: Any, *, new: bool = False) -> Room:
+    """A location as the placement rule sees it: its status, grid and capacity, the items
+    stored in it and the slots they hold (none for a location the same batch creates)."""
+    return Room(location.id, location.status, location.rows, location.columns,
+                location.capacity,
+                0 if new else stored_counts([location.id]).get(location.id, 0),
+                {} if new else occupied_positions(location.id))
 
 
 def occupied_positions(location_id: str) -> dict[str, str]:
@@ -190,55 +251,22 @@ def occupied_positions(location_id: str) -> dict[str, str]:
     return taken
 
 
-def place(location: Any, items: list[Item]) -> list[Item]:
-    """Check capacity and slots; set each moving item's ``new_position``. Returns the items
-    that change (an item already in its place is left alone).
-
-    ``location`` is a stored :class:`Location` or a stand-in with its ``id``, ``rows``,
-    ``columns`` and ``capacity`` (a location the same batch creates)."""
-    grid = has_grid(location.rows, location.columns)
-    for item in items:
-        if item.wanted_position is None:
-            continue
-        if not grid:
-            raise item.error("position", f"location {location.id} has no rows × columns grid")
-        canonical = slots.canonical(item.wanted_position, location.rows, location.columns)
-        if canonical is None:
-            raise item.error("position", f"{item.wanted_position!r} is not a slot of the "
-                             f"{location.rows} × {location.columns} grid of {location.id}")
-        item.wanted_position = canonical
-    moving = [item for item in items if item.location_id != location.id
-              or (item.wanted_position is not None and item.wanted_position != item.position)]
-    limit = limit_of(location.capacity, location.rows, location.columns)
-    if limit is not None:
-        here = stored_counts([location.id]).get(location.id, 0)
-        for item in moving:
-            if item.location_id != location.id:
-                here += 1
-                if here > limit:
-                    raise Conflict(f"{item.tag}: {item.eclass} {item.id} does not fit: "
-                                   f"location {location.id} holds at most {limit} items.",
-                                   code="location_full")
-    if not grid:
-        return moving
-    leaving = {item.position for item in moving if item.location_id == location.id}
-    taken = {position: holder for position, holder in occupied_positions(location.id).items()
-             if position not in leaving}
-    for item in moving:
-        if item.wanted_position is None:
-            continue
-        if item.wanted_position in taken:
-            raise Conflict(f"{item.tag}: slot {item.wanted_position} of location "
-                           f"{location.id} is taken.", code="slot_taken")
-        taken[item.wanted_position] = item.id
-        item.new_position = item.wanted_position
-    free = slots.free_cells(location.rows, location.columns, taken)
-    for item in moving:
-        if item.new_position is None:
-            item.new_position = next(free, None)
-            if item.new_position is None:
-                raise Conflict(f"{item.tag}: no free slot left in location "
-                               f"{location.id}.", code="location_full")
+def settle(rooms: Mapping[str, Room], placed: Sequence[tuple[Item, str | None]]
+           ) -> dict[str | None, list[Item]]:
+    """Ask the placement rule where each item goes (``(item, target)``; target None: out of
+    storage) and set each moving item's ``new_position``. Returns the items that change
+    place, by target; raises the first refusal (a bad position before a conflict)."""
+    allocation = plan_moves(rooms, [item.request(target) for item, target in placed])
+    by_index = {item.index: item for item, _target in placed}
+    refusal = allocation.first_refusal()
+    if refusal is not None:
+        raise by_index[refusal.index].refused(refusal)
+    moving: dict[str | None, list[Item]] = {}
+    for outcome in allocation.outcomes:
+        if isinstance(outcome, Move) and outcome.moves:
+            item = by_index[outcome.index]
+            item.new_position = outcome.position
+            moving.setdefault(outcome.location_id, []).append(item)
     return moving
 
 
@@ -314,9 +342,9 @@ def check_in(actor: Actor, location_id: str, raw_items: Any) -> dict[str, Any]:
     items = read_request(raw_items, positions=True)
     location = lock_target(actor, location_id)
     _load_items(actor, items)
-    moving = place(location, items)
+    moving = settle({location.id: room_of(location)}, [(item, location.id) for item in items])
     if moving:
-        _write(moving, location.id, actor.author_id)
+        _write(moving[location.id], location.id, actor.author_id)
     return locations_api([get_location(actor, location_id)])[0]
 
 

@@ -16,16 +16,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from types import SimpleNamespace
-from typing import Any
 
 from labapp.access.actor import Actor
 from labapp.db import db
 from labapp.entities.batch import PreparedItem
 from labapp.entities.rules import WritePlan
-from labapp.errors import Conflict
 from labapp.model.registry import existing_class
 from labapp.model.types import utc_now
 from labapp.storage import checkin
+from labapp.storage.allocation import Room, stays
 from labapp.storage.service import LOCATION, STORABLE_CLASSES
 
 PLACEMENT_FIELDS = ("locationID", "position")
@@ -61,36 +60,35 @@ def _requests(items: list[PreparedItem]) -> list[_Request]:
 
 def _changes_place(request: _Request) -> bool:
     """Whether an item asks to be somewhere else; one that is asked to stay where it is (an
-    edit sending its stored place back) is left alone, its values set to where it is."""
+    edit sending its stored place back) is left alone, its values set to where it is, and
+    its location is not even looked at."""
     item, values = request.item, request.prepared.values
-    if request.target == item.location_id and item.wanted_position in (None, item.position):
+    if stays(item.request(request.target)):
         values["locationID"], values["position"] = item.location_id, item.position
         return False
     return True
 
 
-def _new_location(prepared: PreparedItem) -> Any:
-    """A stand-in for a location the same batch creates: nothing is stored there yet."""
+def _new_location(prepared: PreparedItem) -> Room:
+    """A location the same batch creates: nothing is stored there yet."""
     values = prepared.values
     status = values.get("status") or existing_class(LOCATION).workflow.initial
-    if status != "Active":
-        raise Conflict(f"Location {prepared.id} is {status}; nothing can be checked in.",
-                       code="location_inactive")
-    return SimpleNamespace(id=prepared.id, rows=values.get("rows"),
-                           columns=values.get("columns"), capacity=values.get("capacity"))
+    return checkin.room_of(SimpleNamespace(id=prepared.id, status=status, rows=values.get("rows"),
+                                           columns=values.get("columns"),
+                                           capacity=values.get("capacity")), new=True)
 
 
 def _targets(actor: Actor, requests: list[_Request], items: list[PreparedItem]
-             ) -> dict[str, Any]:
-    """Every location items go into, checked and locked in id order."""
+             ) -> dict[str, Room]:
+    """Every location items go into, checked (visible, writable) and locked in id order."""
     created = {prepared.id: prepared for prepared in items
                if prepared.is_new and prepared.spec.name == LOCATION}
-    locations: dict[str, Any] = {}
+    rooms: dict[str, Room] = {}
     for target in sorted({request.target for request in requests
                           if request.target is not None}):
-        locations[target] = (_new_location(created[target]) if target in created
-                             else checkin.lock_target(actor, target))
-    return locations
+        rooms[target] = (_new_location(created[target]) if target in created
+                         else checkin.room_of(checkin.lock_target(actor, target)))
+    return rooms
 
 
 def plan(actor: Actor, items: list[PreparedItem]) -> WritePlan | None:
@@ -110,20 +108,8 @@ def plan(actor: Actor, items: list[PreparedItem]) -> WritePlan | None:
     requests = [request for request in requests if _changes_place(request)]
     if not requests:
         return None
-    for request in requests:
-        item = request.item
-        checkin.refuse_plated(item)
-        if request.target is None and item.wanted_position is not None:
-            raise item.error("position", "a position needs a locationID")
-    locations = _targets(actor, requests, items)
-    moves: dict[str | None, list[checkin.Item]] = {}
-    for target, location in locations.items():
-        group = [request.item for request in requests if request.target == target]
-        moves[target] = checkin.place(location, group)
-    leaving = [request.item for request in requests
-               if request.target is None and request.item.location_id is not None]
-    if leaving:
-        moves[None] = leaving
+    moves = checkin.settle(_targets(actor, requests, items),
+                           [(request.item, request.target) for request in requests])
     moving = {item.id for group in moves.values() for item in group}
     for request in requests:
         item, values = request.item, request.prepared.values

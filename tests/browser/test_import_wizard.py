@@ -18,7 +18,7 @@ from playwright.sync_api import Page, expect
 from labapp.imports import jobs as import_jobs
 from labapp.worker import Upkeep, run
 from tests.browser.axe import assert_no_serious_violations
-from tests.browser.conftest import BROWSER_MARKS, log_in
+from tests.browser.conftest import BROWSER_MARKS, create_entities, log_in
 
 pytestmark = BROWSER_MARKS
 
@@ -118,3 +118,55 @@ def test_import_samples_through_the_wizard(page: Page, live_server: str, live_ap
     page.click("#written-list")
     expect(page.locator("#entity-table tbody tr")).to_have_count(2)
     expect(page.locator("#entity-table")).to_contain_text("G-2")
+
+
+CLASH = (b"Name,Expiry,Location,Slot\nC-1,03/04/2026,Bench box,A1\n"
+         b"C-2,25/12/2026,Bench box,A1\nC-3,2026-01-01,Bench box,\n")
+RACE = b"Name,Location,Slot\nR-1,Bench box,B1\nR-2,Bench box,B2\n"
+
+
+def _shows_error(page: Page, text: str) -> None:
+    """The error row holds ``text`` and its errors cell lies inside the window, not behind
+    a sideways scroll."""
+    row = page.locator("#import-rows .import-row.outcome-error")
+    expect(row).to_have_count(1)
+    expect(row).to_contain_text(text)
+    cell = row.locator("td").last
+    box = cell.bounding_box()
+    assert box is not None
+    assert box["x"] >= 0 and box["x"] + box["width"] <= page.evaluate("window.innerWidth")
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_storage_errors_on_the_dry_run_and_on_a_failed_commit(
+        page: Page, live_server: str, live_app: Flask, width: int) -> None:
+    """Issue 32 §4: a row whose date another row settles still gets its slot checked; a
+    slot taken after the dry run fails the commit on its row, both said in words."""
+    page.set_viewport_size({"width": width, "height": 900})
+    box, = create_entities(live_server, {"eClass": "Location", "name": "Bench box",
+                                         "rows": 2, "columns": 2})
+    log_in(page, live_server)
+    page.goto("/import?eClass=Sample")
+    _upload(page, CLASH, "clash.csv")
+    page.click("#dry-run")
+    with worker(live_app):
+        expect(page.locator("#count-error")).to_have_text("1", timeout=30_000)
+    expect(page.locator("#count-create")).to_have_text("2")
+    expect(page.locator("#commit-import")).to_be_disabled()
+    _shows_error(page, "slot A1 of Bench box is also given to row 2")
+    expect(page.locator("#import-rows")).not_to_contain_text(box["id"])
+    _fits(page)
+
+    page.goto("/import?eClass=Sample")
+    _upload(page, RACE, "race.csv")
+    page.click("#dry-run")
+    with worker(live_app):
+        expect(page.locator("#count-create")).to_have_text("2", timeout=30_000)
+        create_entities(live_server, {"eClass": "Sample", "name": "Taker",
+                                      "locationID": box["id"], "position": "B2"})
+        page.click("#commit-import")
+        expect(page.locator("#import-failed")).to_contain_text("1 row has an error",
+                                                               timeout=30_000)
+    expect(page.locator("#count-error")).to_have_text("1")
+    _shows_error(page, "slot B2 of Bench box is taken by Taker")
+    _fits(page)

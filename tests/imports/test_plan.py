@@ -13,7 +13,7 @@ from labapp.errors import InvalidInput
 from labapp.imports.engine import commit_import, plan_import
 from labapp.imports.mapping import auto_map
 from labapp.imports.reading import open_table
-from labapp.model import AuditEvent, Sample
+from labapp.model import AuditEvent, Fermentation, Sample
 from labapp.model.registry import existing_class
 from tests.conftest import ApiClient
 from tests.entities.conftest import save, snapshot
@@ -191,10 +191,9 @@ def test_storage_locations_and_slots(app: Flask, admin: ApiClient, importer: Imp
     plan = importer.plan(path)
     assert outcomes(plan)[:3] == [(2, "create"), (3, "create"), (4, "create")], errors(plan)
     found = errors(plan)
-    assert found[5] == [("Slot", f"slot A1 of location {box['id']} is taken (by "
-                                 f"{stored['id']})")]
-    assert found[6] == [("Slot", f"slot B1 of location {box['id']} is also given to row 3")]
-    assert found[7] == [("Slot", f"'C9' is not a slot of the 2 × 3 grid of {box['id']}")]
+    assert found[5] == [("Slot", f"slot A1 of Box 12 is taken by {stored['name']}")]
+    assert found[6] == [("Slot", "slot B1 of Box 12 is also given to row 3")]
+    assert found[7] == [("Slot", "'C9' is not a slot of Box 12 (2 rows × 3 columns)")]
     assert found[8] == [("Location", "unknown location 'Freezer 9'")]
     assert found[9][0][1].startswith("location 'Box 12' is ambiguous: 2 locations")
     assert 10 not in found
@@ -210,8 +209,8 @@ def test_a_full_location_is_a_row_error(admin: ApiClient, importer: Importer,
                                         write_csv) -> None:
     small, = make_locations(admin, {"name": "Small", "capacity": 1})
     plan = importer.plan(write_csv("Name,Location\nA,Small\nB,Small\n"))
-    assert errors(plan) == {3: [("Location", f"location {small['id']} is full (it holds at "
-                                             "most 1 items)")]}
+    assert errors(plan) == {3: [("Location", "Small is full (it holds at most 1 item)")]}
+    assert small["id"] not in str(errors(plan))
 
 
 def test_ambiguous_dates_are_row_errors_unless_the_column_decides(importer: Importer,
@@ -223,6 +222,53 @@ def test_ambiguous_dates_are_row_errors_unless_the_column_decides(importer: Impo
     assert outcomes(plan) == [(2, "create"), (3, "create")]
     plan, _ids = importer.commit(write_csv("Name,Expiry\nMDY,03/04/2026\nB,12/25/2026\n"))
     assert plan.date_orders == {"Expiry": "mdy"}
+
+
+def test_a_date_column_is_decided_before_any_row_is_built(
+        app: Flask, admin: ApiClient, importer: Importer, write_csv, write_xlsx) -> None:
+    """Every row reads a date the column's other cells make unambiguous the same way: an
+    update it leaves as it is is unchanged, in a CSV and in a workbook's text cells."""
+    save(admin, {"eClass": "Sample", "name": "Kept", "barcode": "K-1",
+                 "expiryDate": "2026-04-03"})
+    for path in (write_csv("Barcode,Name,Expiry\nK-1,Kept,03/04/2026\nN-1,New,25/12/2026\n"),
+                 write_xlsx([["Barcode", "Name", "Expiry"], ["K-1", "Kept", "03/04/2026"],
+                             ["N-2", "Newer", "25/12/2026"]])):
+        plan, _ids = importer.commit(path)
+        assert outcomes(plan) == [(2, "unchanged"), (3, "create")], errors(plan)
+        assert plan.date_orders == {"Expiry": "dmy"}
+    stored = _samples(app)
+    assert str(stored["New"].expiry_date) == "2026-12-25"
+    assert str(stored["Newer"].expiry_date) == "2026-12-25"
+    plan = importer.plan(write_csv("Name,Expiry\nA,03/04/2026\nB,25/12/2026\nC,12/25/2026\n"))
+    assert list(errors(plan)) == [2]  # a column written both ways decides nothing
+
+
+def test_a_header_unit_is_the_unit_of_its_column(app: Flask, importer: Importer,
+                                                 write_csv) -> None:
+    """``Volume (mL)`` without a unit column: cells in other units convert into mL, or the
+    row says why not; a number field without a unit field keeps its header's unit."""
+    plan, _ids = importer.commit(write_csv("Name,Volume (mL)\nA,1.5\nB,250 µL\n"))
+    assert outcomes(plan) == [(2, "create"), (3, "create")], errors(plan)
+    stored = _samples(app)
+    assert [(stored[name].amount, stored[name].unit) for name in "AB"] == [(1.5, "mL"),
+                                                                          (0.25, "mL")]
+    plan = importer.plan(write_csv("Name,Volume (mL)\nC,1.5 mg\nD,2 cups\n"))
+    assert errors(plan) == {
+        2: [("Volume (mL)", "cannot convert mg into mL: a mass is not a volume")],
+        3: [("Volume (mL)", "cannot convert cups into mL: unknown unit 'cups'")]}
+    plan, _ids = importer.commit(write_csv("Name,Temperature (°C),Capacity\nCold,-20,5\n"
+                                           "Colder,-80 °C,5\n"), eclass="Location")
+    assert outcomes(plan) == [(2, "create"), (3, "create")], errors(plan)
+    plan = importer.plan(write_csv("Name,Temperature (°C)\nWarm,40 °F\n"), eclass="Location")
+    assert errors(plan) == {2: [("Temperature (°C)", "cannot convert °F into °C: unknown "
+                                                     "unit '°F'")]}
+    plan = importer.plan(write_csv("Name,Working volume (mL)\nF-1,2 L\nF-2,5\n"),
+                         eclass="Fermentation")
+    assert outcomes(plan) == [(2, "create"), (3, "create")], errors(plan)
+    plan, _ids = importer.commit(write_csv("Name,Working volume (mL)\nF-1,2 L\n"),
+                                 eclass="Fermentation")
+    with app.app_context():
+        assert db.session.scalars(select(Fermentation.working_volume)).one() == 2000
 
 
 def test_duplicate_ids_and_barcodes_in_the_file_or_the_database(
@@ -279,7 +325,10 @@ def test_a_commit_refused_in_a_later_chunk_leaves_nothing_written(
             # Meanwhile another request takes a barcode of the fourth row.
             save(admin, {"eClass": "Sample", "name": "Thief", "barcode": "C-4"})
             commit_import(actor, plan)
-    assert "Row 5" in str(caught.value) and "C-4" in str(caught.value)
+    # The row is found by the error's item index (data), and told in words.
+    assert str(caught.value) == "Row 5: the barcode 'C-4' is already used."
+    assert errors(plan) == {5: [("", "the barcode 'C-4' is already used.")]}
+    assert plan.counts == {"create": 4, "update": 0, "unchanged": 0, "error": 1}
     # The first chunk was saved, then rolled back with the rest (and, sharing the test's
     # connection, the thief's own write too).
     assert snapshot(app) == before

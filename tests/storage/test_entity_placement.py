@@ -246,3 +246,36 @@ def test_negative_amounts_are_refused(app: Flask, admin: ApiClient, eclass: str,
     assert save(admin, {"eClass": eclass, "amount": 0})["entities"][0]["amount"] == 0
     stored = save(admin, {"eClass": eclass, "amount": 2.5})["entities"][0]
     save(admin, {"eClass": eclass, "id": stored["id"], "amount": -0.1}, status=400)
+
+
+def test_a_slot_an_item_of_the_same_batch_leaves_is_free(admin: ApiClient,
+                                                         box: dict[str, Any]) -> None:
+    other, = make_locations(admin, {"name": "Box 13", "rows": 2, "columns": 2})
+    leaving = save(admin, {"eClass": "Sample", "locationID": box["id"],
+                           "position": "A1"})["entities"][0]
+    saved = save(admin, {"eClass": "Sample", "id": leaving["id"], "locationID": other["id"]},
+                 {"eClass": "Sample", "name": "new", "locationID": box["id"],
+                  "position": "A1"})["entities"]
+    assert [(s["locationID"], s["position"]) for s in saved] == [(other["id"], "A1"),
+                                                                 (box["id"], "A1")]
+    assert log_of(admin, box["id"])[-2:] == [("checkout", leaving["id"], "A1"),
+                                             ("checkin", saved[1]["id"], "A1")]
+
+
+def test_a_position_spelled_otherwise_in_a_read_only_location_stays(
+        admin: ApiClient, member: Callable[..., ApiClient], department: Callable[..., str],
+        grant: Grants) -> None:
+    """Sending back the slot an item holds, however spelled, leaves it alone: its location
+    is not even looked at (the dry run of an import decides it the same way)."""
+    shelf_dep, own = department("Read only"), department("Own")
+    alice = member("alice", department_id=own)
+    grant.department(shelf_dep, "Read", user="alice")
+    grant.department(own, "Write", user="alice")
+    shut, = make_locations(admin, {"name": "Shut box", "rows": 2, "columns": 2,
+                                   "departmentID": shelf_dep})
+    sample = save(admin, {"eClass": "Sample", "departmentID": own, "locationID": shut["id"],
+                          "position": "B2"})["entities"][0]
+    kept = save(alice, {"eClass": "Sample", "id": sample["id"], "locationID": shut["id"],
+                        "position": "b02", "name": "renamed"}, status=200)["entities"][0]
+    assert (kept["position"], kept["name"]) == ("B2", "renamed")
+    save(alice, {"eClass": "Sample", "id": sample["id"], "position": "A1"}, status=403)
