@@ -1,6 +1,7 @@
 """marshmallow fields with the wire formats of decisions §1, and the base of write bodies."""
 from __future__ import annotations
 
+import unicodedata
 from datetime import UTC, datetime
 from typing import Any
 
@@ -21,6 +22,24 @@ class UtcTimestamp(fields.AwareDateTime):
             return parsed.astimezone(UTC)
         except OverflowError:
             raise ValidationError("Out of range once converted to UTC.") from None
+
+
+# Characters that break a header or a file name: C0/C1 controls (CR, LF, tab, NUL, DEL …),
+# line and paragraph separators, and lone surrogates (no encoding can write them).
+_BREAKING = frozenset({"Cc", "Cs", "Zl", "Zp"})
+
+
+class NoControlCharacters(validate.Validator):
+    """Refuses text holding a control character, a line or paragraph separator or a lone
+    surrogate: names that can reach an e-mail header or a file name (decisions §16), where
+    such a character would break it. The text is refused (400), never cleaned silently."""
+
+    error = "must not contain control characters (line breaks, tabs, NUL …)"
+
+    def __call__(self, value: str) -> str:
+        if any(unicodedata.category(char) in _BREAKING for char in value):
+            raise ValidationError(self.error)
+        return value
 
 
 class WriteBackSchema(Schema):

@@ -10,7 +10,9 @@ ones removed hourly), the alert rules evaluated once a minute
 data has grown (:func:`labapp.sqlite_stats.upkeep`, looked at every
 ``SQLITE_STATISTICS_SECONDS``; 0 turns that off). The loop runs the due upkeep in that order
 and looks again at once while any of them found work, else after :data:`POLL` seconds. An
-upkeep the database refused (busy or locked) is logged and tried again at the next look.
+upkeep that fails, whatever it raised (the database refused it, or one bad row made it
+fail), is logged, its session rolled back, and it is tried again at its next turn: one job
+never stops the others, nor the worker.
 """
 from __future__ import annotations
 
@@ -67,13 +69,31 @@ def upkeeps(app: Flask) -> list[Upkeep]:
 
 
 def run_once(job: Upkeep) -> bool:
-    """Run one upkeep; whether it found work (False when the database refused it)."""
+    """Run one upkeep; whether it found work (False when it failed).
+
+    Any exception of the job is caught here: a database that is busy is an everyday
+    warning, anything else an error logged with its traceback. Either way the session is
+    rolled back and the worker goes on, since a job that stopped the loop would stop search
+    indexing, imports, tallies and alerts with it (and, failing on the same row again,
+    after every restart)."""
     try:
         return job.run()
     except SQLAlchemyError as error:
         logger.warning("%s not kept up: %s", job.name, error)
+    except Exception:
+        logger.exception("%s failed; the worker goes on", job.name)
+    _roll_back(job)
+    return False
+
+
+def _roll_back(job: Upkeep) -> None:
+    """Roll the session back after a failed job; a connection that cannot even do that is
+    dropped, so the next job starts on a fresh one."""
+    try:
         db.session.rollback()
-        return False
+    except Exception:
+        logger.exception("%s: the rollback failed too; the session is discarded", job.name)
+        db.session.remove()
 
 
 def run(stop: threading.Event, jobs: list[Upkeep] | None = None) -> None:

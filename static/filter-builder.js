@@ -1,4 +1,5 @@
-/* labapp — the filter builder of the entity list (templates/entities/_filter_builder.html).
+/* labapp — the filter builder (templates/entities/_filter_builder.html) of the entity list
+ * and of an alert rule's form.
  * Plain JS, no build step; listeners on the document, so the table's htmx swaps keep working.
  *
  * Choosing a field offers the operators of its kind (data-operators on its option) and the
@@ -194,8 +195,18 @@
     }
   });
 
+  var BUILDER_INPUTS = ["builder-field", "builder-op", "builder-value", "builder-choice"];
+
   document.addEventListener("keydown", function (event) {
     var list = byId("builder-suggest");
+    /* Enter in the builder adds its condition, also in a form whose default button is
+     * another one (an alert rule's form saves the rule). */
+    if (event.key === "Enter" && BUILDER_INPUTS.indexOf(event.target.id) >= 0 &&
+        byId("add-condition")) {
+      event.preventDefault();
+      byId("add-condition").click();
+      return;
+    }
     if (!list || list.hidden) return;
     var buttons = Array.prototype.slice.call(list.querySelectorAll("button"));
     var at = buttons.indexOf(document.activeElement);

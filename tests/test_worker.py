@@ -1,6 +1,8 @@
 """The worker (``flask --app labapp worker``) runs every feature's upkeep: the search queue,
-the entity tallies and SQLite's statistics; a refused upkeep is tried again, a periodic one
-waits for its period. tests/search/test_worker_process.py runs it as a process."""
+the entity tallies and SQLite's statistics; a refused upkeep is tried again, one that raises
+anything at all is logged and the others go on, a periodic one waits for its period.
+tests/search/test_worker_process.py runs it as a process, tests/alerts/test_poisoned.py
+with a poisoned e-mail outbox."""
 from __future__ import annotations
 
 import threading
@@ -8,7 +10,7 @@ from collections.abc import Callable
 
 import pytest
 from flask import Flask
-from sqlalchemy import func, select
+from sqlalchemy import func, literal, select
 from sqlalchemy.exc import OperationalError
 
 from labapp import sqlite_stats
@@ -105,6 +107,32 @@ def test_an_upkeep_the_database_refused_is_tried_again(fresh_app: Callable[..., 
     assert calls == ["flaky", "flaky"]
     assert "flaky job not kept up" in caplog.text
     assert "database is locked" in caplog.text
+
+
+def test_an_upkeep_that_raises_anything_is_logged_and_the_worker_goes_on(
+        fresh_app: Callable[..., Flask], caplog: pytest.LogCaptureFixture) -> None:
+    app = fresh_app()
+    stop = threading.Event()
+    calls: list[str] = []
+
+    def poisoned() -> bool:
+        calls.append("poisoned")
+        db.session.execute(select(literal(1)))  # its session in a transaction
+        raise ValueError("Header values may not contain linefeed or carriage return characters")
+
+    def healthy() -> bool:
+        calls.append("healthy")
+        assert not db.session().in_transaction(), "the failed job's session was rolled back"
+        if calls.count("healthy") == 3:
+            stop.set()
+        return False
+
+    with app.app_context():
+        run(stop, [Upkeep("poisoned job", poisoned), Upkeep("healthy job", healthy)])
+    assert calls == ["poisoned", "healthy"] * 3, "each look runs both, the failing one again"
+    failures = [record for record in caplog.records if "poisoned job failed" in record.getMessage()]
+    assert len(failures) == 3 and all(record.exc_info for record in failures)
+    assert "linefeed" in caplog.text
 
 
 def test_a_periodic_upkeep_waits_for_its_period(fresh_app: Callable[..., Flask]) -> None:

@@ -5,10 +5,12 @@ For each active rule the items matching now are compared with its ``alert_state`
 rows of items that stopped matching are deleted (so they may alert again), rows of items
 that started are inserted with ``ON CONFLICT DO NOTHING``, and only the ids the insert
 really added are told, so two workers evaluating at once, or a restart, never tell twice.
-Each recipient hears only of items they may read (the one visibility rule): the bell gets
-one line per rule ("Expire within 14 days: 7 samples"), e-mail a message listing the items
-with links. Rules with a daily or weekly cadence collect their new items and tell them in a
-digest when it is due; the worker that moves the rule's due time on is the one that sends it.
+A rule tells the recipients its owner may address now (:mod:`labapp.alerts.reach`), each
+only of the items they may read (the one visibility rule): the bell gets one line per rule
+naming its owner ("Expire within 14 days: 7 samples · rule of Alice Smith (alice)"), e-mail
+a message listing the items with their expiry, their place and links. Rules with a daily or
+weekly cadence collect their new items and tell them in a digest when it is due; the worker
+that moves the rule's due time on is the one that sends it.
 """
 from __future__ import annotations
 
@@ -16,23 +18,28 @@ import logging
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, date, datetime
 
 from flask import current_app
 from sqlalchemy import delete, select, update
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
+from labapp.access.actor import Actor
 from labapp.alerts import wording
 from labapp.alerts.mail import MailSettings, deliver, queue
-from labapp.alerts.matching import Actors, Item, may_read, placed, recipient_ids, scan
+from labapp.alerts.matching import Actors, Item, may_read, placed, scan, told_ids
 from labapp.alerts.service import next_digest
 from labapp.db import db, rows_matched, table_of, transaction
-from labapp.model import AlertRule, AlertState, Entity
+from labapp.model import AlertRule, AlertState, Location
+from labapp.model.registry import find_class
 from labapp.model.types import utc_now
 from labapp.notifications.service import ALERT, raise_for
 
 CHUNK = 500  # rows per INSERT or DELETE statement
+# The fields a message tells of an item, when its class has them: its expiry date, and where
+# it is stored (the location and the slot there).
+EXPIRY_FIELD, PLACE_FIELD, SLOT_FIELD = "expiryDate", "locationID", "position"
 logger = logging.getLogger(__name__)
 
 
@@ -98,12 +105,59 @@ def _forget(rule_id: str, entity_ids: Sequence[str]) -> None:
                                                 states.c.entity_id.in_(chunk)))
 
 
-def _names(ids: Iterable[str]) -> dict[str, str | None]:
-    names: dict[str, str | None] = {}
-    for chunk in _chunks(sorted(set(ids))):
-        names.update((row.id, row.name) for row in db.session.execute(
-            select(Entity.id, Entity.name).where(Entity.id.in_(chunk))))
-    return names
+@dataclass(frozen=True)
+class _Described:
+    """What a message says of an item besides its id: name, expiry date, where it is."""
+
+    name: str | None
+    expiry: date | None = None
+    location_id: str | None = None
+    position: str | None = None
+
+
+def _described(ids_by_class: dict[str, set[str]]) -> dict[str, _Described]:
+    """Name, expiry date and location of each item, by id: one query per class and chunk
+    (a class without an expiry date or a location has none)."""
+    found: dict[str, _Described] = {}
+    for eclass, ids in sorted(ids_by_class.items()):
+        spec = find_class(eclass)
+        if spec is None:
+            continue
+        model = spec.model
+        columns = {name: getattr(model, spec.fields[name].stored_attr)
+                   for name in (EXPIRY_FIELD, PLACE_FIELD, SLOT_FIELD)
+                   if name in spec.fields and spec.fields[name].attr is not None}
+        if PLACE_FIELD in columns and spec.fields[PLACE_FIELD].ref != "Location":
+            del columns[PLACE_FIELD]
+        for chunk in _chunks(sorted(ids)):
+            for row in db.session.execute(select(model.id, model.name, *columns.values())
+                                          .where(model.id.in_(chunk))):
+                values = dict(zip(columns, row[2:], strict=True))
+                found[row[0]] = _Described(row[1], values.get(EXPIRY_FIELD),
+                                           values.get(PLACE_FIELD), values.get(SLOT_FIELD))
+    return found
+
+
+@dataclass(frozen=True)
+class _Place:
+    """A location as a message names it (its name path), and what visibility needs."""
+
+    path: str
+    eclass: str
+    item: Item
+
+
+def _places(location_ids: Iterable[str]) -> dict[str, _Place]:
+    """The locations of ``location_ids`` by id, read once for every recipient."""
+    found: dict[str, _Place] = {}
+    for chunk in _chunks(sorted(set(location_ids))):
+        found.update((row.id, _Place(row.hierarchy or row.name or row.id, row.eclass,
+                                     Item(row.id, row.department_id, row.project_id)))
+                     for row in db.session.execute(
+                         select(Location.id, Location.name, Location.hierarchy,
+                                Location.eclass, Location.department_id, Location.project_id)
+                         .where(Location.id.in_(chunk))))
+    return found
 
 
 class _Teller:
@@ -117,8 +171,9 @@ class _Teller:
             defaultdict(list)
 
     def add(self, rule: AlertRule, eclass: str, items: Sequence[Item]) -> None:
-        """Each recipient of ``rule`` is to hear of the ``items`` they may read."""
-        for user_id in sorted(recipient_ids(rule.recipients)):
+        """Each user the rule tells (its recipients within its owner's reach) is to hear of
+        the ``items`` they may read."""
+        for user_id in sorted(told_ids(rule, self.actors)):
             known = self.actors.get(user_id)
             if known is None:
                 continue
@@ -126,13 +181,40 @@ class _Teller:
             if seen:
                 self.parts[(user_id, rule.cadence)].append((rule, eclass, seen))
 
+    def _owner(self, rule: AlertRule) -> str:
+        known = self.actors.get(rule.owner_id)
+        return wording.owner_label(rule.owner_id, known[0].name if known else None)
+
+    def _told(self, reader: Actor, rule: AlertRule, eclass: str, items: Sequence[Item],
+              described: dict[str, _Described], places: dict[str, _Place]) -> wording.Told:
+        """The rule's items as ``reader`` is told of them, by name: a place only when they
+        may read the location."""
+        told = []
+        for item in items:
+            about = described.get(item.id, _Described(None))
+            place = places.get(about.location_id or "")
+            where = None
+            if place is not None and may_read(reader, place.eclass, place.item):
+                where = f"{place.path} · {about.position}" if about.position else place.path
+            told.append(wording.ToldItem(item.id, about.name, about.expiry, where))
+        told.sort(key=lambda found: ((found.name or "").lower(), found.id))
+        return wording.Told(rule, eclass, told, self._owner(rule))
+
     def tell(self, now: datetime) -> None:
-        names = _names(item.id for parts in self.parts.values()
-                       for _, _, items in parts for item in items)
+        by_class: dict[str, set[str]] = defaultdict(set)
+        for parts in self.parts.values():
+            for _, eclass, items in parts:
+                by_class[eclass].update(item.id for item in items)
+        described = _described(by_class)
+        places = _places(about.location_id for about in described.values()
+                         if about.location_id)
+        today = now.astimezone(UTC).date()
         for (user_id, cadence), parts in sorted(self.parts.items()):
-            told = [wording.Told(rule, eclass, sorted(
-                        ((item.id, names.get(item.id)) for item in items),
-                        key=lambda pair: ((pair[1] or "").lower(), pair[0])))
+            known = self.actors.get(user_id)
+            if known is None:
+                continue
+            reader, address = known
+            told = [self._told(reader, rule, eclass, items, described, places)
                     for rule, eclass, items in parts]
             for part in told:
                 if "bell" in part.rule.channels:
@@ -140,13 +222,12 @@ class _Teller:
                         [user_id], ALERT, wording.bell_message(part),
                         subject_class="AlertRule", subject_id=part.rule.id, actor_id=None)
             mailed = [part for part in told if "email" in part.rule.channels]
-            known = self.actors.get(user_id)
-            address = known[1] if known else None
             if mailed and self.mail.enabled and address:
                 base = self.mail.public_url
                 queue(address, user_id, wording.subject(cadence, mailed),
-                      wording.text_body(base, cadence, mailed),
-                      wording.html_body(base, cadence, mailed), now)
+                      wording.text_body(base, cadence, mailed, today),
+                      wording.html_body(base, cadence, mailed, today), now,
+                      rule_ids=[part.rule.id for part in mailed])
                 self.report.emails += 1
         self.parts.clear()
 

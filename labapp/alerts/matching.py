@@ -19,6 +19,7 @@ from sqlalchemy import ColumnElement, case, func, literal, or_, select
 from labapp.access.actor import Actor
 from labapp.access.grant_sets import actor_for
 from labapp.access.visibility import NONE, access_type, readable
+from labapp.alerts.reach import within_reach
 from labapp.db import db
 from labapp.errors import InvalidInput
 from labapp.model import AlertRule, Entity, User, UserRole
@@ -166,6 +167,13 @@ class Actors:
             self._known[user_id] = (None if user is None or not user.is_active else
                                     (actor_for(user, method=None), user.email or None))
         return self._known[user_id]
+
+
+def told_ids(rule: AlertRule, actors: Actors) -> set[str]:
+    """The active users ``rule`` tells now: its recipients within its owner's reach of this
+    moment (:mod:`labapp.alerts.reach`); nobody when the owner is inactive."""
+    owner = actors.get(rule.owner_id)
+    return recipient_ids(within_reach(owner[0] if owner else None, rule.recipients))
 
 
 def visible_matches(actor: Actor, rule: AlertRule, now: datetime, limit: int

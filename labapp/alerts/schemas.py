@@ -7,7 +7,12 @@ from marshmallow import Schema, ValidationError, fields, validate, validates
 
 from labapp.model.alerts import CADENCES, CHANNELS
 from labapp.reading.schemas import ENTITY_CLASS
-from labapp.schemafields import SharesSchema, UtcTimestamp, WriteBackSchema
+from labapp.schemafields import (
+    NoControlCharacters,
+    SharesSchema,
+    UtcTimestamp,
+    WriteBackSchema,
+)
 
 _ID = validate.Length(min=1, max=64)
 
@@ -34,7 +39,10 @@ class AlertRuleInputSchema(WriteBackSchema):
                        metadata={"description": "ignored (read-only)"})
     ownerID = fields.String(load_default=None, allow_none=True, validate=_ID,
                             metadata={"description": "ignored (read-only)"})
-    name = fields.String(required=True, validate=validate.Length(min=1, max=255))
+    name = fields.String(required=True, validate=(validate.Length(min=1, max=255),
+                                                  NoControlCharacters()),
+                         metadata={"description": "no control characters (it may head an "
+                                                  "e-mail)"})
     eClass = fields.String(required=True, validate=validate.Length(min=1, max=32), metadata={
         "allOf": [{"$ref": f"#/components/schemas/{ENTITY_CLASS}"}],
         "description": "the class watched (matched case-insensitively)"})

@@ -2,9 +2,11 @@
 rule, storing it whole after checking every part, and what it matches now.
 
 A rule is seen and changed by its owner and by ADMIN; anyone else is answered 404, as for an
-id that never existed (no rule is shared, so none is seen but not changeable). A rule is
-checked whole before anything is written: its class exists, its filter compiles against the
-class's fields, its recipients exist, its channels and cadence are known. A rule naming no
+id that never existed (no rule is shared, so none is seen but not changeable). Its
+recipients may also read it where its alerts lead (what it matches, a dashboard's widget).
+A rule is checked whole before anything is written: its class exists, its filter compiles
+against the class's fields, its recipients exist (400) and are within its owner's reach
+(403, :mod:`labapp.alerts.reach`), its channels and cadence are known. A rule naming no
 recipient tells its owner.
 """
 from __future__ import annotations
@@ -16,9 +18,10 @@ from typing import Any
 from sqlalchemy import ColumnElement, delete, select, true
 
 from labapp.access.actor import Actor
-from labapp.alerts.matching import RuleBroken, condition, recipient_ids, visible_matches
+from labapp.alerts.matching import Actors, RuleBroken, condition, told_ids, visible_matches
+from labapp.alerts.reach import describe, out_of_reach
 from labapp.db import db
-from labapp.errors import InvalidInput, NotFound
+from labapp.errors import Forbidden, InvalidInput, NotFound
 from labapp.model import AlertRule, AlertState, Department, Project, Role, User
 from labapp.model.registry import find_class
 from labapp.model.types import utc_now
@@ -73,14 +76,44 @@ def get_visible(actor: Actor, rule_id: str) -> AlertRule:
     return rule
 
 
-def get_told(actor: Actor, rule_id: str) -> AlertRule:
-    """The rule if the actor may see it or is one of its recipients (what its alerts link
-    to); else 404."""
+def is_told(actor: Actor, rule: AlertRule, actors: Actors | None = None) -> bool:
+    """Whether the actor may read ``rule`` where its alerts lead: its owner, ADMIN, or one
+    of the users it tells now (:func:`told_ids`)."""
+    return (actor.is_admin or rule.owner_id == actor.user_id
+            or (actor.user_id is not None
+                and actor.user_id in told_ids(rule, actors or Actors())))
+
+
+def find_told(actor: Actor, rule_id: str) -> AlertRule | None:
+    """The rule if the actor may read it (:func:`is_told`); None for an unknown id and for
+    a rule they may not read alike."""
     rule = db.session.get(AlertRule, rule_id)
-    if rule is None or not (actor.is_admin or rule.owner_id == actor.user_id
-                            or actor.user_id in recipient_ids(rule.recipients)):
+    return rule if rule is not None and is_told(actor, rule) else None
+
+
+def get_told(actor: Actor, rule_id: str) -> AlertRule:
+    """The rule if the actor may read it (what its alerts link to); else 404."""
+    rule = find_told(actor, rule_id)
+    if rule is None:
         raise NotFound(f"No alert rule {rule_id!r}.")
     return rule
+
+
+def rules_telling(actor: Actor) -> list[AlertRule]:
+    """The active rules the actor owns or is told by, by name."""
+    actors = Actors()
+    rules = db.session.scalars(select(AlertRule).where(AlertRule.active.is_(True))
+                               .order_by(AlertRule.name, AlertRule.id))
+    return [rule for rule in rules if rule.owner_id == actor.user_id
+            or (actor.user_id is not None and actor.user_id in told_ids(rule, actors))]
+
+
+def skipped_recipients(rule: AlertRule) -> list[str]:
+    """The recipients ``rule`` names but its owner may no longer address, as the rule's
+    page names them ("department 'D-2'"): its evaluation skips them."""
+    owner = Actors().get(rule.owner_id)
+    return [describe(field, value)
+            for field, value in out_of_reach(owner[0] if owner else None, rule.recipients)]
 
 
 def _checked(data: dict[str, Any], now: datetime) -> tuple[str, dict[str, list[str]]]:
@@ -110,10 +143,37 @@ def _checked(data: dict[str, Any], now: datetime) -> tuple[str, dict[str, list[s
     return spec.name, recipients
 
 
-def _apply(rule: AlertRule, data: dict[str, Any], now: datetime) -> None:
+def _check_reach(owner: Actor, recipients: dict[str, list[str]]) -> None:
+    """403 naming every recipient the rule's owner may not address."""
+    beyond = out_of_reach(owner, recipients)
+    if beyond:
+        named = ", ".join(describe(field, value) for field, value in beyond)
+        raise Forbidden(
+            f"The rule's owner may not address {named}: a member addresses themselves, the "
+            "users of departments they belong to or hold Write on, and projects they hold "
+            "Write on; other recipients need ADMIN.", code="recipient_out_of_reach",
+            errors=[{"field": f"recipients.{field}",
+                     "message": f"out of the owner's reach: {describe(field, value)}"}
+                    for field, value in beyond])
+
+
+def _owner(actor: Actor, rule: AlertRule) -> Actor | None:
+    """The actor of the rule's owner (the saving actor for their own rule)."""
+    if rule.owner_id == actor.user_id:
+        return actor
+    found = Actors().get(rule.owner_id)
+    return found[0] if found else None
+
+
+def _apply(actor: Actor, rule: AlertRule, data: dict[str, Any], now: datetime) -> None:
     eclass, recipients = _checked(data, now)
     if not any(recipients.values()):
         recipients["userIDs"] = [rule.owner_id]  # a rule naming nobody tells its owner
+    owner = _owner(actor, rule)
+    if owner is None:
+        raise Forbidden(f"The rule's owner {rule.owner_id!r} is inactive: the rule addresses "
+                        "nobody.", code="recipient_out_of_reach")
+    _check_reach(owner, recipients)
     if rule.eclass != eclass or rule.filter != data.get("filter"):
         # Another question: what matched the old one says nothing about the new one.
         db.session.execute(delete(AlertState).where(AlertState.rule_id == rule.id))
@@ -135,7 +195,7 @@ def create(actor: Actor, data: dict[str, Any]) -> AlertRule:
     now = utc_now()
     rule = AlertRule(id=uuid.uuid4().hex, owner_id=actor.author_id, created_utc=now,
                      eclass="", cadence=data["cadence"], digest_due_utc=None)
-    _apply(rule, data, now)
+    _apply(actor, rule, data, now)
     db.session.add(rule)
     db.session.flush()
     return rule
@@ -144,7 +204,7 @@ def create(actor: Actor, data: dict[str, Any]) -> AlertRule:
 def update(actor: Actor, rule_id: str, data: dict[str, Any]) -> AlertRule:
     """Replace a rule (its owner or ADMIN; 404 for anyone else)."""
     rule = get_visible(actor, rule_id)
-    _apply(rule, data, utc_now())
+    _apply(actor, rule, data, utc_now())
     db.session.flush()
     return rule
 

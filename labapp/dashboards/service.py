@@ -15,7 +15,7 @@ from sqlalchemy import ColumnElement, select
 from labapp.access import sharing
 from labapp.access.actor import Actor
 from labapp.dashboards.schemas import MIN_COLUMNS, min_columns
-from labapp.dashboards.widgets import WIDGETS, ClassGone
+from labapp.dashboards.widgets import WIDGETS, ClassGone, check_alert_rules
 from labapp.db import db
 from labapp.errors import Forbidden, InvalidInput, NotFound
 from labapp.model import Dashboard, DashboardShare
@@ -100,6 +100,7 @@ def create(actor: Actor, data: dict[str, Any]) -> Dashboard:
     now = utc_now()
     dashboard = Dashboard(id=uuid.uuid4().hex, user_id=actor.user_id, created_utc=now,
                           modified_utc=now, shares=[])
+    check_alert_rules(actor, data["widgets"])
     newly_shared = _apply(dashboard, data)
     db.session.add(dashboard)
     db.session.flush()
@@ -112,6 +113,7 @@ def update(actor: Actor, dashboard_id: str, data: dict[str, Any]) -> Dashboard:
     dashboard = get_visible(actor, dashboard_id)
     if not may_change(actor, dashboard):
         raise Forbidden(f"Only the owner or ADMIN may change dashboard {dashboard_id!r}.")
+    check_alert_rules(actor, data["widgets"])
     newly_shared = _apply(dashboard, data)
     db.session.flush()
     _notify_shared(actor, dashboard, newly_shared)

@@ -18,7 +18,8 @@ from sqlalchemy import func, or_, select
 
 from labapp.access.actor import Actor
 from labapp.access.visibility import NONE, access_type, readable
-from labapp.alerts.matching import RuleBroken, recipient_ids, rule_condition
+from labapp.alerts.matching import RuleBroken, rule_condition
+from labapp.alerts.service import find_told, rules_telling
 from labapp.dashboards import lists
 from labapp.db import db
 from labapp.errors import InvalidInput
@@ -119,10 +120,16 @@ class AlertsConfig(Schema):
                            validate=validate.Length(min=1, max=64))
 
 
-def check_alerts(config: dict[str, Any]) -> None:
-    """An ``alerts`` widget's rule must exist (400 otherwise)."""
-    if config.get("ruleID") and db.session.get(AlertRule, config["ruleID"]) is None:
-        raise ValidationError({"ruleID": [f"unknown alert rule {config['ruleID']!r}"]})
+def check_alert_rules(actor: Actor, widgets: list[dict[str, Any]]) -> None:
+    """Each ``alerts`` widget's rule must be one the actor may read (decisions §16): 400
+    otherwise, the same answer for a rule that does not exist and one they may not read."""
+    errors = [{"field": f"widgets.{index}.config.ruleID",
+               "message": f"unknown alert rule {widget['config']['ruleID']!r}"}
+              for index, widget in enumerate(widgets)
+              if widget["plugin"]["plugin"] == "alerts" and widget["config"].get("ruleID")
+              and find_told(actor, widget["config"]["ruleID"]) is None]
+    if errors:
+        raise InvalidInput("An alerts widget names an unknown alert rule.", errors=errors)
 
 
 def check_saved_list(config: dict[str, Any]) -> None:
@@ -289,14 +296,12 @@ def recent_activity(actor: Actor, config: dict[str, Any], _page: int) -> dict[st
 
 
 def _alert_rules(actor: Actor, rule_id: str | None) -> list[AlertRule]:
-    """The rule named, or the active rules the reader owns or is told by."""
+    """The rule named if the reader may read it (nothing, as for a rule deleted since),
+    or the active rules the reader owns or is told by."""
     if rule_id:
-        rule = db.session.get(AlertRule, rule_id)
+        rule = find_told(actor, rule_id)
         return [rule] if rule is not None else []
-    rules = db.session.scalars(select(AlertRule).where(AlertRule.active.is_(True))
-                               .order_by(AlertRule.name, AlertRule.id))
-    return [rule for rule in rules if rule.owner_id == actor.user_id
-            or actor.user_id in recipient_ids(rule.recipients)]
+    return rules_telling(actor)
 
 
 def alerts(actor: Actor, config: dict[str, Any], _page: int) -> dict[str, Any]:
@@ -353,7 +358,7 @@ WIDGETS: dict[str, WidgetType] = {widget.name: widget for widget in (
     WidgetType("my-requests", "My open requests", MyRequestsConfig, my_requests),
     WidgetType("recent-activity", "Recent activity", RecentActivityConfig, recent_activity),
     WidgetType("note", "Note", NoteConfig, note),
-    WidgetType("alerts", "Alerts", AlertsConfig, alerts, check_alerts),
+    WidgetType("alerts", "Alerts", AlertsConfig, alerts),
 )}
 
 

@@ -1,6 +1,6 @@
 """The SQLAlchemy models; importing this package registers every table on ``db.metadata``."""
 from labapp.model.access import DepartmentAccess, ProjectAccess
-from labapp.model.alerts import AlertRule, AlertState, MailMessage
+from labapp.model.alerts import AlertRule, AlertState, MailMessage, MailMessageRule
 from labapp.model.auth import (
     LoginFailure,
     LoginSession,
@@ -38,7 +38,7 @@ __all__ = [
     "EntityCount", "EntityCountChange", "EntityEvent", "Experiment",
     "Fermentation", "File", "ImportJob", "ImportRow", "Location", "LocationCount",
     "LocationCountChange", "LoginFailure", "LoginSession",
-    "MailMessage", "ModelState", "Note", "Notification",
+    "MailMessage", "MailMessageRule", "ModelState", "Note", "Notification",
     "PersonalAccessToken", "Plate", "Project", "ProjectAccess", "ProjectSetting", "RefreshToken",
     "Request", "Role", "Sample", "SavedMapping", "SavedView", "SavedViewShare", "SearchQueue",
     "Sequence", "Step", "StepInput",

@@ -62,7 +62,8 @@ class AlertState(Model):
 
 
 class MailMessage(Model):
-    """One e-mail waiting to be sent, sent, or given up on after ``attempts`` failures.
+    """One e-mail waiting to be sent, sent, or given up on (``given_up_utc``): after its
+    last attempt failed, or at once when it cannot be sent at all (it cannot be composed).
 
     A worker claims a due message by moving ``next_attempt_utc`` on before sending it, so
     two workers never send the same one; a failure keeps ``last_error`` and backs off."""
@@ -80,4 +81,18 @@ class MailMessage(Model):
     next_attempt_utc: Mapped[datetime] = mapped_column(UtcDateTime)
     last_error: Mapped[str | None] = mapped_column(Text)
     sent_utc: Mapped[datetime | None] = mapped_column(UtcDateTime)
+    given_up_utc: Mapped[datetime | None] = mapped_column(UtcDateTime)
     created_utc: Mapped[datetime] = mapped_column(UtcDateTime)
+
+
+class MailMessageRule(Model):
+    """An alert rule a message tells of (a digest tells of several): the rule's owner sees
+    what became of the message (decisions §16)."""
+
+    __tablename__ = "mail_message_rule"
+
+    message_id: Mapped[int] = mapped_column(
+        Integer, ForeignKey("mail_outbox.id", ondelete="CASCADE"), primary_key=True)
+    rule_id: Mapped[str] = mapped_column(
+        String(32), ForeignKey("alert_rule.id", ondelete="CASCADE"), primary_key=True,
+        index=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 from marshmallow import Schema, fields, validate
 
 from labapp.access.actor import BUILT_IN_ROLES
-from labapp.schemafields import UtcTimestamp, WriteBackSchema
+from labapp.schemafields import NoControlCharacters, UtcTimestamp, WriteBackSchema
 
 
 class UserSchema(Schema):
@@ -27,7 +27,9 @@ class UserUpdateSchema(WriteBackSchema):
     userID = fields.String(validate=validate.Length(min=1, max=64))
     id = fields.String(validate=validate.Length(min=1, max=64))
     name = fields.String(validate=validate.Length(min=1, max=255))
-    email = fields.String(allow_none=True, validate=validate.Length(max=255))
+    email = fields.String(allow_none=True, validate=(validate.Length(max=255),
+                                                     NoControlCharacters()),
+                          metadata={"description": "no control characters (it heads e-mails)"})
     initials = fields.String(allow_none=True, validate=validate.Length(max=16))
     settings = fields.Dict(keys=fields.String())
     departmentID = fields.String(validate=validate.Length(min=1, max=64))

@@ -1,12 +1,18 @@
-"""Fixtures of the alert rule tests: a lab of two departments with samples, rule bodies, and
-one evaluation tick at a chosen moment."""
+"""Fixtures of the alert rule tests: a lab of two departments with samples, rule bodies, one
+evaluation tick at a chosen moment, and a real SMTP server (aiosmtpd) keeping what it
+accepts."""
 from __future__ import annotations
 
-from collections.abc import Callable
+import email
+import socket
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
+from email.message import EmailMessage
+from email.policy import default
 from typing import Any
 
 import pytest
+from aiosmtpd.controller import Controller
 from flask import Flask
 from sqlalchemy import select
 
@@ -26,6 +32,7 @@ from tests.entities.conftest import (  # noqa: F401
 )
 
 NOW = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)
+BASE = "https://lab.example.org"
 
 
 def rule_body(name: str = "Running low", eclass: str = "Sample", filter: str | None = "amount le 5",
@@ -54,6 +61,14 @@ def tick(app: Flask, now: datetime = NOW, mail: MailSettings | None = None) -> R
     """One evaluation at ``now``."""
     with app.app_context():
         return evaluate(now, mail)
+
+
+ALICE, ADMIN_OWNER = "Alice (alice)", "Administrator (admin)"
+
+
+def said(line: str, owner: str = ALICE) -> str:
+    """A bell line as an alert says it, naming the rule's owner."""
+    return f"{line} · rule of {owner}"
 
 
 def alerts_of(app: Flask, user_id: str) -> list[str]:
@@ -95,3 +110,42 @@ def lab(admin: ApiClient, member: Callable[..., ApiClient],  # noqa: F811
     bobs = save(bob, {"eClass": "Sample", "name": "Bob tube", "amount": 1.0, "unit": "mL"})[0]["id"]
     return {"physics": physics, "chemistry": chemistry, "alice": alice, "bob": bob,
             "low": low, "full": full, "bobs": bobs}
+
+
+class Inbox:
+    """An aiosmtpd handler keeping what it accepts; ``refuse`` answers DATA with that
+    reply instead."""
+
+    def __init__(self) -> None:
+        self.messages: list[EmailMessage] = []
+        self.envelopes: list[tuple[str, list[str]]] = []
+        self.refuse: str | None = None
+
+    async def handle_DATA(self, _server: Any, _session: Any, envelope: Any) -> str:
+        if self.refuse:
+            return self.refuse
+        self.envelopes.append((envelope.mail_from, list(envelope.rcpt_tos)))
+        message = email.message_from_bytes(envelope.content, policy=default)
+        assert isinstance(message, EmailMessage)
+        self.messages.append(message)
+        return "250 Message accepted for delivery"
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+@pytest.fixture
+def smtp() -> Iterator[tuple[Inbox, MailSettings]]:
+    """A real SMTP server on localhost, and mail settings pointing at it."""
+    inbox = Inbox()
+    port = _free_port()
+    controller = Controller(inbox, hostname="127.0.0.1", port=port)
+    controller.start()
+    try:
+        yield inbox, MailSettings(f"smtp://127.0.0.1:{port}", "alerts@lab.example.org", BASE)
+    finally:
+        controller.stop()

@@ -68,6 +68,13 @@ def test_anonymous_is_401(client: Any) -> None:
     ({"channels": ["bell", "bell"]}, "channels"),
     ({"cadence": "hourly"}, "cadence"),
     ({"name": ""}, "name"),
+    ({"name": "Low\r\nBcc: mallory@evil.example"}, "name"),
+    ({"name": "Low\nstock"}, "name"),
+    ({"name": "Tab\there"}, "name"),
+    ({"name": "Next\u0085line"}, "name"),
+    ({"name": "Line\u2028separator"}, "name"),
+    ({"name": "Lone \ud800 surrogate"}, "name"),
+    ({"name": "x" * 256}, "name"),
     ({"surprise": 1}, "surprise"),
 ])
 def test_bad_input_is_400_naming_the_field(app: Flask, lab: dict[str, Any],
@@ -77,6 +84,19 @@ def test_bad_input_is_400_naming_the_field(app: Flask, lab: dict[str, Any],
     problem = response.get_json()
     assert field in [error["field"] for error in problem["errors"]], problem
     assert _count(app) == 0, "nothing half-written"
+
+
+def test_a_name_with_a_control_character_is_refused_on_change_too(lab: dict[str, Any]) -> None:
+    rule = made(lab["alice"], rule_body("Kept"))
+    url = f"/api/alert-rule/{rule['id']}"
+    response = lab["alice"].put(url, json=rule_body("Kept\r\nBcc: mallory@evil.example"))
+    assert response.status_code == 400
+    assert response.get_json()["errors"][0] == {
+        "field": "name", "message": "must not contain control characters (line breaks, "
+                                    "tabs, NUL …)"}
+    assert body_of(lab["alice"].get(url), 200)["name"] == "Kept"
+    # Letters of any script, emoji and punctuation are names like any other.
+    made(lab["alice"], rule_body("Ablauf: Proben « bald » leer 🧪 — ≤ 5 µL"))
 
 
 def test_a_rule_naming_nobody_tells_its_owner(lab: dict[str, Any]) -> None:
@@ -104,10 +124,11 @@ def test_matches_answers_what_the_caller_may_read(lab: dict[str, Any],
 
 
 def test_the_page_an_alert_opens_shows_a_recipient_what_they_may_read(
-        app: Flask, lab: dict[str, Any], member: Any) -> None:
+        app: Flask, lab: dict[str, Any], member: Any, grant: Any) -> None:
     from tests.web.test_pages import page_login
 
     member("carol", department_id=lab["chemistry"])
+    grant.department(lab["chemistry"], "Write", user="alice")  # alice may address bob
     rule = made(lab["alice"], rule_body("Low", users=["alice", "bob"]))
     bob = app.test_client()
     page_login(bob, "bob")

@@ -10,15 +10,18 @@ from flask import Flask
 
 from labapp.alerts.service import next_digest
 from tests.alerts.conftest import (
+    ADMIN_OWNER,
     NOW,
     alerts_of,
     digest_due,
     made,
     rule_body,
+    said,
     set_amount,
     states_of,
     tick,
 )
+from tests.conftest import ApiClient
 from tests.entities.conftest import body_of
 
 
@@ -27,7 +30,7 @@ def test_start_still_stop_and_again(app: Flask, lab: dict[str, Any]) -> None:
     first = tick(app)
     # Bob's low sample matches too (rules see every item); alice is told of hers only.
     assert first.started == 2 and first.notifications == 1
-    assert alerts_of(app, "alice") == ["Running low: 1 sample"]
+    assert alerts_of(app, "alice") == [said("Running low: 1 sample")]
     assert states_of(app, rule["id"]) == {lab["low"], lab["bobs"]}
 
     again = tick(app, NOW + timedelta(minutes=1))
@@ -43,26 +46,26 @@ def test_start_still_stop_and_again(app: Flask, lab: dict[str, Any]) -> None:
     set_amount(lab["alice"], lab["full"], 4.0)
     back = tick(app, NOW + timedelta(minutes=3))
     assert back.started == 2
-    assert alerts_of(app, "alice")[-1] == "Running low: 2 samples", "one line per rule"
+    assert alerts_of(app, "alice")[-1] == said("Running low: 2 samples"), "one line per rule"
     assert len(alerts_of(app, "alice")) == 2
 
 
-def test_each_recipient_hears_only_of_what_they_may_read(app: Flask,
-                                                         lab: dict[str, Any]) -> None:
-    made(lab["alice"], rule_body("Low anywhere", users=["alice", "bob"]))
+def test_each_recipient_hears_only_of_what_they_may_read(app: Flask, lab: dict[str, Any],
+                                                         admin: ApiClient) -> None:
+    made(admin, rule_body("Low anywhere", users=["alice", "bob"]))
     tick(app)
-    assert alerts_of(app, "alice") == ["Low anywhere: 1 sample"]
-    assert alerts_of(app, "bob") == ["Low anywhere: 1 sample"]
+    assert alerts_of(app, "alice") == [said("Low anywhere: 1 sample", ADMIN_OWNER)]
+    assert alerts_of(app, "bob") == [said("Low anywhere: 1 sample", ADMIN_OWNER)]
     # Each was told of their own department's sample: the admin, who reads both, of two.
-    made(lab["alice"], rule_body("Low for admin", users=["admin"]))
+    made(admin, rule_body("Low for admin", users=["admin"]))
     tick(app, NOW + timedelta(minutes=1))
-    assert alerts_of(app, "admin") == ["Low for admin: 2 samples"]
+    assert alerts_of(app, "admin") == [said("Low for admin: 2 samples", ADMIN_OWNER)]
 
 
 def test_a_recipient_who_may_read_nothing_is_not_told(app: Flask, lab: dict[str, Any],
-                                                      member: Any) -> None:
+                                                      member: Any, admin: ApiClient) -> None:
     member("carol", department_id=lab["chemistry"])
-    made(lab["alice"], rule_body("Physics only", filter=f"departmentID eq '{lab['physics']}'",
+    made(admin, rule_body("Physics only", filter=f"departmentID eq '{lab['physics']}'",
                                  users=["carol"]))
     report = tick(app)
     assert report.started == 2 and report.notifications == 0
@@ -70,13 +73,14 @@ def test_a_recipient_who_may_read_nothing_is_not_told(app: Flask, lab: dict[str,
 
 
 def test_recipients_by_department_and_role(app: Flask, lab: dict[str, Any],
-                                           member: Any) -> None:
+                                           member: Any, admin: ApiClient) -> None:
     member("dora", department_id=lab["physics"], roles=["DATA_MANAGER"])
     made(lab["alice"], rule_body("By department", users=[], departments=[lab["physics"]]))
-    made(lab["alice"], rule_body("By role", users=[], roles=["DATA_MANAGER"]))
+    made(admin, rule_body("By role", users=[], roles=["DATA_MANAGER"]))  # roles need ADMIN
     tick(app)
-    assert alerts_of(app, "alice") == ["By department: 1 sample"]
-    assert sorted(alerts_of(app, "dora")) == ["By department: 1 sample", "By role: 1 sample"]
+    assert alerts_of(app, "alice") == [said("By department: 1 sample")]
+    assert sorted(alerts_of(app, "dora")) == [said("By department: 1 sample"),
+                                              said("By role: 1 sample", ADMIN_OWNER)]
 
 
 def test_a_rule_switched_off_is_not_evaluated_and_tells_afresh_when_on(
@@ -89,7 +93,7 @@ def test_a_rule_switched_off_is_not_evaluated_and_tells_afresh_when_on(
     assert off.rules == 0 and states_of(app, rule["id"]) == set()
     assert lab["alice"].put(f"/api/alert-rule/{rule['id']}", json=rule_body()).status_code == 200
     tick(app, NOW + timedelta(minutes=2))
-    assert alerts_of(app, "alice") == ["Running low: 1 sample"] * 2
+    assert alerts_of(app, "alice") == [said("Running low: 1 sample")] * 2
 
 
 def test_relative_dates_are_read_at_the_tick(app: Flask, lab: dict[str, Any]) -> None:
@@ -100,7 +104,7 @@ def test_relative_dates_are_read_at_the_tick(app: Flask, lab: dict[str, Any]) ->
     assert tick(app).started == 0, "20 December is not within 14 days of 25 November"
     later = tick(app, NOW + timedelta(days=12))
     assert later.started == 1
-    assert alerts_of(app, "alice") == ["Expire within 14 days: 1 sample"]
+    assert alerts_of(app, "alice") == [said("Expire within 14 days: 1 sample")]
 
 
 def test_daily_digest_collects_until_due(app: Flask, lab: dict[str, Any]) -> None:
@@ -114,7 +118,7 @@ def test_daily_digest_collects_until_due(app: Flask, lab: dict[str, Any]) -> Non
     assert alerts_of(app, "alice") == []
     sent = tick(app, due)
     assert sent.digests == 1 and sent.notifications == 1
-    assert alerts_of(app, "alice") == ["Daily digest · Daily low: 2 samples"]
+    assert alerts_of(app, "alice") == [said("Daily digest · Daily low: 2 samples")]
     assert tick(app, due + timedelta(minutes=1)).digests == 0, "one digest per day"
     nothing_new = tick(app, due + timedelta(days=1))
     assert nothing_new.digests == 1 and nothing_new.notifications == 0
@@ -160,4 +164,4 @@ def test_rules_of_one_class_share_a_scan_and_keep_their_own_items(
     assert states_of(app, bobs["id"]) == {lab["bobs"]}
     assert states_of(app, every["id"]) == {lab["low"], lab["full"], lab["bobs"]}
     assert sorted(alerts_of(app, "alice")) == [
-        "Every sample: 2 samples", "Full: 1 sample", "Low: 1 sample"]
+        said("Every sample: 2 samples"), said("Full: 1 sample"), said("Low: 1 sample")]

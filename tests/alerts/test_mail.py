@@ -1,67 +1,33 @@
 """Alert e-mail through a real SMTP server (aiosmtpd, started by the test): plain text with
-an HTML alternative and links; a server that refuses makes the message wait and back off
-(1, 2 … minutes) with its error on the admin page, then it goes out."""
+an HTML alternative and links, naming the rule's owner and each item's expiry and place; a
+server that refuses makes the message wait and back off (1, 2 … minutes) with its error on
+the outbox page (ADMIN: all; a rule's owner: their rules' messages, also on the rule's
+page), then it goes out; a message that cannot be composed is given up at once."""
 from __future__ import annotations
 
-import email
-import socket
-from collections.abc import Iterator
 from datetime import timedelta
-from email.message import EmailMessage
-from email.policy import default
 from typing import Any
 
-import pytest
-from aiosmtpd.controller import Controller
 from flask import Flask
 from sqlalchemy import select
 
 from labapp.alerts.mail import MailSettings, backoff
 from labapp.db import db, transaction
-from labapp.model import MailMessage, User
-from tests.alerts.conftest import NOW, digest_due, made, rule_body, tick
+from labapp.model import AlertRule, MailMessage, User
+from tests.alerts.conftest import (
+    BASE,
+    NOW,
+    Inbox,
+    alerts_of,
+    digest_due,
+    made,
+    rule_body,
+    said,
+    tick,
+)
+from tests.conftest import ApiClient
+from tests.entities.conftest import body_of, save
 from tests.web.test_pages import page_login
-
-BASE = "https://lab.example.org"
-
-
-class Inbox:
-    """An aiosmtpd handler keeping what it accepts; ``refuse`` answers DATA with that
-    reply instead."""
-
-    def __init__(self) -> None:
-        self.messages: list[EmailMessage] = []
-        self.envelopes: list[tuple[str, list[str]]] = []
-        self.refuse: str | None = None
-
-    async def handle_DATA(self, _server: Any, _session: Any, envelope: Any) -> str:
-        if self.refuse:
-            return self.refuse
-        self.envelopes.append((envelope.mail_from, list(envelope.rcpt_tos)))
-        message = email.message_from_bytes(envelope.content, policy=default)
-        assert isinstance(message, EmailMessage)
-        self.messages.append(message)
-        return "250 Message accepted for delivery"
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
-@pytest.fixture
-def smtp() -> Iterator[tuple[Inbox, MailSettings]]:
-    """A real SMTP server on localhost, and mail settings pointing at it."""
-    inbox = Inbox()
-    port = _free_port()
-    controller = Controller(inbox, hostname="127.0.0.1", port=port)
-    controller.start()
-    try:
-        yield inbox, MailSettings(f"smtp://127.0.0.1:{port}", "alerts@lab.example.org", BASE)
-    finally:
-        controller.stop()
 
 
 def _with_email(app: Flask, user_id: str, address: str) -> None:
@@ -181,3 +147,110 @@ def test_a_digest_lists_the_items_by_rule_in_one_message(
     assert f"{BASE}/entities/Sample/{lab['low']}" in body
     assert f"{BASE}/entities/Sample/{lab['full']}" in body
     assert "Bob tube" not in body
+
+
+def _store(admin: ApiClient, department_id: str, sample_id: str, *names: str) -> None:
+    """Put the sample in slot A1 of the last of ``names`` (each inside the one before)."""
+    created = body_of(admin.post("/api/storage/location", json=[
+        {"id": f"#l{number}", "name": name, "departmentID": department_id, "rows": 2,
+         "columns": 2, **({"parentID": f"#l{number - 1}"} if number else {})}
+        for number, name in enumerate(names)]), 201)
+    body_of(admin.post(f"/api/storage/location/{created[-1]['id']}/checkin",
+                       json=[{"eClass": "Sample", "id": sample_id, "position": "A1"}]), 200)
+
+
+def test_an_e_mail_names_the_owner_and_each_items_expiry_and_place(
+        app: Flask, lab: dict[str, Any], admin: ApiClient,
+        smtp: tuple[Inbox, MailSettings]) -> None:
+    inbox, settings = smtp
+    _with_email(app, "alice", "alice@lab.example.org")
+    hidden = save(lab["alice"], {"eClass": "Sample", "name": "Tube elsewhere", "amount": 1.0,
+                                 "expiryDate": "2026-11-20"})[0]["id"]
+    body_of(lab["alice"].post("/api/entity", json={"entities": [
+        {"eClass": "Sample", "id": lab["low"], "expiryDate": "2026-12-01"}]}), 200)
+    _store(admin, lab["physics"], lab["low"], "Freezer -80", "Box 7")
+    _store(admin, lab["chemistry"], hidden, "Chemistry secret store")
+    rule = made(lab["alice"], rule_body("Running low", channels=["bell", "email"]))
+    assert tick(app, NOW, settings).sent == 1
+    [message] = inbox.messages
+    text, html = message.get_body(("plain",)), message.get_body(("html",))
+    assert text is not None and html is not None
+    plain, markup = text.get_content(), html.get_content()
+    assert "You are a recipient of an alert rule of Alice (alice)." in plain
+    assert "Running low — 2 samples (alert rule of Alice (alice))" in plain
+    assert (f"  • Tube low ({lab['low']}) · expires 2026-12-01 · Freezer -80 / Box 7 · A1: "
+            f"{BASE}/entities/Sample/{lab['low']}") in plain
+    # The place of an item whose location alice may not read is left out; an expiry date
+    # already past is worded so.
+    assert (f"  • Tube elsewhere ({hidden}) · expired 2026-11-20: "
+            f"{BASE}/entities/Sample/{hidden}") in plain
+    assert "secret store" not in plain and "secret store" not in markup
+    assert f"{BASE}/alerts/{rule['id']}/items" in plain
+    assert "Alert rule of Alice (alice)" in markup and "Freezer -80 / Box 7 · A1" in markup
+    assert alerts_of(app, "alice") == [said("Running low: 2 samples")]
+
+
+def test_a_stored_name_with_line_breaks_heads_a_one_line_subject(
+        app: Flask, lab: dict[str, Any], smtp: tuple[Inbox, MailSettings]) -> None:
+    inbox, settings = smtp
+    _with_email(app, "alice", "alice@lab.example.org")
+    rule = made(lab["alice"], rule_body("Running low", channels=["email"]))
+    with app.app_context(), transaction():  # as stored before names were checked
+        db.session.get(AlertRule, rule["id"]).name = "Low\r\nBcc: mallory@evil.example\r\n"
+    report = tick(app, NOW, settings)
+    assert (report.sent, report.failed) == (1, 0)
+    [message] = inbox.messages
+    assert message["Subject"] == "[labapp] Low Bcc: mallory@evil.example : 1 sample"
+    assert message["Bcc"] is None
+    assert inbox.envelopes == [("alerts@lab.example.org", ["alice@lab.example.org"])]
+
+
+def test_an_address_that_breaks_a_header_is_given_up_with_its_reason(
+        app: Flask, lab: dict[str, Any], member: Any,
+        smtp: tuple[Inbox, MailSettings]) -> None:
+    inbox, settings = smtp
+    member("carol", department_id=lab["physics"])
+    _with_email(app, "alice", "alice@lab.example.org")
+    _with_email(app, "carol", "carol@lab.example.org\r\nBcc: mallory@evil.example")
+    made(lab["alice"], rule_body("Running low", users=["alice", "carol"], channels=["email"]))
+    report = tick(app, NOW, settings)
+    assert (report.emails, report.sent, report.failed) == (2, 1, 1)
+    given_up = {row.user_id: row for row in _outbox(app)}["carol"]
+    assert given_up.given_up_utc == NOW and given_up.sent_utc is None
+    assert (given_up.last_error or "").startswith("Cannot be sent, not tried again: the "
+                                                  "recipient")
+    assert tick(app, NOW + timedelta(hours=1), settings).failed == 0, "never tried again"
+    assert [rcpts for _, rcpts in inbox.envelopes] == [["alice@lab.example.org"]]
+
+
+def test_a_rules_owner_sees_its_failed_deliveries(
+        app: Flask, lab: dict[str, Any], member: Any, admin: ApiClient,
+        smtp: tuple[Inbox, MailSettings]) -> None:
+    inbox, settings = smtp
+    inbox.refuse = "550 No such mailbox here"
+    member("carol", department_id=lab["physics"])
+    _with_email(app, "carol", "carol@lab.example.org")
+    _with_email(app, "bob", "bob@lab.example.org")
+    mine = made(lab["alice"], rule_body("Alice's rule", users=["carol"], channels=["email"]))
+    made(admin, rule_body("Admin's rule", users=["bob"], channels=["email"]))
+    assert tick(app, NOW, settings).failed == 2
+
+    alice = app.test_client()
+    page_login(alice, "alice")
+    rule_page = alice.get(f"/alerts/{mine['id']}").get_data(as_text=True)
+    assert "carol@lab.example.org" in rule_page and "No such mailbox here" in rule_page
+    assert "bob@lab.example.org" not in rule_page
+    outbox = alice.get("/alerts/outbox")
+    shown = outbox.get_data(as_text=True)
+    assert outbox.status_code == 200 and "1 failed" in shown
+    assert "Alice&#39;s rule" in shown and "Admin&#39;s rule" not in shown
+    assert "bob@lab.example.org" not in shown
+
+    bob = app.test_client()
+    page_login(bob, "bob")
+    assert bob.get(f"/alerts/{mine['id']}").status_code == 404
+    theirs = bob.get("/alerts/outbox").get_data(as_text=True)
+    assert "0 failed" in theirs and "carol@lab.example.org" not in theirs
+    everything = app.test_client()
+    page_login(everything, "admin", password=_admin_password())
+    assert "2 failed" in everything.get("/alerts/outbox").get_data(as_text=True)

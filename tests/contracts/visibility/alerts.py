@@ -1,6 +1,9 @@
 """Alert rules in the matrix (issue 23): a rule is seen and changed by its owner and ADMIN,
 404 like an unknown id for everyone else; what a rule matches is answered as the caller
-may read it; and an evaluation tells each recipient only of the items they may read.
+may read it; and an evaluation tells each recipient only of the items they may read, naming
+the rule's owner. Issue 32: a dashboard's alerts widget may name only a rule the caller may
+read (400 like an unknown rule otherwise), and a rule may address only whom its owner may
+(decisions §16 "who may address whom": 403 naming the recipient otherwise).
 
 The rules of :data:`RULES` are made by their owners the first time a path needs them (they
 live in tables of their own, so the entity expectations of the world are untouched); write
@@ -8,6 +11,7 @@ paths work on fresh copies.
 """
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from labapp.alerts.evaluate import evaluate
@@ -15,8 +19,19 @@ from labapp.alerts.wording import noun
 from tests.contracts.visibility import oracle
 from tests.contracts.visibility.boards import _like_unknown
 from tests.contracts.visibility.build import LiveWorld
-from tests.contracts.visibility.paths import MatrixPath, Outcome, hidden_like_unknown
-from tests.contracts.visibility.world import USERS
+from tests.contracts.visibility.paths import (
+    UNKNOWN_ID,
+    MatrixPath,
+    Outcome,
+    hidden_like_unknown,
+)
+from tests.contracts.visibility.world import (
+    DEPARTMENTS,
+    GRANTS,
+    PROJECT_OWNERS,
+    USER_BY_ID,
+    USERS,
+)
 
 RULES = {"R-ALICE": "alice", "R-BOB": "bob", "R-CAROL": "carol", "R-ADMIN": "admin"}
 RULE_KEYS = tuple(RULES)
@@ -151,7 +166,90 @@ def told(live: LiveWorld, caller: str, _subject: str) -> Outcome:
 
 def expect_told(caller: str, _subject: str) -> Outcome:
     count = len(oracle.visible_keys(caller, "Sample"))
-    return f"{TOLD}: {noun('Sample', count)}" if count else None
+    return (f"{TOLD}: {noun('Sample', count)} · rule of Administrator (admin)" if count
+            else None)
+
+
+def _board(rule_id: str) -> dict[str, Any]:
+    return {"name": "Alerts", "widgets": [
+        {"plugin": {"app": "labapp", "plugin": "alerts"},
+         "gridster": {"x": 0, "y": 0, "cols": 6, "rows": 4}, "config": {"ruleID": rule_id}}],
+        "shares": {}}
+
+
+def widget(live: LiveWorld, caller: str, key: str) -> Outcome:
+    """A dashboard of the caller's whose alerts widget names the rule: stored (201), or 400
+    exactly as for a rule that never existed."""
+    ensure_rules(live)
+    client = live.client(caller)
+    response = client.post("/api/dashboard", json=_board(live.id(key)))
+    if response.status_code == 201:
+        assert client.delete(f"/api/dashboard/{response.get_json()['id']}").status_code == 204
+    elif response.status_code == 400:
+        unknown = client.post("/api/dashboard", json=_board(UNKNOWN_ID)).get_json()
+        if json.dumps(unknown).replace(UNKNOWN_ID, live.id(key)) != json.dumps(
+                response.get_json()):
+            return ("400 unlike an unknown rule", response.get_json(), unknown)
+    return response.status_code
+
+
+def expect_widget(caller: str, key: str) -> Outcome:
+    return 201 if sees(caller, key) else 400
+
+
+# Whom a rule may address: every user, department, project and role of the world.
+ADDRESSEES = (*(f"user:{user.id}" for user in USERS),
+              *(f"department:{department}" for department in DEPARTMENTS),
+              *(f"project:{project}" for project in PROJECT_OWNERS),
+              "role:ADMIN", "role:DATA_MANAGER")
+_FIELDS = {"user": "userIDs", "department": "departmentIDs", "project": "projectIDs",
+           "role": "userRoles"}
+
+
+def _project_members(project: str) -> set[str]:
+    granted = [grant for grant in GRANTS if grant.on == "project" and grant.target == project]
+    return {user.id for user in USERS for grant in granted
+            if grant.user == user.id or (grant.department and grant.department == user.home)}
+
+
+def may_address(caller: str, addressee: str) -> bool:
+    """Decisions §16: themselves, the departments they belong to or write (and their
+    users), the projects they write (and their members); anything else needs ADMIN."""
+    mine = oracle.reach(caller)
+    assert mine is not None
+    kind, _, target = addressee.partition(":")
+    if mine.admin:
+        return True
+    if kind == "user":
+        return (target == caller or USER_BY_ID[target].home in mine.write_departments
+                or any(target in _project_members(project) for project in mine.write_projects))
+    if kind == "department":
+        return target in mine.write_departments
+    if kind == "project":
+        return target in mine.write_projects
+    return False
+
+
+def address(live: LiveWorld, caller: str, addressee: str) -> Outcome:
+    """A rule of the caller's addressing one recipient: made (201, then deleted) or 403
+    naming that recipient."""
+    kind, _, target = addressee.partition(":")
+    client = live.client(caller)
+    recipients = {field: [] for field in _FIELDS.values()}
+    recipients[_FIELDS[kind]] = [live.id(target) if target in live.ids else target]
+    response = client.post("/api/alert-rule", json={**_body("addressing", caller),
+                                                    "recipients": recipients})
+    if response.status_code == 201:
+        assert client.delete(f"/api/alert-rule/{response.get_json()['id']}").status_code == 204
+    elif response.status_code == 403:
+        problem = response.get_json()
+        if f"{kind} {recipients[_FIELDS[kind]][0]!r}" not in problem["detail"]:
+            return ("403 not naming the recipient", problem)
+    return response.status_code
+
+
+def expect_address(caller: str, addressee: str) -> Outcome:
+    return 201 if may_address(caller, addressee) else 403
 
 
 ALERT_READ_PATHS: tuple[MatrixPath, ...] = (
@@ -163,4 +261,6 @@ ALERT_WRITE_PATHS: tuple[MatrixPath, ...] = (
     MatrixPath("alert-rule.update", RULE_KEYS, expect_change, change),
     MatrixPath("alert-rule.delete", RULE_KEYS, expect_remove, remove),
     MatrixPath("alert-rule.told", ("mine",), expect_told, told),
+    MatrixPath("alert-rule.widget", RULE_KEYS, expect_widget, widget),
+    MatrixPath("alert-rule.address", ADDRESSEES, expect_address, address),
 )
