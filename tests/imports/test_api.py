@@ -2,6 +2,7 @@
 files (decisions §15)."""
 from __future__ import annotations
 
+import codecs
 import csv
 import io
 from collections.abc import Callable
@@ -135,6 +136,7 @@ def test_the_annotated_file_adds_each_row_outcome(app: Flask, admin: ApiClient) 
     response = admin.get(f"/api/import/{started['id']}/annotated", query_string={"format": "csv"})
     assert response.status_code == 200 and response.mimetype == "text/csv"
     assert "attachment" in response.headers["Content-Disposition"]
+    assert response.data.startswith(codecs.BOM_UTF8 + b"Name,Volume (mL),Import outcome,")
     rows = _csv_rows(response.data)
     assert rows[0][:2] == ["Name", "Volume (mL)"] and len(rows) == 4
     assert "create" in rows[1] and "error" in rows[2]
@@ -144,6 +146,17 @@ def test_the_annotated_file_adds_each_row_outcome(app: Flask, admin: ApiClient) 
     sheet = openpyxl.load_workbook(io.BytesIO(workbook.data), read_only=True).active
     values = [list(row) for row in sheet.iter_rows(values_only=True)]
     assert values[0][:2] == ["Name", "Volume (mL)"] and "error" in values[2]
+
+
+def test_the_annotated_file_of_a_semicolon_file_is_semicolon_separated(
+        app: Flask, admin: ApiClient) -> None:
+    started = upload(admin, GOOD_CSV)  # Name;Volume (mL);Expiry with decimal commas
+    run_queued(app)
+    response = admin.get(f"/api/import/{started['id']}/annotated")
+    assert response.status_code == 200
+    lines = response.data.decode("utf-8").splitlines()
+    assert lines[0] == "\ufeffName;Volume (mL);Expiry;Import outcome;Import errors"
+    assert lines[1] == "S-1;1,5;2026-03-01;create;"
 
 
 def test_the_template_names_every_importable_field(admin: ApiClient) -> None:
