@@ -10,15 +10,17 @@ from typing import Any
 
 import openpyxl
 from flask import Flask
-from sqlalchemy import select
+from sqlalchemy import select, update
 
+from labapp import liveness
 from labapp.db import db, transaction
-from labapp.imports import saved
-from labapp.model import Sample
+from labapp.imports import jobs, saved, workers
+from labapp.model import ImportJob, Sample
 from labapp.model.registry import existing_class
 from tests.conftest import ApiClient
 from tests.imports.conftest import actor_of
 from tests.imports.uploading import BAD_CSV, GOOD_CSV, job_of, run_queued, stored, upload
+from tests.test_liveness import held_lock, killed
 
 XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 
@@ -202,3 +204,34 @@ def test_rows_matched_by_a_field_update_their_entities(app: Flask, admin: ApiCli
     assert job["counts"] == {"create": 1, "update": 1, "unchanged": 0, "error": 0}
     assert job["rows"]["data"][0]["entityID"] == made.get_json()["entities"][0]["id"]
     assert _samples(app)["M-1"].amount == 4
+
+
+def test_a_job_tells_whether_a_worker_runs_it(app: Flask, admin: ApiClient) -> None:
+    started = upload(admin, GOOD_CSV)
+    queued = job_of(admin, started["id"])
+    assert queued["worker"] == {"alive": False, "message": workers.NO_WORKER}
+    assert "`flask --app labapp worker`" in workers.NO_WORKER
+    with app.app_context():
+        folder = liveness.folder()
+        with liveness.holding():
+            assert job_of(admin, started["id"])["worker"] == {"alive": True, "message": None}
+    with held_lock(folder) as (dead, process):
+        with app.app_context():
+            assert jobs.claim(started["id"]) == started["id"]
+        with app.app_context(), transaction():
+            db.session.execute(update(ImportJob).where(ImportJob.id == started["id"])
+                               .values(worker=dead))
+        assert job_of(admin, started["id"])["worker"] == {"alive": True, "message": None}
+        killed(process)
+    stranded = job_of(admin, started["id"])
+    assert stranded["status"] == "running"
+    assert stranded["worker"]["alive"] is False
+    assert stranded["worker"]["message"].startswith(workers.STOPPED)
+    assert "No worker is running to record it" in stranded["worker"]["message"]
+    with app.app_context(), liveness.holding():
+        # A worker runs: its next look records the failure; until then the job says so.
+        assert job_of(admin, started["id"])["worker"] == {"alive": False,
+                                                          "message": workers.STOPPED}
+        assert jobs.upkeep() is True
+    failed = job_of(admin, started["id"])
+    assert failed["status"] == "failed" and failed["worker"] is None
