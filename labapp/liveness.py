@@ -189,5 +189,10 @@ def own_id() -> str:
     extensions = current_app.extensions
     lock = extensions.get(_OWN_WORKER) or extensions.get(_OWN_IMPORT)
     if lock is None:
-        lock = extensions[_OWN_IMPORT] = Lock(folder(), IMPORT)
+        made = Lock(folder(), IMPORT)
+        # Of threads claiming at once, one lock is kept (setdefault is atomic): a lock
+        # dropped after its id was recorded would make a live job look abandoned.
+        lock = extensions.setdefault(_OWN_IMPORT, made)
+        if lock is not made:
+            made.release()
     return str(lock.id)

@@ -116,3 +116,22 @@ def test_the_worker_loop_holds_its_lock_and_removes_it(instance_app: Flask) -> N
     own = liveness.own_id()
     assert own.startswith("import_") and liveness.own_id() == own
     assert liveness.state(own) == liveness.ALIVE and liveness.alive() == []
+
+
+def test_threads_claiming_at_once_share_one_lock(instance_app: Flask) -> None:
+    start = threading.Barrier(8)
+    ids: list[str] = []
+
+    def claim() -> None:
+        with instance_app.app_context():
+            start.wait(timeout=30)
+            ids.append(liveness.own_id())
+
+    claimers = [threading.Thread(target=claim) for _ in range(8)]
+    for claimer in claimers:
+        claimer.start()
+    for claimer in claimers:
+        claimer.join(timeout=60)
+    assert len(ids) == 8 and len(set(ids)) == 1
+    assert liveness.state(ids[0]) == liveness.ALIVE
+    assert [path.name for path in liveness.folder().glob("*.lock")] == [f"{ids[0]}.lock"]
