@@ -197,11 +197,14 @@ def _register_alerts(app: Flask) -> None:
 
 
 def _register_imports(app: Flask) -> None:
-    """Spreadsheet imports (issue 22): their API, wizard and ``flask import``."""
+    """Spreadsheet imports (issue 22): their API, wizard and ``flask import``, and the
+    ``/healthz`` check that a worker runs them."""
     from labapp.imports.api import bp as import_api
     from labapp.imports.cli import import_command
     from labapp.imports.views import bp as import_views
+    from labapp.imports.workers import init_app
 
+    init_app(app)
     app.register_blueprint(import_api)
     app.register_blueprint(import_views)
     app.cli.add_command(import_command)

@@ -13,6 +13,9 @@ and looks again at once while any of them found work, else after :data:`POLL` se
 upkeep that fails, whatever it raised (the database refused it, or one bad row made it
 fail), is logged, its session rolled back, and it is tried again at its next turn: one job
 never stops the others, nor the worker.
+For its whole run the loop holds a lock file of its own (:func:`labapp.liveness.holding`):
+the jobs it claims name it, and the kernel drops the lock when the process dies, so other
+workers fail those jobs at once and pages tell whether a worker runs.
 """
 from __future__ import annotations
 
@@ -28,7 +31,7 @@ from flask import Flask, current_app
 from flask.cli import with_appcontext
 from sqlalchemy.exc import SQLAlchemyError
 
-from labapp import sqlite_stats
+from labapp import liveness, sqlite_stats
 from labapp.alerts import evaluate as alerts
 from labapp.dashboards import tallies
 from labapp.db import db
@@ -98,11 +101,12 @@ def _roll_back(job: Upkeep) -> None:
 
 def run(stop: threading.Event, jobs: list[Upkeep] | None = None) -> None:
     """Run the upkeep until ``stop`` is set (in an application context); ``jobs`` defaults
-    to :func:`upkeeps`. The search heartbeat is up for the whole run."""
+    to :func:`upkeeps`. The search heartbeat and the worker's lock file are up for the
+    whole run."""
     jobs = upkeeps(current_app) if jobs is None else jobs
     due = dict.fromkeys(range(len(jobs)), time.monotonic())
     try:
-        with search_worker.heartbeat():
+        with search_worker.heartbeat(), liveness.holding():
             while not stop.is_set():
                 worked = False
                 for number, job in enumerate(jobs):

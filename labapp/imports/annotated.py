@@ -4,7 +4,8 @@ and an empty template of a class (headers by label and one example row).
 Every cell written here that begins with ``=``, ``+``, ``-``, ``@``, a tab or a carriage
 return is prefixed with ``'``, so a spreadsheet program shows it as text instead of running
 it as a formula (CSV injection). XLSX files are written by openpyxl in write-only mode,
-row by row, with every cell as a value (never a formula).
+row by row, with every cell as a value (never a formula). CSV files are UTF-8 with a byte
+order mark, as the list export (:mod:`labapp.entities.export`) writes them.
 """
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from labapp.model.registry import ClassSpec, FieldSpec
 from labapp.reading.wording import label_of
 
 OUTCOME_COLUMN, ERRORS_COLUMN = "Import outcome", "Import errors"
+BOM = "\ufeff"
 _RISKY = ("=", "+", "-", "@", "\t", "\r")
 # The fields a template shows, in this order, when the class has them (then the others).
 _TEMPLATE_FIRST = ("name", "barcode", "type", "status", "description", "amount", "unit",
@@ -66,9 +68,12 @@ def _annotated_rows(table: SourceTable, outcomes: Sequence[RowOutcome]
         yield [*cells, outcome.outcome if outcome else "", errors]
 
 
-def _csv_lines(rows: Iterable[Sequence[Any]]) -> Iterator[str]:
+def _csv_lines(rows: Iterable[Sequence[Any]], delimiter: str = ",") -> Iterator[str]:
+    """The rows as CSV text line by line, after a byte order mark: spreadsheet programs
+    then read the file as UTF-8, as they do the list export."""
     buffer = io.StringIO()
-    writer = csv.writer(buffer)
+    writer = csv.writer(buffer, delimiter=delimiter)
+    buffer.write(BOM)
     for row in rows:
         writer.writerow([safe(_text(value)) for value in row])
         yield buffer.getvalue()
@@ -77,8 +82,10 @@ def _csv_lines(rows: Iterable[Sequence[Any]]) -> Iterator[str]:
 
 
 def annotated_csv(table: SourceTable, outcomes: Sequence[RowOutcome]) -> Iterator[str]:
-    """The original rows plus outcome and error columns, as CSV text line by line."""
-    return _csv_lines(_annotated_rows(table, outcomes))
+    """The original rows plus outcome and error columns, as CSV text line by line, with the
+    delimiter of the uploaded file (a spreadsheet set to that delimiter opened the file;
+    it opens the annotated one alike) and a byte order mark."""
+    return _csv_lines(_annotated_rows(table, outcomes), table.delimiter)
 
 
 def _write_xlsx(rows: Iterable[Sequence[Any]], path: Path, title: str) -> None:

@@ -28,7 +28,8 @@ CHUNK = 64 * 1024
 CSV = "text/csv"
 XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 MEDIA = {
-    CSV: {"type": "string", "description": "CSV (UTF-8)"},
+    CSV: {"type": "string", "description": "CSV (UTF-8 with a byte order mark; an annotated "
+                                           "file keeps the uploaded file's delimiter)"},
     XLSX: {"type": "string", "format": "binary", "description": "one XLSX sheet"},
 }
 

@@ -16,22 +16,37 @@ Running
     nothing; any row error (found by the plan or by the write) fails the job and writes no
     entity. A failed job keeps the reason in ``error`` and, when the plan was made, the
     outcome of every row.
+
+A worker that stops while it runs a job
+    ``claim`` records the id of the claiming process (:func:`labapp.liveness.own_id`); that
+    process holds the lock file of its id as long as it lives, and the kernel drops the lock
+    when it dies, even by ``kill -9`` in the middle of a commit's transaction (which the
+    database then rolls back: nothing is written). At every look, each worker's upkeep asks
+    the lock of every running job's process without waiting (:func:`fail_stopped`) and fails
+    the jobs of the processes that are gone, saying so; no lease row is renewed, so a long
+    commit holding SQLite's write lock cannot make its own worker look dead, and two workers
+    on one machine never fail each other's jobs. A failed job is not queued again: a file
+    that killed its worker (memory) would kill the next one too, and the user decides.
+    A job whose process cannot be asked (a worker of another host not sharing the instance
+    folder, or a job claimed before jobs named their process) is failed :data:`ABANDONED`
+    after it started, as before.
 """
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from flask import current_app
 from sqlalchemy import delete, insert, select, update
 
+from labapp import liveness
 from labapp.access.actor import Actor
 from labapp.access.grant_sets import actor_for
 from labapp.db import db, rows_matched, transaction
 from labapp.errors import AppError
-from labapp.imports import service, uploads
+from labapp.imports import service, uploads, workers
 from labapp.imports.engine import ImportPlan, RowOutcome, commit_import, plan_import
 from labapp.model import ImportJob, ImportRow, User
 from labapp.model.registry import existing_class
@@ -39,8 +54,8 @@ from labapp.model.types import utc_now
 
 INSERT_CHUNK = 1000  # row outcomes per INSERT
 KEEP_FINISHED = timedelta(days=30)  # a finished job and its file are kept this long
-# A job still running this long after it started was left by a worker that stopped (the
-# largest file a job reads takes minutes).
+# A job whose process cannot be asked (see the module docstring) still running this long
+# after it started was left by a worker that stopped (the largest file takes minutes).
 ABANDONED = timedelta(hours=2)
 
 logger = logging.getLogger(__name__)
@@ -49,8 +64,9 @@ Report = Callable[[str, int, int | None], None]
 
 
 def claim(job_id: str | None = None) -> str | None:
-    """Take the oldest queued job (or job ``job_id``) for this process: its id, or None when
-    there is none or another process took it first."""
+    """Take the oldest queued job (or job ``job_id``) for this process, recording the
+    process's id: the job's id, or None when there is none or another process took it
+    first."""
     with transaction():
         candidate = job_id or db.session.scalars(
             select(ImportJob.id).where(ImportJob.status == "queued")
@@ -59,7 +75,7 @@ def claim(job_id: str | None = None) -> str | None:
             return None
         taken = rows_matched(update(ImportJob).where(
             ImportJob.id == candidate, ImportJob.status == "queued")
-            .values(status="running", started_utc=utc_now()))
+            .values(status="running", started_utc=utc_now(), worker=liveness.own_id()))
     return candidate if taken else None
 
 
@@ -73,10 +89,12 @@ def _queued() -> bool:
 
 
 def upkeep() -> bool:
-    """The worker's upkeep: run one queued job; whether there was one."""
+    """The worker's upkeep: fail the jobs of processes that are gone
+    (:func:`fail_stopped`), then run one queued job; whether there was any of that work."""
+    failed = fail_stopped()
     job_id = claim() if _queued() else None
     if job_id is None:
-        return False
+        return failed
     run(job_id)
     return True
 
@@ -204,32 +222,54 @@ def _reloaded(job_id: str) -> ImportJob:
     return job
 
 
-def fail_abandoned() -> bool:
-    """Fail the jobs running for more than :data:`ABANDONED`: the worker running them
-    stopped, and as a commit writes all or nothing, nothing was written. Whether there
-    were any."""
-    cutoff = utc_now() - ABANDONED
-    abandoned = (ImportJob.status == "running") & (ImportJob.started_utc < cutoff)
+def _stopped(worker: str | None, started: datetime | None, cutoff: datetime) -> bool:
+    state = liveness.state(worker)
+    if state == liveness.UNKNOWN:
+        return started is None or started < cutoff
+    return state == liveness.GONE
+
+
+def fail_stopped() -> bool:
+    """Fail the running jobs whose process is gone, and those whose process cannot be asked
+    running for more than :data:`ABANDONED` (see the module docstring); as a commit writes
+    all or nothing, nothing of theirs was written. Whether there were any."""
     try:
-        waiting = db.session.scalar(select(ImportJob.id).where(abandoned).limit(1)) is not None
+        running = db.session.execute(select(
+            ImportJob.id, ImportJob.worker, ImportJob.started_utc).where(
+            ImportJob.status == "running")).all()
     finally:
         db.session.rollback()
-    if not waiting:
+    cutoff = utc_now() - ABANDONED
+    stopped = [(job_id, worker) for job_id, worker, started in running
+               if _stopped(worker, started, cutoff)]
+    if not stopped:
         return False
+    failed = 0
     with transaction():
-        return rows_matched(update(ImportJob).where(abandoned).values(
-            status="failed", finished_utc=utc_now(),
-            error="The worker stopped while it ran this import; nothing was written. "
-                  "Start the import again.")) > 0
+        for job_id, worker in stopped:
+            # Still running and still that process's: a job that ended meanwhile stays so.
+            failed += rows_matched(update(ImportJob).where(
+                ImportJob.id == job_id, ImportJob.status == "running",
+                ImportJob.worker == worker if worker else ImportJob.worker.is_(None))
+                .values(status="failed", finished_utc=utc_now(), error=workers.STOPPED))
+    for job_id, worker in stopped:
+        logger.warning("import %s failed: its worker %s stopped", job_id, worker)
+    return failed > 0
 
 
 def purge_finished() -> bool:
-    """The worker's hourly upkeep: fail abandoned jobs (:func:`fail_abandoned`), remove the
-    jobs finished more than :data:`KEEP_FINISHED` ago with their rows and files, and the
-    uploads the wizard never mapped (:func:`labapp.imports.uploads.purge_stale`); whether
+    """The worker's hourly upkeep: remove the jobs finished more than
+    :data:`KEEP_FINISHED` ago with their rows and files, the uploads the wizard never mapped
+    (:func:`labapp.imports.uploads.purge_stale`) and the lock files of processes that are
+    gone (but those running jobs name: another host may yet have to ask them); whether
     there was any of that work."""
-    failed = fail_abandoned()
-    return _remove_finished() or failed
+    try:
+        named = {worker for worker in db.session.scalars(select(ImportJob.worker).where(
+            ImportJob.status == "running")) if worker}
+    finally:
+        db.session.rollback()
+    swept = liveness.sweep(keep=named)
+    return _remove_finished() or swept > 0
 
 
 def _remove_finished() -> bool:

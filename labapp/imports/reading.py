@@ -47,6 +47,7 @@ class SourceTable:
 
     :meth:`rows` yields ``(row number as the spreadsheet shows it, cells)`` for every
     non-blank row after the header (cells padded to the headers), and may be called again.
+    ``delimiter`` is the CSV file's (a workbook has none: ``,``).
     """
 
     filename: str
@@ -56,6 +57,7 @@ class SourceTable:
     headers: list[str]
     row_count: int | None
     _source: Callable[[], Rows] = field(repr=False, compare=False)
+    delimiter: str = ","
 
     def rows(self) -> Rows:
         return self._source()
@@ -214,7 +216,8 @@ def _open_csv(path: Path, filename: str, max_rows: int) -> SourceTable:
                 continue
             yield number, _fit(cells, width)
 
-    return SourceTable(filename, "csv", None, [], headers, count, rows)
+    return SourceTable(filename, "csv", None, [], headers, count, rows,
+                       delimiter=dialect.delimiter)
 
 
 # --- XLSX ------------------------------------------------------------------------------

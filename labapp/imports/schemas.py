@@ -141,6 +141,19 @@ class ProgressSchema(Schema):
     total = fields.Integer(required=True, allow_none=True)
 
 
+class WorkerStateSchema(Schema):
+    """Whether a worker runs an unfinished job (``worker`` is null once it is done or
+    failed)."""
+
+    alive = fields.Boolean(required=True, allow_none=True, metadata={
+        "description": "queued: whether any worker runs to take the job; running: whether "
+                       "the worker running it is alive; null when that cannot be told (a "
+                       "worker of another host)"})
+    message = fields.String(required=True, allow_none=True, metadata={
+        "description": "what the user should know when no worker will take or finish the "
+                       "job (and how to start one), else null"})
+
+
 class JobStartedSchema(Schema):
     """The answer to starting an import: poll ``GET /api/import/{id}``."""
 
@@ -168,4 +181,5 @@ class JobSchema(JobStartedSchema):
     createdUtc = UtcTimestamp(required=True)
     startedUtc = UtcTimestamp(required=True, allow_none=True)
     finishedUtc = UtcTimestamp(required=True, allow_none=True)
+    worker = fields.Nested(WorkerStateSchema, required=True, allow_none=True)
     rows = fields.Nested(RowsSchema, required=True)

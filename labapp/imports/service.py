@@ -20,7 +20,7 @@ from labapp.access.actor import Actor
 from labapp.access.policy import may_create_class
 from labapp.db import after_rollback, db
 from labapp.errors import Conflict, Forbidden, InvalidInput, NotFound
-from labapp.imports import saved, uploads
+from labapp.imports import saved, uploads, workers
 from labapp.imports.mapping import auto_map, check_mapping
 from labapp.imports.reading import SourceTable, open_table
 from labapp.model import ImportJob, ImportRow
@@ -179,11 +179,16 @@ def job_to_api(job: ImportJob, page: RowsPage | None = None) -> dict[str, Any]:
         "progress": {"done": job.progress_done, "total": job.progress_total},
         "error": job.error, "ownerID": job.owner_id, "dryRunID": job.dry_run_id,
         "createdUtc": job.created_utc, "startedUtc": job.started_utc,
-        "finishedUtc": job.finished_utc}
+        "finishedUtc": job.finished_utc, "worker": _worker_to_api(job)}
     if page is not None:
         shown["rows"] = {"data": [row_to_api(row) for row in page.data],
                          "total": page.total, "nextSkip": page.next_skip}
     return shown
+
+
+def _worker_to_api(job: ImportJob) -> dict[str, Any] | None:
+    state = workers.state_of(job)
+    return None if state is None else {"alive": state.alive, "message": state.message}
 
 
 def commit_of(job: ImportJob) -> ImportJob | None:

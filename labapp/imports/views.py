@@ -4,7 +4,8 @@
 2. ``/import/map/<token>`` — each column to a field (preset from the mapping saved for the
    file's source name, else the automatic one), the sheet of a workbook, "save mapping as";
    starting it queues a dry run.
-3. ``/import/<id>`` — the job: a progress bar polled by htmx while the worker reads the rows,
+3. ``/import/<id>`` — the job: a progress bar polled by htmx while the worker reads the rows
+   (with a notice when no worker runs to take the job, or the one running it stopped),
    then the counts, the rows' outcomes page by page (errors only on request), the annotated
    file and Commit (disabled while any row has an error).
 4. The commit is a job of its own on the same page: its counts and the entities it wrote.
@@ -21,7 +22,7 @@ from labapp.access.actor import Actor
 from labapp.db import transaction
 from labapp.errors import AppError, InvalidInput, NotFound
 from labapp.files.service import clean_filename
-from labapp.imports import saved, service, uploads
+from labapp.imports import saved, service, uploads, workers
 from labapp.imports.mapping import auto_map, importable
 from labapp.imports.reading import SourceTable, open_table
 from labapp.model import ImportJob
@@ -162,6 +163,7 @@ def _job_context(actor: Actor, job: ImportJob) -> dict[str, Any]:
     return {"job": job, "counts": service.counts_of(job), "page": page, "skip": skip,
             "page_size": PAGE_SIZE, "errors_only": errors_only, "finished": finished,
             "committed": committed, "written": written, "poll": POLL,
+            "worker": workers.state_of(job),
             "may_commit": (job.dry_run and job.status == "done" and committed is None
                            and not service.counts_of(job)["error"]),
             "list_filter": " or ".join(f"id eq '{row.entity_id}'" for row in written)}

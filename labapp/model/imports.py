@@ -31,7 +31,9 @@ class ImportJob(Model):
     ``upload`` names the stored copy of the file in the instance folder's ``imports/``; it
     lives as long as the job does. ``progress_done`` of ``progress_total`` rows have been
     planned (``progress_total`` is None until the row count is known). ``counts`` maps each
-    outcome of :data:`ROW_OUTCOMES` to its number of rows once the plan is made."""
+    outcome of :data:`ROW_OUTCOMES` to its number of rows once the plan is made. ``worker``
+    names the process that claimed the job; while it runs, the job is failed as soon as that
+    process is gone (:mod:`labapp.imports.workers`)."""
 
     __tablename__ = "import_job"
     __table_args__ = (
@@ -56,6 +58,8 @@ class ImportJob(Model):
     progress_done: Mapped[int] = mapped_column(Integer, default=0)
     progress_total: Mapped[int | None] = mapped_column(Integer)
     error: Mapped[str | None] = mapped_column(Text)
+    # The process that claimed the job (labapp.liveness: role, host, pid and a random part).
+    worker: Mapped[str | None] = mapped_column(String(160))
     upload: Mapped[str] = mapped_column(String(255))
     # The dry run this job commits (POST /api/import/{id}/commit): one commit per dry run.
     dry_run_id: Mapped[str | None] = mapped_column(

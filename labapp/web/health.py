@@ -15,7 +15,9 @@ bp = Blueprint("web", __name__)
 @bp.get("/healthz")
 def healthz() -> tuple[Response, int]:
     """No authentication: 200 when the database answers, its schema is current and every
-    feature check (the search index) passes, else 503."""
+    feature check (the search index) passes, else 503. A feature's degrading check (imports
+    waiting for a worker that does not run) answers 200 with status ``degraded``: the site
+    serves, but some work waits."""
     try:
         db.session.execute(text("SELECT 1"))
         state = schema_state()
@@ -28,10 +30,14 @@ def healthz() -> tuple[Response, int]:
     problems = {name: check() for name, check
                 in current_app.extensions.get("labapp.health", {}).items()}
     healthy = state.up_to_date and not any(problems.values())
-    body = {"status": "ok" if healthy else "unavailable", "database": "ok",
+    degraded = {name: check() for name, check
+                in current_app.extensions.get("labapp.health.degraded", {}).items()
+                } if state.up_to_date else {}
+    status = "unavailable" if not healthy else "degraded" if any(degraded.values()) else "ok"
+    body = {"status": status, "database": "ok",
             "schema": "up to date" if state.up_to_date else "needs upgrade",
             "revision": sorted(state.current), "expected": sorted(state.expected),
-            **{name: problem or "ok" for name, problem in problems.items()}}
+            **{name: problem or "ok" for name, problem in {**problems, **degraded}.items()}}
     return jsonify(body), 200 if healthy else 503
 
 

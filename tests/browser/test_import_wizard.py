@@ -1,7 +1,8 @@
 """The import wizard in real headless Chromium (issue 22), at 1366 and 768 px: from a list's
 "Import…" through upload, mapping, the dry run's progress and row table (errors only, the
 annotated CSV and XLSX read back), to the commit and the entities it wrote. Jobs are run by
-a worker thread started once the page shows the job waiting for it."""
+a worker thread started once the page shows the job waiting for it (and that no worker
+runs)."""
 from __future__ import annotations
 
 import csv
@@ -78,8 +79,14 @@ def test_import_samples_through_the_wizard(page: Page, live_server: str, live_ap
     page.click("#dry-run")
     expect(page.locator("#import-progress")).to_contain_text("Waiting for the worker")
     expect(page.locator("#import-progress progress")).to_be_visible()
+    # No worker runs yet: the page says so, and how an administrator starts one.
+    notice = page.locator("#import-worker")
+    expect(notice).to_contain_text("No worker is running, so this import waits")
+    expect(notice.locator("code")).to_have_text("flask --app labapp worker")
+    _fits(page)
     with worker(live_app):
         expect(page.locator("#count-error")).to_have_text("1", timeout=30_000)
+        expect(notice).to_have_count(0)
     expect(page.locator("#count-create")).to_have_text("2")
     expect(page.locator("#commit-import")).to_be_disabled()
     expect(page.locator("#import-rows .import-row")).to_have_count(3)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import base64
 from collections.abc import Iterator
 from dataclasses import dataclass
+from io import BytesIO
 from pathlib import Path
 from typing import Any
 
@@ -110,6 +111,10 @@ def _make_lab(app: Flask) -> FuzzLab:
         "id": "FUZZ", "prefix": "FZ", "minDigits": 4}))
     _created(client.post(f"/api/project/{project}/settings/layout", headers=admin,
                          json={"columns": 3}), 200)
+    # A queued import (no worker runs here): its page tells that no worker takes it.
+    import_job = _created(client.post("/api/import", headers=admin, data={
+        "eClass": "Sample", "file": (BytesIO(b"Name\nFuzz import\n"), "fuzz.csv")},
+        content_type="multipart/form-data"), 202)["id"]
     lab = FuzzLab(app, {})
     # PATs nobody authenticates with, for DELETE /api/user/pat/{pat_id} to find.
     spare_pats = [lab.new_pat(username, "spare")[1] for username in ("admin", MEMBER)]
@@ -133,6 +138,7 @@ def _make_lab(app: Flask) -> FuzzLab:
         "text": ["Alpha", "F"],
         "value": ["Alpha", "FZ-0001", sample_a],
         "location_id": [location],  # storage (issue 11)
+        "job_id": [import_job],  # imports (issue 22)
     })
     return lab
 

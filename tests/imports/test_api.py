@@ -2,6 +2,7 @@
 files (decisions §15)."""
 from __future__ import annotations
 
+import codecs
 import csv
 import io
 from collections.abc import Callable
@@ -9,15 +10,17 @@ from typing import Any
 
 import openpyxl
 from flask import Flask
-from sqlalchemy import select
+from sqlalchemy import select, update
 
+from labapp import liveness
 from labapp.db import db, transaction
-from labapp.imports import saved
-from labapp.model import Sample
+from labapp.imports import jobs, saved, workers
+from labapp.model import ImportJob, Sample
 from labapp.model.registry import existing_class
 from tests.conftest import ApiClient
 from tests.imports.conftest import actor_of
 from tests.imports.uploading import BAD_CSV, GOOD_CSV, job_of, run_queued, stored, upload
+from tests.test_liveness import held_lock, killed
 
 XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 
@@ -135,6 +138,7 @@ def test_the_annotated_file_adds_each_row_outcome(app: Flask, admin: ApiClient) 
     response = admin.get(f"/api/import/{started['id']}/annotated", query_string={"format": "csv"})
     assert response.status_code == 200 and response.mimetype == "text/csv"
     assert "attachment" in response.headers["Content-Disposition"]
+    assert response.data.startswith(codecs.BOM_UTF8 + b"Name,Volume (mL),Import outcome,")
     rows = _csv_rows(response.data)
     assert rows[0][:2] == ["Name", "Volume (mL)"] and len(rows) == 4
     assert "create" in rows[1] and "error" in rows[2]
@@ -144,6 +148,17 @@ def test_the_annotated_file_adds_each_row_outcome(app: Flask, admin: ApiClient) 
     sheet = openpyxl.load_workbook(io.BytesIO(workbook.data), read_only=True).active
     values = [list(row) for row in sheet.iter_rows(values_only=True)]
     assert values[0][:2] == ["Name", "Volume (mL)"] and "error" in values[2]
+
+
+def test_the_annotated_file_of_a_semicolon_file_is_semicolon_separated(
+        app: Flask, admin: ApiClient) -> None:
+    started = upload(admin, GOOD_CSV)  # Name;Volume (mL);Expiry with decimal commas
+    run_queued(app)
+    response = admin.get(f"/api/import/{started['id']}/annotated")
+    assert response.status_code == 200
+    lines = response.data.decode("utf-8").splitlines()
+    assert lines[0] == "\ufeffName;Volume (mL);Expiry;Import outcome;Import errors"
+    assert lines[1] == "S-1;1,5;2026-03-01;create;"
 
 
 def test_the_template_names_every_importable_field(admin: ApiClient) -> None:
@@ -189,3 +204,34 @@ def test_rows_matched_by_a_field_update_their_entities(app: Flask, admin: ApiCli
     assert job["counts"] == {"create": 1, "update": 1, "unchanged": 0, "error": 0}
     assert job["rows"]["data"][0]["entityID"] == made.get_json()["entities"][0]["id"]
     assert _samples(app)["M-1"].amount == 4
+
+
+def test_a_job_tells_whether_a_worker_runs_it(app: Flask, admin: ApiClient) -> None:
+    started = upload(admin, GOOD_CSV)
+    queued = job_of(admin, started["id"])
+    assert queued["worker"] == {"alive": False, "message": workers.NO_WORKER}
+    assert "`flask --app labapp worker`" in workers.NO_WORKER
+    with app.app_context():
+        folder = liveness.folder()
+        with liveness.holding():
+            assert job_of(admin, started["id"])["worker"] == {"alive": True, "message": None}
+    with held_lock(folder) as (dead, process):
+        with app.app_context():
+            assert jobs.claim(started["id"]) == started["id"]
+        with app.app_context(), transaction():
+            db.session.execute(update(ImportJob).where(ImportJob.id == started["id"])
+                               .values(worker=dead))
+        assert job_of(admin, started["id"])["worker"] == {"alive": True, "message": None}
+        killed(process)
+    stranded = job_of(admin, started["id"])
+    assert stranded["status"] == "running"
+    assert stranded["worker"]["alive"] is False
+    assert stranded["worker"]["message"].startswith(workers.STOPPED)
+    assert "No worker is running to record it" in stranded["worker"]["message"]
+    with app.app_context(), liveness.holding():
+        # A worker runs: its next look records the failure; until then the job says so.
+        assert job_of(admin, started["id"])["worker"] == {"alive": False,
+                                                          "message": workers.STOPPED}
+        assert jobs.upkeep() is True
+    failed = job_of(admin, started["id"])
+    assert failed["status"] == "failed" and failed["worker"] is None

@@ -10,37 +10,22 @@ from pathlib import Path
 from flask import Flask
 from sqlalchemy import select, update
 
+from labapp import liveness
 from labapp.db import db, transaction
-from labapp.imports import jobs, service, uploads
+from labapp.imports import jobs, uploads, workers
 from labapp.model import ImportJob, ImportRow
 from labapp.model.types import utc_now
 from tests.conftest import ApiClient, run_init
-from tests.imports.conftest import actor_of
-from tests.imports.uploading import GOOD_CSV, job_of, run_queued, upload
+from tests.imports.uploading import GOOD_CSV, job_of, queue_job, run_queued, upload
+from tests.test_liveness import held_lock, killed
 
 WORKERS = 4
-
-
-def _queue(app: Flask, text: str = GOOD_CSV, *, dry_run: bool = True) -> str:
-    """Queue a job as admin through the service, committed (not inside a test's rollback)."""
-    with app.app_context():
-        folder = uploads.folder()
-        path = folder / "queued.csv"
-        path.write_text(text, encoding="utf-8")
-        with path.open("rb") as stream:
-            received = uploads.receive(stream)
-        path.unlink()
-        with transaction():
-            job = service.start_import(actor_of("admin"), received, service.ImportRequest(
-                eclass="Sample", filename="samples.csv", dry_run=dry_run))
-        db.session.remove()
-        return job.id
 
 
 def test_two_workers_racing_for_a_job_take_it_once(fresh_app: Callable[..., Flask]) -> None:
     app = fresh_app()
     run_init(app)
-    job_id = _queue(app)
+    job_id = queue_job(app)
     start = threading.Barrier(WORKERS)
     taken: list[str | None] = []
 
@@ -72,7 +57,7 @@ def test_the_worker_runs_a_queued_commit_and_records_progress(
     app = fresh_app()
     run_init(app)
     rows = "Name\n" + "".join(f"S-{number}\n" for number in range(1, 1201))
-    job_id = _queue(app, rows, dry_run=False)
+    job_id = queue_job(app, rows, dry_run=False)
     with app.app_context():
         seen: list[tuple[str, int, int | None]] = []
         assert jobs.claim() == job_id
@@ -128,16 +113,60 @@ def test_finished_jobs_go_with_their_files_after_a_while(app: Flask, admin: ApiC
     assert job_of(admin, recent["id"])["status"] == "done"
 
 
-def test_a_job_its_worker_abandoned_fails_in_the_hourly_upkeep(
-        app: Flask, admin: ApiClient) -> None:
-    abandoned, running = upload(admin, GOOD_CSV), upload(admin, GOOD_CSV)
+def _claimed_by(app: Flask, job_id: str, worker: str | None, *,
+                started_ago: timedelta = timedelta(0)) -> None:
+    """Record ``worker`` as the process running the job, started ``started_ago``."""
+    with app.app_context(), transaction():
+        db.session.execute(update(ImportJob).where(ImportJob.id == job_id).values(
+            worker=worker, started_utc=utc_now() - started_ago))
+
+
+def test_a_job_whose_worker_is_gone_fails_at_the_next_look(app: Flask,
+                                                           admin: ApiClient) -> None:
+    killed_job, live, elsewhere, old_elsewhere, unnamed = (
+        upload(admin, GOOD_CSV) for _ in range(5))
     with app.app_context():
-        assert jobs.claim(abandoned["id"]) == abandoned["id"]
+        for job in (killed_job, live, elsewhere, old_elsewhere, unnamed):
+            assert jobs.claim(job["id"]) == job["id"]
+        own = db.session.get(ImportJob, live["id"]).worker
+        assert liveness.state(own) == liveness.ALIVE, "a claim records this process"
+        folder = liveness.folder()
+    long_ago = jobs.ABANDONED + timedelta(minutes=1)
+    with held_lock(folder) as (dead, process):
+        _claimed_by(app, killed_job["id"], dead)
+        with app.app_context():
+            assert jobs.fail_stopped() is False, "its worker still runs"
+        killed(process)
+    _claimed_by(app, elsewhere["id"], "worker_other-host.example_7_0123456789ab")
+    _claimed_by(app, old_elsewhere["id"], "worker_other-host.example_7_0123456789ab",
+                started_ago=long_ago)
+    _claimed_by(app, unnamed["id"], None, started_ago=long_ago)
+    with app.app_context():
+        assert jobs.upkeep() is True, "failing a job is work"
+        assert jobs.upkeep() is False
+    failed = job_of(admin, killed_job["id"])
+    assert failed["status"] == "failed" and failed["error"] == workers.STOPPED
+    assert failed["finishedUtc"] and failed["worker"] is None
+    assert failed["rows"]["total"] == 0
+    assert job_of(admin, live["id"])["status"] == "running"
+    assert job_of(admin, elsewhere["id"])["status"] == "running", "cannot be told: waits"
+    assert job_of(admin, elsewhere["id"])["worker"] == {"alive": None, "message": None}
+    for abandoned in (old_elsewhere, unnamed):
+        assert job_of(admin, abandoned["id"])["error"] == workers.STOPPED
+
+
+def test_the_hourly_upkeep_sweeps_the_files_of_gone_workers(app: Flask,
+                                                            admin: ApiClient) -> None:
+    running = upload(admin, GOOD_CSV)
+    with app.app_context():
+        folder = liveness.folder()
         assert jobs.claim(running["id"]) == running["id"]
-        with transaction():
-            db.session.execute(update(ImportJob).where(ImportJob.id == abandoned["id"]).values(
-                started_utc=utc_now() - jobs.ABANDONED - timedelta(minutes=1)))
-        assert jobs.purge_finished() is True
-    failed = job_of(admin, abandoned["id"])
-    assert failed["status"] == "failed" and "worker stopped" in failed["error"]
-    assert job_of(admin, running["id"])["status"] == "running"
+    with held_lock(folder) as (named, first), held_lock(folder) as (unnamed, second):
+        # A job of a worker whose file another host may still have to ask keeps the file.
+        _claimed_by(app, running["id"], named)
+        killed(first)
+        killed(second)
+        with app.app_context():
+            assert jobs.purge_finished() is True
+            assert jobs.purge_finished() is False
+    assert (folder / f"{named}.lock").exists() and not (folder / f"{unnamed}.lock").exists()

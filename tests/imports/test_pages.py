@@ -8,13 +8,15 @@ from io import BytesIO
 from typing import Any
 
 from flask import Flask
-from sqlalchemy import select
+from sqlalchemy import select, update
 
-from labapp.db import db
-from labapp.imports import uploads
+from labapp import liveness
+from labapp.db import db, transaction
+from labapp.imports import jobs, uploads
 from labapp.model import ImportJob, Sample, SavedMapping
 from tests.conftest import ApiClient
 from tests.imports.uploading import BAD_CSV, GOOD_CSV, run_queued, upload_files
+from tests.test_liveness import held_lock, killed
 
 
 def _upload(client: ApiClient, content: str, eclass: str = "Sample") -> Any:
@@ -117,3 +119,31 @@ def test_a_failed_job_says_why_and_offers_no_rows(app: Flask, admin: ApiClient,
     page = browser.get(job_url).data.decode()
     assert 'id="import-failed"' in page and "no longer stored" in page
     assert 'id="annotated-csv"' not in page and 'id="import-counts"' not in page
+
+
+def test_the_job_page_says_when_no_worker_will_run_it(
+        app: Flask, admin: ApiClient, api_as: Callable[..., ApiClient]) -> None:
+    browser = _cookie_admin(admin, api_as)
+    job_url = browser.post(_upload(browser, GOOD_CSV).headers["Location"],
+                           data={"column-0": "name"}).headers["Location"]
+    job_id = job_url.rsplit("/", 1)[1]
+    waiting = browser.get(job_url, headers={"HX-Request": "true"}).data.decode()
+    assert 'id="import-worker"' in waiting and "flash-warning" in waiting
+    assert "<code>flask --app labapp worker</code>" in waiting and "`" not in waiting
+    assert 'hx-trigger="every 500ms"' in waiting, "it still looks for a worker"
+    with app.app_context():
+        folder = liveness.folder()
+        with liveness.holding():
+            assert 'id="import-worker"' not in browser.get(job_url).data.decode()
+    with held_lock(folder) as (dead, process):
+        with app.app_context():
+            assert jobs.claim(job_id) == job_id
+        with app.app_context(), transaction():
+            db.session.execute(update(ImportJob).where(ImportJob.id == job_id)
+                               .values(worker=dead))
+        assert 'id="import-worker"' not in browser.get(job_url).data.decode()
+        killed(process)
+    stranded = browser.get(job_url).data.decode()
+    assert 'id="import-worker"' in stranded and "flash-error" in stranded
+    assert "The worker stopped while it ran this import; nothing was written." in stranded
+    assert "<code>flask --app labapp worker</code>" in stranded

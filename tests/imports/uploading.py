@@ -9,10 +9,11 @@ from typing import Any
 from flask import Flask
 from sqlalchemy import func, select
 
-from labapp.db import db
-from labapp.imports import jobs
+from labapp.db import db, transaction
+from labapp.imports import jobs, service, uploads
 from labapp.model import Entity, ImportJob, ImportRow
 from tests.conftest import ApiClient
+from tests.imports.conftest import actor_of
 
 GOOD_CSV = "Name;Volume (mL);Expiry\nS-1;1,5;2026-03-01\nS-2;0,25;24.12.2026\nS-3;2;2026-05-05\n"
 BAD_CSV = "Name,Volume (mL)\nS-1,1.5\nS-2,lots\nS-3,2\n"
@@ -27,6 +28,22 @@ def upload(api: ApiClient, content: str | bytes, *, name: str = "samples.csv",
     assert response.status_code == status, response.get_json()
     body: dict[str, Any] = response.get_json()
     return body
+
+
+def queue_job(app: Flask, text: str = GOOD_CSV, *, dry_run: bool = True) -> str:
+    """Queue a job as admin through the service, committed (not inside a test's rollback):
+    its id."""
+    with app.app_context():
+        path = uploads.folder() / "queued.csv"
+        path.write_text(text, encoding="utf-8")
+        with path.open("rb") as stream:
+            received = uploads.receive(stream)
+        path.unlink()
+        with transaction():
+            job = service.start_import(actor_of("admin"), received, service.ImportRequest(
+                eclass="Sample", filename="samples.csv", dry_run=dry_run))
+        db.session.remove()
+        return job.id
 
 
 def run_queued(app: Flask) -> int:

@@ -1,0 +1,137 @@
+"""Which processes run jobs (``labapp.liveness``): a lock file each, held while the process
+lives and dropped by the kernel when it dies, ``kill -9`` included; probing it never takes
+the lock from its holder, and a worker that stops removes its file."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from flask import Flask
+
+from labapp import liveness
+from tests.search.test_workers import ROOT
+
+HOLD = ("import sys; from pathlib import Path; from labapp.liveness import Lock; "
+        "lock = Lock(Path(sys.argv[1]), sys.argv[2]); print(lock.id, flush=True); "
+        "sys.stdin.read()")
+
+
+@contextmanager
+def held_lock(folder: Path, role: str = liveness.WORKER) -> Iterator[tuple[str, subprocess.Popen]]:
+    """Another process holding a lock of ``role`` in ``folder``: (its id, the process). It
+    holds it until its stdin closes; kill it to see the lock dropped."""
+    process = subprocess.Popen([sys.executable, "-c", HOLD, str(folder), role], cwd=ROOT,
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout is not None
+        process_id = process.stdout.readline().strip()
+        assert process_id, "the holder printed no id"
+        yield process_id, process
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.communicate(timeout=30)
+
+
+def killed(process: subprocess.Popen) -> None:
+    """SIGKILL: the process gets no chance to clean up."""
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait(timeout=30)
+
+
+@pytest.fixture
+def instance_app(fresh_app: Callable[..., Flask]) -> Iterator[Flask]:
+    """An application (no schema needed) inside its context."""
+    app = fresh_app()
+    with app.app_context():
+        yield app
+
+
+def test_a_killed_process_is_gone_at_once(instance_app: Flask) -> None:
+    with held_lock(liveness.folder()) as (process_id, process):
+        parsed = liveness.ProcessId.parse(process_id)
+        assert parsed is not None
+        assert (parsed.role, parsed.host, parsed.pid) == (
+            "worker", liveness.host_name(), process.pid)
+        assert liveness.state(process_id) == liveness.ALIVE
+        assert liveness.alive() == [parsed]
+        killed(process)
+        assert liveness.state(process_id) == liveness.GONE
+        assert liveness.alive() == []
+        assert (liveness.folder() / f"{process_id}.lock").exists()
+        assert liveness.sweep(keep={process_id}) == 0, "a file a job names is kept"
+        assert liveness.sweep() == 1
+        assert not (liveness.folder() / f"{process_id}.lock").exists()
+        assert liveness.state(process_id) == liveness.GONE, "no file of this host: gone"
+
+
+def test_probes_at_once_never_take_a_live_lock(instance_app: Flask) -> None:
+    with held_lock(liveness.folder()) as (process_id, _process):
+        states: list[str] = []
+        start = threading.Barrier(8)
+
+        def probe() -> None:
+            with instance_app.app_context():
+                start.wait(timeout=30)
+                states.extend(liveness.state(process_id) for _ in range(200))
+
+        probers = [threading.Thread(target=probe) for _ in range(8)]
+        for prober in probers:
+            prober.start()
+        for prober in probers:
+            prober.join(timeout=60)
+        assert states == [liveness.ALIVE] * 1600
+        assert liveness.sweep() == 0
+
+
+def test_only_workers_count_as_workers(instance_app: Flask) -> None:
+    with held_lock(liveness.folder(), liveness.IMPORT) as (process_id, _process):
+        assert liveness.state(process_id) == liveness.ALIVE
+        assert liveness.alive() == [] and liveness.alive(liveness.IMPORT) != []
+
+
+def test_what_cannot_be_probed_is_unknown(instance_app: Flask) -> None:
+    elsewhere = "worker_other-host.example_4242_0123456789ab"
+    assert liveness.state(elsewhere) == liveness.UNKNOWN
+    assert liveness.state(f"worker_{liveness.host_name()}_4242_0123456789ab") == liveness.GONE
+    for malformed in (None, "", "worker_../../etc_1_0123456789ab", "worker_host_1",
+                      "someone_host_1_0123456789ab", "worker_host_x_0123456789ab"):
+        assert liveness.state(malformed) == liveness.UNKNOWN
+
+
+def test_the_worker_loop_holds_its_lock_and_removes_it(instance_app: Flask) -> None:
+    with liveness.holding() as worker:
+        assert liveness.own_id() == str(worker)
+        assert liveness.state(str(worker)) == liveness.ALIVE
+        assert liveness.alive() == [worker]
+    assert not list(liveness.folder().glob("*.lock"))
+    assert liveness.state(str(worker)) == liveness.GONE
+    own = liveness.own_id()
+    assert own.startswith("import_") and liveness.own_id() == own
+    assert liveness.state(own) == liveness.ALIVE and liveness.alive() == []
+
+
+def test_threads_claiming_at_once_share_one_lock(instance_app: Flask) -> None:
+    start = threading.Barrier(8)
+    ids: list[str] = []
+
+    def claim() -> None:
+        with instance_app.app_context():
+            start.wait(timeout=30)
+            ids.append(liveness.own_id())
+
+    claimers = [threading.Thread(target=claim) for _ in range(8)]
+    for claimer in claimers:
+        claimer.start()
+    for claimer in claimers:
+        claimer.join(timeout=60)
+    assert len(ids) == 8 and len(set(ids)) == 1
+    assert liveness.state(ids[0]) == liveness.ALIVE
+    assert [path.name for path in liveness.folder().glob("*.lock")] == [f"{ids[0]}.lock"]
