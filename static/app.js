@@ -404,3 +404,47 @@
     }
   });
 })();
+
+/* Dashboard widgets (templates/dashboards/page.html): each widget body marked data-measure
+ * asks for its content with its own width in CSS pixels (?width=), so a chart's view box is
+ * as wide as the chart is shown and its text stays 12 px at any window width. When a body
+ * becomes narrower than it was drawn for (its text would shrink), or wider by more than a
+ * little, it asks again through the "widget-resized" trigger; until then the chart scales. */
+(function () {
+  "use strict";
+
+  var SLACK = 16;  // pixels of widening not worth a new request
+  var drawnAt = new WeakMap();
+
+  function widthOf(body) { return Math.floor(body.clientWidth); }
+
+  document.addEventListener("htmx:configRequest", function (event) {
+    var body = event.detail.elt;
+    if (!body || !body.matches || !body.matches("[data-measure]")) return;
+    var width = widthOf(body);
+    if (width > 0) {
+      event.detail.parameters.width = width;
+      drawnAt.set(body, width);
+    }
+  });
+
+  if (!window.ResizeObserver) return;
+  var waiting = null;
+  var observer = new ResizeObserver(function () {
+    clearTimeout(waiting);
+    waiting = setTimeout(function () {
+      document.querySelectorAll("[data-measure]").forEach(function (body) {
+        var drawn = drawnAt.get(body);
+        var width = widthOf(body);
+        if (drawn !== undefined && (width < drawn || width > drawn + SLACK) && window.htmx) {
+          window.htmx.trigger(body, "widget-resized");
+        }
+      });
+    }, 200);
+  });
+  document.addEventListener("DOMContentLoaded", function () {
+    document.querySelectorAll("[data-measure]").forEach(function (body) {
+      observer.observe(body);
+    });
+  });
+})();

@@ -15,7 +15,7 @@ from typing import Any
 
 from werkzeug.datastructures import MultiDict
 
-from labapp.dashboards.schemas import GRID_COLUMNS, min_columns
+from labapp.dashboards.schemas import GRID_COLUMNS, MIN_COLUMNS, min_columns
 from labapp.dashboards.service import SHARE_FIELDS
 from labapp.dashboards.widgets import WIDGETS
 
@@ -115,6 +115,37 @@ def new_widget(plugin: str, widgets: list[dict[str, Any]]) -> dict[str, Any]:
     return {"plugin": {"app": "labapp", "plugin": plugin}, "header": None, "config": config,
             "gridster": {"x": 0, "y": bottom, "cols": max(GRID_COLUMNS // 2, min_columns(plugin)),
                          "rows": NEW_ROWS}}
+
+
+def widened(widgets: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], set[int]]:
+    """The widgets of a stored dashboard as the editor opens them: each narrower than its
+    kind's minimum made that wide (moved left when the grid's edge needs it; the page's
+    script then moves what it lands on down), and the indexes of those widened."""
+    shown, changed = [], set()
+    for index, widget in enumerate(widgets):
+        grid = widget["gridster"]
+        least = min_columns(widget["plugin"]["plugin"])
+        if grid["cols"] < least:
+            grid = {**grid, "cols": least, "x": min(grid["x"], GRID_COLUMNS - least)}
+            changed.add(index)
+        shown.append({**widget, "gridster": grid})
+    return shown, changed
+
+
+def size_errors(widgets: list[dict[str, Any]]) -> list[dict[str, str]]:
+    """The editor's own rule (the API takes any width): each widget narrower than its kind's
+    minimum (:data:`MIN_COLUMNS`), as the API words a refused field."""
+    errors = []
+    for index, widget in enumerate(widgets):
+        kind = widget["plugin"]["plugin"]
+        columns = widget["gridster"]["cols"]
+        if isinstance(columns, int) and columns < min_columns(kind):
+            noun, least = MIN_COLUMNS[kind]
+            name = widget.get("header") or WIDGETS[kind].title
+            errors.append({"field": f"widgets.{index}.gridster.cols",
+                           "message": f"Widget {name!r}: {noun} needs at least {least} "
+                                      "columns"})
+    return errors
 
 
 def card_of(widget: dict[str, Any]) -> dict[str, Any]:
