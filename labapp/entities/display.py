@@ -238,6 +238,12 @@ def person(user_id: str | None, names: Names) -> Markup:
     return show(reference(user_id, names)) if user_id else Markup("")
 
 
+def named(entity_id: str | None, names: Names) -> Markup:
+    """Any entity shown by name, linked, its id beside; its id alone when the viewer may
+    not see it (the ``named`` template filter)."""
+    return show(reference(entity_id, names)) if entity_id else Markup("")
+
+
 @dataclass(frozen=True)
 class AuditRow:
     """One changed field of one audit event: the field's ``label`` (``key`` kept for an

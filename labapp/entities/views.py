@@ -59,6 +59,7 @@ bp.add_app_template_filter(display.text, "entity_text")
 bp.add_app_template_filter(display.show, "show")
 bp.add_app_template_filter(display.moment, "moment")
 bp.add_app_template_filter(display.person, "person")
+bp.add_app_template_filter(display.named, "named")
 bp.add_app_template_filter(words_of, "words")
 
 LIST_TEMPLATE = "entities/list.html"
