@@ -12,9 +12,9 @@ every cell but ids, numbers, dates and marks break anywhere), so no kept column 
 wider than its share.
 
 Value, for a lab member reading a list: the column the list is sorted by, then where an item
-is, when it expires or is due, its status, who it is assigned to, how much is left, then the
-other fields in their order, and last what identifies or describes it again (barcode,
-description, type) and the bookkeeping.
+is, when it expires or is due, how much is left (the marks "low" and "empty" sit there), its
+status, who it is assigned to, then the other fields in their order, and last what
+identifies or describes it again (barcode, description, type) and the bookkeeping.
 """
 from __future__ import annotations
 
@@ -28,10 +28,10 @@ SMALLEST, LARGEST = 8, 80
 """The range of widths (rem) the stylesheet has classes for: a column that needs more than
 the largest is left out at any width the page's main column (75 rem at most) can have."""
 ALWAYS_SHOWN = ("id", "name")
-FIRST = ("locationID", "expiryDate", "dueDate", "status", "assigneeID", "amount", "priority")
+FIRST = ("locationID", "expiryDate", "dueDate", "amount", "status", "assigneeID", "priority")
 LAST = ("barcode", "description", "type", "eClass", "version", "createdBy", "createdUtc",
         "modifiedBy", "modifiedUtc")
-_WIDTH_OF_NAME = {"id": 6.0, "name": 9.5, "locationID": 10.0, "status": 6.5}
+_WIDTH_OF_NAME = {"id": 6.0, "name": 9.0, "locationID": 9.5, "status": 6.5}
 _WIDTH_OF_TYPE = {"ref": 9.0, "date": 6.5, "datetime": 10.0, "int": 6.0, "float": 6.0,
                   "bool": 4.5, "json": 10.0}
 _DEFAULT_WIDTH = 9.0

@@ -24,6 +24,7 @@ from labapp.db import transaction
 from labapp.entities.reading import visible_names
 from labapp.entities.service import save_batch
 from labapp.errors import AppError, Conflict, InvalidInput, NotFound
+from labapp.reading.wording import words_of
 from labapp.storage import checkin, labels, log, moves, service, slots
 from labapp.storage import tree as storage_tree
 from labapp.web.blocks import is_htmx, render_block, render_page
@@ -193,7 +194,7 @@ def _refuse_closed(eclass: str, item_id: str, item: str) -> None:
     """Refuse (until confirmed) to store an item whose workflow is over."""
     status = service.closed_status(eclass, item_id)
     if status is not None:
-        raise NeedsConfirmation(f"{item} is {status}. Store it anyway?")
+        raise NeedsConfirmation(f"{item} is {words_of(status)}. Store it anyway?")
 
 
 def _where(actor: Actor, place: tuple[str | None, str | None]) -> str:
@@ -271,7 +272,9 @@ def check_out(location_id: str) -> BaseResponse:
             checkin.check_out(actor, [item])
     except AppError as error:
         return _location_page(actor, location_id, status=error.status, error=error.detail)
-    flash(f"{item['eClass']} {item['id']} checked out.", "success")
+    name = visible_names(actor, [item["id"]]).get(item["id"], ("", ""))[1]
+    said = f"{item['eClass']} {item['id']}" + (f" ({name})" if name else "")
+    flash(f"{said} checked out.", "success")
     return redirect(url_for("storage_views.location", location_id=location_id))
 
 
