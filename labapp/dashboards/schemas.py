@@ -18,13 +18,17 @@ MIN_COLUMNS = {"status-counts": ("a status chart", 6),
                "created-per-week": ("a per-week chart", 6),
                "storage-usage": ("a storage chart", 6),
                "alerts": ("an alerts list", 4)}
-"""The narrowest a widget of each kind may be, in grid columns, with what the error calls
-it (charts: their labels and values stay readable); kinds not named may be 1 column."""
+"""The narrowest a widget of each kind is drawn (the page, ``layout``) and arranged (the
+editor) at, in grid columns, with what the editor's error calls it (charts: their labels and
+values stay readable); kinds not named may be 1 column. The API stores narrower widths:
+earlier clients saved them."""
 
 
 def min_columns(kind: str) -> int:
-    """The fewest grid columns a widget of ``kind`` may span (:data:`MIN_COLUMNS`)."""
+    """The fewest grid columns a widget of ``kind`` is drawn at (:data:`MIN_COLUMNS`)."""
     return MIN_COLUMNS[kind][1] if kind in MIN_COLUMNS else 1
+
+
 _ID = validate.Length(min=1, max=64)
 
 
