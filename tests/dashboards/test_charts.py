@@ -155,6 +155,9 @@ def test_a_measured_width_is_the_view_box_and_too_narrow_a_width_shows_the_table
     assert narrow.count('<tr><th scope="row">') == 26 and "Too narrow for a chart" in narrow
     table = html(browser, url + "0?width=600&table=1")
     assert "<svg" not in table and '<th scope="row">Initial</th><td>1</td>' in table
+    for junk in ("?heading=99", "?heading=x", "?table=yes&width=1e9", "?width=" + "9" * 5000):
+        assert "<svg" in html(browser, url + "0" + junk), junk
+    html(browser, url + "0?width=%00%01", 400)  # control characters: the app's 400
 
 
 def test_bars_too_narrow_to_name_make_a_table_and_statuses_are_said_in_words(

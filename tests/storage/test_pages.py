@@ -286,6 +286,11 @@ def test_a_slot_named_in_the_address_is_highlighted(browser: FlaskClient,
     assert "slot-shown" in cell(after, "A2") and "slot-highlight" in cell(after, "A3")
     outside = html(browser.get(url, query_string={"slot": "D5"}))
     assert 'aria-current="true"' not in outside
+    for junk in ("A" * 10000 + "1", "ZZZZ9999", "<b>A1</b>", "a01"):
+        answer = browser.get(url, query_string={"slot": junk})
+        assert answer.status_code == 200, junk
+        assert html(answer).count('aria-current="true"') == (1 if junk == "a01" else 0), junk
+    assert browser.get(url, query_string={"slot": "\x00\x01A1"}).status_code == 400
 
 
 def test_contents_sort_by_slot_as_people_read_a_box(browser: FlaskClient,
