@@ -15,7 +15,7 @@ from typing import Any
 
 from werkzeug.datastructures import MultiDict
 
-from labapp.dashboards.schemas import GRID_COLUMNS, MIN_COLUMNS, min_columns
+from labapp.dashboards.schemas import GRID_COLUMNS, min_columns
 from labapp.dashboards.service import SHARE_FIELDS
 from labapp.dashboards.widgets import WIDGETS
 
@@ -130,22 +130,6 @@ def widened(widgets: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], set[in
             changed.add(index)
         shown.append({**widget, "gridster": grid})
     return shown, changed
-
-
-def size_errors(widgets: list[dict[str, Any]]) -> list[dict[str, str]]:
-    """The editor's own rule (the API takes any width): each widget narrower than its kind's
-    minimum (:data:`MIN_COLUMNS`), as the API words a refused field."""
-    errors = []
-    for index, widget in enumerate(widgets):
-        kind = widget["plugin"]["plugin"]
-        columns = widget["gridster"]["cols"]
-        if isinstance(columns, int) and columns < min_columns(kind):
-            noun, least = MIN_COLUMNS[kind]
-            name = widget.get("header") or WIDGETS[kind].title
-            errors.append({"field": f"widgets.{index}.gridster.cols",
-                           "message": f"Widget {name!r}: {noun} needs at least {least} "
-                                      "columns"})
-    return errors
 
 
 def card_of(widget: dict[str, Any]) -> dict[str, Any]:

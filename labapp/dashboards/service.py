@@ -14,9 +14,10 @@ from sqlalchemy import ColumnElement, select
 
 from labapp.access import sharing
 from labapp.access.actor import Actor
+from labapp.dashboards.schemas import REFUSED_NARROWER, too_narrow
 from labapp.dashboards.widgets import WIDGETS, ClassGone
 from labapp.db import db
-from labapp.errors import Forbidden, NotFound
+from labapp.errors import Forbidden, InvalidInput, NotFound
 from labapp.model import Dashboard, DashboardShare
 from labapp.model.types import utc_now
 from labapp.notifications.service import DASHBOARD_SHARED, raise_for
@@ -61,10 +62,14 @@ def get_visible(actor: Actor, dashboard_id: str) -> Dashboard:
 def _apply(dashboard: Dashboard, data: dict[str, Any]) -> set[str]:
     """Write the fields and shares of ``data``; returns the users newly shared with.
 
-    Any width the grid allows is stored, also a chart narrower than its kind's minimum
-    (``schemas.MIN_COLUMNS``): earlier clients saved such dashboards, and they must save
-    them back. The page applies the minimum when it draws (``layout``), the editor when it
-    arranges."""
+    Any width the grid allows is stored for a chart, also one narrower than its kind's
+    minimum (``schemas.MIN_COLUMNS``): earlier clients saved such dashboards, and they must
+    save them back. The page applies the minimum when it draws (``layout``), the editor
+    when it arranges. Only the kinds refused narrower since they exist stay 400
+    (``schemas.REFUSED_NARROWER``)."""
+    narrow = too_narrow(data["widgets"], REFUSED_NARROWER)
+    if narrow:
+        raise InvalidInput("A widget is too narrow for its kind.", errors=narrow)
     shares = data["shares"]
     sharing.check_shares(shares, "dashboard")
     dashboard.name = data["name"]

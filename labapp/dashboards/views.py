@@ -23,10 +23,9 @@ from labapp.dashboards.editor import (
     card_of,
     editor_errors,
     new_widget,
-    size_errors,
     widened,
 )
-from labapp.dashboards.schemas import DashboardInputSchema, min_columns
+from labapp.dashboards.schemas import DashboardInputSchema, min_columns, too_narrow
 from labapp.dashboards.widgets import WIDGETS
 from labapp.db import transaction
 from labapp.entities.reading import visible_names
@@ -186,7 +185,7 @@ def _save(actor: Actor, dashboard_id: str | None) -> BaseResponse:
         return _editor(actor, board, body, [])
     try:
         loaded = DashboardInputSchema().load(body)
-        narrow = size_errors(loaded["widgets"])
+        narrow = too_narrow(loaded["widgets"])
         if narrow:
             return _editor(actor, board, body, narrow, 400)
         with transaction():

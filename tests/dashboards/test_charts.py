@@ -89,8 +89,7 @@ def test_every_width_the_api_took_before_is_stored_and_saved_back(
     narrow = [widget("note", {"markdown": "hi"}, cols=2),
               widget("status-counts", {"eClass": "Sample"}, x=2, cols=4, header="Status"),
               widget("created-per-week", {"eClass": "Sample"}, x=6, cols=1),
-              widget("storage-usage", {}, x=7, cols=5, y=4),
-              widget("alerts", {}, x=0, y=8, cols=1)]
+              widget("storage-usage", {}, x=7, cols=5, y=4)]
     stored = created(alice, board("From an older install", narrow))
     assert [item["gridster"] for item in stored["widgets"]] == [
         item["gridster"] for item in narrow]
@@ -102,6 +101,14 @@ def test_every_width_the_api_took_before_is_stored_and_saved_back(
     wider = alice.put(f"/api/dashboard/{stored['id']}", json=board("Still 12 at most", [
         widget("status-counts", {"eClass": "Sample"}, x=8, cols=5)]))
     assert_problem(wider, 400, "validation_failed", errors=True)
+    # The alerts list was refused narrower than 4 columns since it exists: it still is.
+    alerts = alice.put(f"/api/dashboard/{stored['id']}", json=board("Alerts", [
+        widget("alerts", {}, cols=3, header="Watch")]))
+    problem = assert_problem(alerts, 400, "invalid_input", errors=True)
+    assert problem["errors"] == [{"field": "widgets.0.gridster.cols", "message":
+                                  "Widget 'Watch': an alerts list needs at least 4 columns"}]
+    assert [item["gridster"] for item in alice.get("/api/dashboard").get_json()[0]["widgets"]
+            ] == [item["gridster"] for item in narrow]
 
 
 def test_the_editor_shows_the_size_error(app: Flask, member: Callable[..., ApiClient]) -> None:
