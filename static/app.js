@@ -351,18 +351,18 @@
 
 /* The box grid of a location page (templates/storage/location.html): a free slot chosen
  * with a tap, click or Enter becomes the slot the one scan field stores into, without
- * reloading; the slot a link asked to see (?slot=C4) is scrolled into view. Without
+ * reloading (it carries the highlight and the word "chosen"); the slot a link asked to see
+ * (?slot=C4, aria-current) is scrolled into view and keeps its own mark. Without
  * JavaScript a free slot is a link that reloads the page with that slot chosen. */
 (function () {
   "use strict";
 
-  function highlight(cell) {
-    document.querySelectorAll(".box-grid .slot-highlight").forEach(function (old) {
-      old.classList.remove("slot-highlight");
-      old.removeAttribute("aria-current");
-    });
-    cell.classList.add("slot-highlight");
-    cell.setAttribute("aria-current", "true");
+  // The chosen slot is highlighted; the one the link asked for keeps a mark of its own.
+  function mark(cell, chosen) {
+    cell.classList.toggle("slot-highlight", chosen);
+    cell.classList.toggle("slot-shown", !chosen && cell.hasAttribute("aria-current"));
+    var word = cell.querySelector(".slot-state");
+    if (word) word.textContent = chosen ? "chosen" : "free";
   }
 
   document.addEventListener("click", function (event) {
@@ -373,12 +373,15 @@
     var position = link.getAttribute("data-choose-slot");
     document.getElementById("slot-position").value = position;
     document.getElementById("slot-chosen").textContent = "slot " + position;
-    highlight(link.closest("td"));
+    document.querySelectorAll(".box-grid .slot-highlight").forEach(function (old) {
+      mark(old, false);
+    });
+    mark(link.closest("td"), true);
     field.focus();
   });
 
   document.addEventListener("DOMContentLoaded", function () {
-    var shown = document.querySelector(".box-grid .slot-highlight");
+    var shown = document.querySelector(".box-grid [aria-current]");
     if (shown) shown.scrollIntoView({ block: "nearest" });
   });
 })();
@@ -402,5 +405,49 @@
     } else {
       selectIt();
     }
+  });
+})();
+
+/* Dashboard widgets (templates/dashboards/page.html): each widget body marked data-measure
+ * asks for its content with its own width in CSS pixels (?width=), so a chart's view box is
+ * as wide as the chart is shown and its text stays 12 px at any window width. When a body
+ * becomes narrower than it was drawn for (its text would shrink), or wider by more than a
+ * little, it asks again through the "widget-resized" trigger; until then the chart scales. */
+(function () {
+  "use strict";
+
+  var SLACK = 16;  // pixels of widening not worth a new request
+  var drawnAt = new WeakMap();
+
+  function widthOf(body) { return Math.floor(body.clientWidth); }
+
+  document.addEventListener("htmx:configRequest", function (event) {
+    var body = event.detail.elt;
+    if (!body || !body.matches || !body.matches("[data-measure]")) return;
+    var width = widthOf(body);
+    if (width > 0) {
+      event.detail.parameters.width = width;
+      drawnAt.set(body, width);
+    }
+  });
+
+  if (!window.ResizeObserver) return;
+  var waiting = null;
+  var observer = new ResizeObserver(function () {
+    clearTimeout(waiting);
+    waiting = setTimeout(function () {
+      document.querySelectorAll("[data-measure]").forEach(function (body) {
+        var drawn = drawnAt.get(body);
+        var width = widthOf(body);
+        if (drawn !== undefined && (width < drawn || width > drawn + SLACK) && window.htmx) {
+          window.htmx.trigger(body, "widget-resized");
+        }
+      });
+    }, 200);
+  });
+  document.addEventListener("DOMContentLoaded", function () {
+    document.querySelectorAll("[data-measure]").forEach(function (body) {
+      observer.observe(body);
+    });
   });
 })();

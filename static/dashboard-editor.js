@@ -5,7 +5,11 @@
  * - Drag a card by its name to move it, by its lower right corner to resize it (pointer
  *   events); a focused name moves with the arrow keys and resizes with Shift+arrows. Each
  *   change is announced in #grid-status; a card never gets narrower than its kind allows
- *   (data-min-cols), and cards it lands on move down out of its way.
+ *   (data-min-cols), and cards it lands on move down out of its way. A card goes no lower
+ *   than just below the others, and rows no card covers are closed up (as the page draws
+ *   them, labapp/dashboards/layout.py), so no band of empty grid opens above Save.
+ * - A chart the server widened to its kind's minimum (data-widened: saved narrower by an
+ *   earlier client) moves down the cards it now covers.
  * - "Settings" opens the card's <dialog> (only that kind's fields); "Add widget" adds a card
  *   of the chosen kind (from its <template>) and opens its settings; "Remove" hides a card
  *   and ticks its w<n>-remove box, with an Undo.
@@ -21,7 +25,6 @@
   var COLUMNS = parseInt(form.getAttribute("data-grid-columns"), 10) || 12;
   var MAX_Y = 1000;
   var MAX_ROWS = 50;
-  var SPARE_ROWS = 4;
   var grid = document.getElementById("editor-grid");
   var status = document.getElementById("grid-status");
   var undoBar = document.getElementById("undo-bar");
@@ -69,14 +72,36 @@
     place(card, box);
   }
 
-  // Enough rows below the lowest card to drag one further down.
-  function fitRows() {
-    var bottom = cards().reduce(function (low, card) {
+  // The row below the lowest card, leaving ``except`` out.
+  function bottom(except) {
+    return cards().reduce(function (low, card) {
+      if (card === except) return low;
       var box = read(card);
       return Math.max(low, box.y + box.rows);
     }, 0);
-    grid.style.gridTemplateRows = "repeat(" + (bottom + SPARE_ROWS) + ", 3.5rem)";
+  }
+
+  // As many rows as the cards cover.
+  function fitRows() {
+    grid.style.gridTemplateRows = "repeat(" + Math.max(bottom(null), 1) + ", 3.5rem)";
     document.getElementById("grid-empty").hidden = cards().length > 0;
+  }
+
+  // Rows no card covers are removed: the cards below them move up.
+  function closeUp() {
+    var boxes = cards().map(function (card) { return { card: card, box: read(card) }; });
+    var covered = {};
+    boxes.forEach(function (item) {
+      for (var row = item.box.y; row < item.box.y + item.box.rows; row++) covered[row] = true;
+    });
+    boxes.forEach(function (item) {
+      var empty = 0;
+      for (var row = 0; row < item.box.y; row++) if (!covered[row]) empty++;
+      if (empty) {
+        item.box.y -= empty;
+        write(item.card, item.box);
+      }
+    });
   }
 
   function overlap(a, b) {
@@ -100,10 +125,12 @@
     }
   }
 
-  function settle(card, message) {
+  // After a change: cards out of the way, empty rows closed, then said where it ended.
+  function settle(card, say) {
     makeRoom(card);
+    closeUp();
     fitRows();
-    status.textContent = message;
+    status.textContent = say(card);
   }
 
   function moved(card) {
@@ -154,7 +181,7 @@
       box.rows = clamp(cell.row - box.y + 1, 1, MAX_ROWS);
     } else {
       box.x = clamp(box.x + cell.col - drag.start.col, 0, COLUMNS - box.cols);
-      box.y = clamp(box.y + cell.row - drag.start.row, 0, MAX_Y);
+      box.y = clamp(box.y + cell.row - drag.start.row, 0, Math.min(bottom(drag.card), MAX_Y));
     }
     write(drag.card, box);
     fitRows();
@@ -165,7 +192,7 @@
     var done = drag;
     drag = null;
     done.card.classList.remove("dragging");
-    if (done.active) settle(done.card, done.resize ? resized(done.card) : moved(done.card));
+    if (done.active) settle(done.card, done.resize ? resized : moved);
   }
   grid.addEventListener("pointerup", endDrag);
   grid.addEventListener("pointercancel", endDrag);
@@ -185,10 +212,10 @@
       box.rows = clamp(box.rows + step[1], 1, MAX_ROWS);
     } else {
       box.x = clamp(box.x + step[0], 0, COLUMNS - box.cols);
-      box.y = clamp(box.y + step[1], 0, MAX_Y);
+      box.y = clamp(box.y + step[1], 0, Math.min(bottom(card), MAX_Y));
     }
     write(card, box);
-    settle(card, event.shiftKey ? resized(card) : moved(card));
+    settle(card, event.shiftKey ? resized : moved);
   });
 
   // ---- Settings dialogs ----
@@ -225,23 +252,21 @@
     var template = document.getElementById("widget-template-" + kind);
     if (!template) return;  // posts: the server adds the card
     event.preventDefault();
-    var bottom = cards().reduce(function (low, card) {
-      var box = read(card);
-      return Math.max(low, box.y + box.rows);
-    }, 0);
+    var below = bottom(null);
     grid.insertAdjacentHTML("beforeend", template.innerHTML.split("__N__").join(nextNumber()));
     var card = grid.lastElementChild;
     var box = read(card);
-    box.y = bottom;
+    box.y = below;
     write(card, box);
     fitRows();
-    status.textContent = nameOf(card) + " added at column 1, row " + (bottom + 1);
+    status.textContent = nameOf(card) + " added at column 1, row " + (below + 1);
     openSettings(card);
   });
 
   function removeCard(card) {
     input(card, "remove").checked = true;
     card.hidden = true;
+    closeUp();
     fitRows();
     undoBar.textContent = "";
     undoBar.appendChild(document.createTextNode("Removed " + nameOf(card) + ". "));
@@ -255,6 +280,7 @@
       card.hidden = false;
       undoBar.textContent = "";
       makeRoom(card);
+      closeUp();
       fitRows();
       input(card, "title").focus();
     });
@@ -270,6 +296,8 @@
 
   // ---- Start: place the cards, open the settings the server refused ----
   cards().forEach(function (card) { place(card, read(card)); });
+  form.querySelectorAll(".editor-widget[data-widened]").forEach(makeRoom);
+  closeUp();
   fitRows();
   var refused = form.querySelector(".editor-widget[data-open-settings]");
   if (refused) openSettings(refused);

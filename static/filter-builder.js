@@ -45,11 +45,12 @@
     });
   }
 
-  function fillChoices(select, choices, kind) {
+  // A choice shows in words (data-choice-words: a status "InProgress" as "In progress").
+  function fillChoices(select, choices, kind, said) {
     var previous = select.value;
     select.replaceChildren();
-    choices.forEach(function (choice) {
-      var words = kind === "bool" ? (choice === "true" ? "yes" : "no") : choice;
+    choices.forEach(function (choice, at) {
+      var words = kind === "bool" ? (choice === "true" ? "yes" : "no") : (said[at] || choice);
       select.add(new Option(words, choice, false, choice === previous));
     });
   }
@@ -83,7 +84,7 @@
     if (kind !== "ref") byId("builder-ref").value = "";
     closeSuggestions();
     if (listed) {
-      fillChoices(choice, parsed(field, "data-choices"), kind);
+      fillChoices(choice, parsed(field, "data-choices"), kind, parsed(field, "data-choice-words"));
       label.textContent = "Value";
     } else if (DAY_COUNTS.indexOf(op) >= 0) {
       box.type = "number";

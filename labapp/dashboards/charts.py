@@ -1,8 +1,11 @@
 """Chart geometry for the SVG templates: bars and lines in a view box sized to the widget.
 
-The view box is as wide as the widget's column span (:data:`COLUMN_WIDTH` units a column),
-so the text, drawn at a fixed size in view-box units, keeps about its size on screen
-whatever the span, and the axis shows only the labels that fit that width. The template
+The view box is as wide as the widget is on screen: the page sends the width it measured
+(``?width=``, CSS pixels), so a unit of the view box is a pixel and the text, drawn at
+:data:`FONT_SIZE` units, is 12 px whatever the window; without a measured width it is the
+widget's column span (:data:`COLUMN_WIDTH` units a column). The axis shows only the labels
+that fit that width. A chart narrower than :data:`MIN_WIDTH`, or whose bars are too narrow to
+name, is ``as_table``: the page shows its table instead. The template
 (``templates/dashboards/chart.html``) draws what these return; every mark carries its
 label and value in a ``<title>``, each bar series has its own fill pattern, so a chart
 reads without colour, and the same numbers go into a table for screen readers.
@@ -17,9 +20,12 @@ from typing import Any
 HEIGHT = 220
 LEFT, RIGHT, TOP, BOTTOM = 40, 12, 20, 40
 COLUMN_WIDTH = 80
+MIN_WIDTH = 280  # narrower, a chart's 12 px labels no longer fit: its table is shown
+MAX_WIDTH = 4000
 FONT_SIZE = 12
 CHAR_WIDTH = FONT_SIZE * 0.6
 LABEL_GAP = FONT_SIZE
+MIN_LABEL = 3  # characters of a bar's label that must fit under it ("Bo…")
 PATTERNS = ("solid", "hatch", "dots", "cross", "grid", "diagonal")
 
 
@@ -46,7 +52,8 @@ class Mark:
 class Chart:
     """A drawn chart (``kind`` "bars" or "line"): marks, horizontal gridlines ``(y, value)``,
     the line's points (the complete weeks, then the segment into the partial last one) and a
-    one-sentence summary for the ``aria-label``."""
+    one-sentence summary for the ``aria-label``; ``as_table`` when it is too narrow to draw
+    legibly (the page shows its table instead)."""
 
     kind: str
     marks: list[Mark]
@@ -59,11 +66,20 @@ class Chart:
     baseline: float = HEIGHT - BOTTOM
     left: int = LEFT
     font_size: int = FONT_SIZE
+    as_table: bool = False
 
 
 def width_for(columns: int) -> int:
-    """The view-box width of a chart in a widget ``columns`` grid columns wide (1–12)."""
+    """The view-box width of a chart in a widget ``columns`` grid columns wide (1–12), when
+    the page did not say how wide the widget is."""
     return COLUMN_WIDTH * max(1, min(columns, 12))
+
+
+def _view_width(columns: int, width: int | None) -> int:
+    """The view box's width: the measured ``width`` (kept within reason) or the span's."""
+    if width is None:
+        return width_for(columns)
+    return max(1, min(width, MAX_WIDTH))
 
 
 def labels_that_fit(plot_width: float, longest: int) -> int:
@@ -107,12 +123,13 @@ def _shortened(text: str, room: float) -> str:
     return text if len(text) <= chars else text[:max(chars - 1, 1)] + "…"
 
 
-def bars(items: list[dict[str, Any]], *, columns: int = 6,
+def bars(items: list[dict[str, Any]], *, columns: int = 6, width: int | None = None,
          by_capacity: bool = False) -> Chart:
     """Vertical bars of ``items`` (``label``, ``value``; ``capacity`` for fill bars, which
-    are then drawn as a share of the capacity, 0–100 %), in a widget ``columns`` wide.
-    Labels are shortened to their slot; values are written on every bar."""
-    width = width_for(columns)
+    are then drawn as a share of the capacity, 0–100 %), in a widget ``columns`` wide (or
+    ``width`` pixels, when measured). Labels are shortened to their slot; values are written
+    on every bar. Bars too narrow for three characters of their label make it ``as_table``."""
+    width = _view_width(columns, width)
     plot_w, plot_h = width - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
     maximum = 100 if by_capacity else _scale(max([i["value"] for i in items] + [1]))
     slot = plot_w / max(len(items), 1)
@@ -124,19 +141,21 @@ def bars(items: list[dict[str, Any]], *, columns: int = 6,
         marks.append(Mark(str(item["label"]), item["value"], LEFT + n * slot + slot * 0.15,
                           HEIGHT - BOTTOM - height, slot * 0.7, height,
                           PATTERNS[n % len(PATTERNS)], item.get("capacity"),
-                          axis_label=_shortened(str(item["label"]), slot - 2)))
+                          axis_label=_shortened(str(item["label"]), slot - LABEL_GAP)))
     summary = "Bar chart: " + ", ".join(
         f"{mark.label} {mark.value}" + (f" of {mark.capacity}" if mark.capacity else "")
         for mark in marks) if marks else "Bar chart: nothing to show"
-    return Chart("bars", marks, _ticks(maximum), "", width, summary)
+    legible = width >= MIN_WIDTH and slot >= MIN_LABEL * CHAR_WIDTH + LABEL_GAP
+    return Chart("bars", marks, _ticks(maximum), "", width, summary, as_table=not legible)
 
 
-def line(items: list[dict[str, Any]], *, columns: int = 6) -> Chart:
+def line(items: list[dict[str, Any]], *, columns: int = 6, width: int | None = None) -> Chart:
     """A line through the weeks of ``items`` (``label`` the week's Monday as ISO date,
-    ``value``), in a widget ``columns`` wide; the last week is the current, unfinished one
-    and is drawn apart (dashed). Only the axis labels that fit are drawn, and only non-zero
-    values are written, none when more of them than fit."""
-    width = width_for(columns)
+    ``value``), in a widget ``columns`` wide (or ``width`` pixels, when measured); the last
+    week is the current, unfinished one and is drawn apart (dashed). Only the axis labels
+    that fit are drawn, and only non-zero values are written, none when more of them than
+    fit."""
+    width = _view_width(columns, width)
     plot_w, plot_h = width - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
     maximum = _scale(max([i["value"] for i in items] + [1]))
     step = plot_w / max(len(items) - 1, 1)
@@ -151,7 +170,8 @@ def line(items: list[dict[str, Any]], *, columns: int = 6) -> Chart:
              for n, item in enumerate(items)]
     coordinates = [f"{mark.x:.1f},{mark.y:.1f}" for mark in marks]
     return Chart("line", marks, _ticks(maximum), " ".join(coordinates[:-1]), width,
-                 _line_summary(marks, labels), partial_points=" ".join(coordinates[-2:]))
+                 _line_summary(marks, labels), partial_points=" ".join(coordinates[-2:]),
+                 as_table=width < MIN_WIDTH)
 
 
 def _line_summary(marks: list[Mark], labels: list[str]) -> str:

@@ -117,6 +117,21 @@ def new_widget(plugin: str, widgets: list[dict[str, Any]]) -> dict[str, Any]:
                          "rows": NEW_ROWS}}
 
 
+def widened(widgets: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], set[int]]:
+    """The widgets of a stored dashboard as the editor opens them: each narrower than its
+    kind's minimum made that wide (moved left when the grid's edge needs it; the page's
+    script then moves what it lands on down), and the indexes of those widened."""
+    shown, changed = [], set()
+    for index, widget in enumerate(widgets):
+        grid = widget["gridster"]
+        least = min_columns(widget["plugin"]["plugin"])
+        if grid["cols"] < least:
+            grid = {**grid, "cols": least, "x": min(grid["x"], GRID_COLUMNS - least)}
+            changed.add(index)
+        shown.append({**widget, "gridster": grid})
+    return shown, changed
+
+
 def card_of(widget: dict[str, Any]) -> dict[str, Any]:
     """The editor's card of a stored (or submitted) widget: its kind, title, position and
     the form values of its kind's settings."""

@@ -8,20 +8,16 @@ API answers them and the page draws them.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import date, datetime
 from typing import Any
 
-from sqlalchemy import select
-
 from labapp.access.actor import Actor
-from labapp.access.visibility import NONE, access_type
-from labapp.db import db
 from labapp.entities.reading import visible_names
-from labapp.model import Location
 from labapp.model.registry import ClassSpec
 from labapp.reading import marks
-from labapp.reading.wording import iso, text, unit_field
+from labapp.reading.places import Place, stored_places
+from labapp.reading.wording import iso, text, unit_field, words_of
 
 # Where a stored item is, and its slot there (shown together: "Box 12 · A1").
 PLACE_FIELD, SLOT_FIELD = "locationID", "position"
@@ -38,38 +34,25 @@ def _reference_cell(entity_id: str, names: Mapping[str, tuple[str, str]]) -> dic
             "note": entity_id if name else None}
 
 
-def _place_paths(actor: Actor, location_ids: Iterable[str]) -> dict[str, tuple[str, bool]]:
-    """``id → (name path, may the actor open it)`` of the locations listed items are stored
-    in, in one query. As on the detail pages (:func:`labapp.entities.navigation.stored_places`)
-    whoever may see an item may learn where it is, so the path is given either way."""
-    wanted = sorted(set(location_ids))
-    if not wanted:
-        return {}
-    rows = db.session.execute(select(Location.id, Location.name, Location.hierarchy,
-                                     Location.eclass, Location.department_id,
-                                     Location.project_id).where(Location.id.in_(wanted)))
-    return {row.id: (row.hierarchy or row.name or row.id,
-                     access_type(actor, row.eclass, row.department_id,
-                                 row.project_id) != NONE) for row in rows}
-
-
 def _place_cell(location_id: str, slot: str | None,
-                places: Mapping[str, tuple[str, bool]]) -> dict[str, Any]:
+                places: Mapping[str, Place]) -> dict[str, Any]:
     """Where a listed item is stored: the location's name path and the slot, linked to the
-    box with its id beside when the reader may open it; an unknown location by id."""
-    if location_id not in places:
+    box with its id beside when the reader may open it; an unknown location by id. ``short``
+    is what a list with little room shows: the path's last two parts and the slot."""
+    place = places.get(location_id)
+    if place is None:
         return {"text": location_id, "ref": True}
-    path, visible = places[location_id]
-    shown = f"{path} · {slot}" if slot else path
-    if not visible:
-        return {"text": shown, "ref": True}
-    return {"text": shown, "ref": True, "location": location_id, "slot": slot,
-            "note": location_id}
+    shown = f"{place.path} · {slot}" if slot else place.path
+    short = f"{place.brief} · {slot}" if slot else place.brief
+    cell: dict[str, Any] = {"text": shown, "short": short, "ref": True}
+    if place.visible:
+        cell.update(location=location_id, slot=slot, note=location_id)
+    return cell
 
 
 def _cell(spec: ClassSpec, name: str, item: Mapping[str, Any],
           names: Mapping[str, tuple[str, str]],
-          places: Mapping[str, tuple[str, bool]]) -> dict[str, Any]:
+          places: Mapping[str, Place]) -> dict[str, Any]:
     """The cell of column ``name`` of one saved-list row, worded as the detail page words
     it: references by name, numbers without float noise and with their unit, moments as
     ISO text the page turns into ``<time>``, and the ``mark`` of an expired date, an overdue
@@ -87,6 +70,8 @@ def _cell(spec: ClassSpec, name: str, item: Mapping[str, Any],
     elif isinstance(value, int | float) and not isinstance(value, bool):
         unit = item.get(unit_field(spec, name) or "")
         shown = {"text": f"{text(value)} {unit}" if unit else text(value), "numeric": True}
+    elif name == "status" and isinstance(value, str):
+        return {"text": words_of(value)}
     else:
         return {"text": text(value)}
     mark = marks.mark_of(spec, name, item)
@@ -112,7 +97,7 @@ def row_cells(actor: Actor, spec: ClassSpec, shown: list[str],
                   if name in spec.fields and spec.fields[name].type == "ref"]
     names = visible_names(actor, (item[name] for item in items for name in references
                                   if item.get(name)))
-    found = (_place_paths(actor, (item[PLACE_FIELD] for item in items if item.get(PLACE_FIELD)))
+    found = (stored_places(actor, (item[PLACE_FIELD] for item in items if item.get(PLACE_FIELD)))
              if PLACE_FIELD in shown and spec.name in STORED_CLASSES else {})
     return [{"id": item["id"],
              "cells": [_cell(spec, name, item, names, found) for name in shown]}

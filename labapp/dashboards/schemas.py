@@ -5,6 +5,7 @@ Each widget's ``config`` is loaded through that widget's own schema
 """
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 from marshmallow import Schema, ValidationError, fields, post_load, validate, validates_schema
@@ -18,13 +19,41 @@ MIN_COLUMNS = {"status-counts": ("a status chart", 6),
                "created-per-week": ("a per-week chart", 6),
                "storage-usage": ("a storage chart", 6),
                "alerts": ("an alerts list", 4)}
-"""The narrowest a widget of each kind may be, in grid columns, with what the error calls
-it (charts: their labels and values stay readable); kinds not named may be 1 column."""
+"""The narrowest a widget of each kind is drawn (the page, ``layout``) and arranged (the
+editor) at, in grid columns, with what the editor's error calls it (charts: their labels and
+values stay readable); kinds not named may be 1 column. The API stores narrower widths:
+earlier clients saved them."""
+
+
+REFUSED_NARROWER = frozenset({"alerts"})
+"""The kinds the API refuses narrower than their minimum: the alerts list, refused so since
+it exists (issue 23). Charts it stored at any width before issue 21 §4, and stores so again
+(issue 32 §5): dashboards of earlier clients hold narrow ones and must save back."""
 
 
 def min_columns(kind: str) -> int:
-    """The fewest grid columns a widget of ``kind`` may span (:data:`MIN_COLUMNS`)."""
+    """The fewest grid columns a widget of ``kind`` is drawn at (:data:`MIN_COLUMNS`)."""
     return MIN_COLUMNS[kind][1] if kind in MIN_COLUMNS else 1
+
+
+def too_narrow(widgets: list[dict[str, Any]],
+               kinds: Collection[str] = frozenset(MIN_COLUMNS)) -> list[dict[str, str]]:
+    """Each widget of ``kinds`` narrower than its kind's minimum, as an error naming it
+    (``widgets.<n>.gridster.cols``: "Widget 'Status': a status chart needs at least 6
+    columns")."""
+    errors = []
+    for index, widget in enumerate(widgets):
+        kind = widget["plugin"]["plugin"]
+        columns = widget["gridster"]["cols"]
+        if kind in kinds and isinstance(columns, int) and columns < min_columns(kind):
+            noun, least = MIN_COLUMNS[kind]
+            name = widget.get("header") or WIDGETS[kind].title
+            errors.append({"field": f"widgets.{index}.gridster.cols",
+                           "message": f"Widget {name!r}: {noun} needs at least {least} "
+                                      "columns"})
+    return errors
+
+
 _ID = validate.Length(min=1, max=64)
 
 

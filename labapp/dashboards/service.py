@@ -14,7 +14,7 @@ from sqlalchemy import ColumnElement, select
 
 from labapp.access import sharing
 from labapp.access.actor import Actor
-from labapp.dashboards.schemas import MIN_COLUMNS, min_columns
+from labapp.dashboards.schemas import REFUSED_NARROWER, too_narrow
 from labapp.dashboards.widgets import WIDGETS, ClassGone, check_alert_rules
 from labapp.db import db
 from labapp.errors import Forbidden, InvalidInput, NotFound
@@ -59,24 +59,17 @@ def get_visible(actor: Actor, dashboard_id: str) -> Dashboard:
     return dashboard
 
 
-def _check_sizes(widgets: list[dict[str, Any]]) -> None:
-    """400 naming each widget narrower than its kind's minimum (schemas.MIN_COLUMNS)."""
-    errors = []
-    for index, widget in enumerate(widgets):
-        kind = widget["plugin"]["plugin"]
-        if widget["gridster"]["cols"] < min_columns(kind):
-            noun, least = MIN_COLUMNS[kind]
-            name = widget.get("header") or WIDGETS[kind].title
-            errors.append({"field": f"widgets.{index}.gridster.cols",
-                           "message": f"Widget {name!r}: {noun} needs at least {least} "
-                                      "columns"})
-    if errors:
-        raise InvalidInput("A widget is too narrow for its kind.", errors=errors)
-
-
 def _apply(dashboard: Dashboard, data: dict[str, Any]) -> set[str]:
-    """Write the fields and shares of ``data``; returns the users newly shared with."""
-    _check_sizes(data["widgets"])
+    """Write the fields and shares of ``data``; returns the users newly shared with.
+
+    Any width the grid allows is stored for a chart, also one narrower than its kind's
+    minimum (``schemas.MIN_COLUMNS``): earlier clients saved such dashboards, and they must
+    save them back. The page applies the minimum when it draws (``layout``), the editor
+    when it arranges. Only the kinds refused narrower since they exist stay 400
+    (``schemas.REFUSED_NARROWER``)."""
+    narrow = too_narrow(data["widgets"], REFUSED_NARROWER)
+    if narrow:
+        raise InvalidInput("A widget is too narrow for its kind.", errors=narrow)
     shares = data["shares"]
     sharing.check_shares(shares, "dashboard")
     dashboard.name = data["name"]

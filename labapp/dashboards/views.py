@@ -7,6 +7,7 @@ Widgets render the same data as ``GET /api/dashboard/{id}/widget/{index}``
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from flask import Blueprint, Response, flash, redirect, request, url_for
@@ -14,7 +15,7 @@ from marshmallow import ValidationError
 from werkzeug.wrappers import Response as BaseResponse
 
 from labapp.access.actor import Actor
-from labapp.dashboards import charts, service
+from labapp.dashboards import charts, layout, service
 from labapp.dashboards.editor import (
     KIND_FIELDS,
     PICKERS,
@@ -22,12 +23,16 @@ from labapp.dashboards.editor import (
     card_of,
     editor_errors,
     new_widget,
+    widened,
 )
-from labapp.dashboards.schemas import DashboardInputSchema, min_columns
+from labapp.dashboards.schemas import DashboardInputSchema, min_columns, too_narrow
 from labapp.dashboards.widgets import WIDGETS
 from labapp.db import transaction
+from labapp.entities.reading import visible_names
 from labapp.errors import Forbidden, InvalidInput, flatten_messages
-from labapp.model.registry import classes
+from labapp.model.registry import classes, find_class
+from labapp.reading import column_fit
+from labapp.reading.wording import words_of
 from labapp.web.blocks import render_block, render_page
 from labapp.web.loader import current_actor
 from labapp.web.pages import members_only, no_store, signed_in_only
@@ -52,8 +57,10 @@ def _page(actor: Actor, dashboard_id: str | None) -> Response:
     with transaction():
         boards = service.list_dashboards(actor)
         data = service.to_api(actor, board)
+        people = visible_names(actor, (b.user_id for b in boards))
     return render_page(PAGE, board=data, boards=[(b.id, b.name, b.user_id) for b in boards],
-                       widgets=WIDGETS, refresh=REFRESH_SECONDS, is_home=dashboard_id is None)
+                       people=people, boxes=layout.drawn(data["widgets"]), widgets=WIDGETS,
+                       refresh=REFRESH_SECONDS, is_home=dashboard_id is None)
 
 
 def home() -> BaseResponse:
@@ -73,17 +80,40 @@ def show(dashboard_id: str) -> Response:
     return _page(current_actor(), dashboard_id)
 
 
-def chart_of(plugin: str, data: dict[str, Any], columns: int) -> charts.Chart | None:
-    """The chart a widget ``columns`` grid columns wide draws, if it draws one (never
-    narrower than the kind's minimum: dashboards saved before it was enforced)."""
+def chart_of(plugin: str, data: dict[str, Any], columns: int, width: int | None = None,
+             as_table: bool = False) -> charts.Chart | None:
+    """The chart a widget draws, if it draws one: ``width`` pixels wide when the page
+    measured it, else as wide as ``columns`` grid columns (never narrower than the kind's
+    minimum); ``as_table`` when the page could not give it its minimum width."""
     columns = max(columns, min_columns(plugin))
     if plugin == "status-counts":
-        return charts.bars(data["bars"], columns=columns)
-    if plugin == "storage-usage":
-        return charts.bars(data["bars"], columns=columns, by_capacity=True)
-    if plugin == "created-per-week":
-        return charts.line(data["points"], columns=columns)
-    return None
+        worded = [{**bar, "label": words_of(str(bar["label"]))} for bar in data["bars"]]
+        chart = charts.bars(worded, columns=columns, width=width)
+    elif plugin == "storage-usage":
+        chart = charts.bars(data["bars"], columns=columns, width=width, by_capacity=True)
+    elif plugin == "created-per-week":
+        chart = charts.line(data["points"], columns=columns, width=width)
+    else:
+        return None
+    return replace(chart, as_table=True) if as_table else chart
+
+
+def _fits(eclass: str | None, headers: list[dict[str, str]],
+          orderby: str | None = None) -> list[column_fit.Fit]:
+    """How each column of a listed class fits the widget's width (column_fit)."""
+    return column_fit.fits(find_class(eclass or ""), [header["field"] for header in headers],
+                           [header["label"] for header in headers], orderby)
+
+
+def list_fits(plugin: str, data: dict[str, Any]) -> dict[str, list[column_fit.Fit]]:
+    """The column fits of a list widget's tables: ``""`` for a saved list's, each alert
+    rule's id for the alerts widget's; none for other kinds."""
+    if plugin == "saved-list" and "headers" in data:
+        return {"": _fits(data.get("eClass"), data["headers"], data.get("orderby"))}
+    if plugin == "alerts":
+        return {rule["id"]: _fits(rule.get("eClass"), rule["headers"])
+                for rule in data.get("rules", []) if "headers" in rule}
+    return {}
 
 
 def _kind_title(plugin: str) -> str:
@@ -91,15 +121,29 @@ def _kind_title(plugin: str) -> str:
     return WIDGETS[plugin].title if plugin in WIDGETS else plugin
 
 
+def _width() -> int | None:
+    """``?width=``: how many CSS pixels wide the page measured the widget (None when absent
+    or not a sensible number)."""
+    width = request.args.get("width", type=int)
+    return width if width is not None and 0 < width <= charts.MAX_WIDTH else None
+
+
 @bp.get("/<dashboard_id>/widget/<int:index>")
 def widget(dashboard_id: str, index: int) -> Response:
-    """One widget's content, rendered alone (htmx loads and refreshes it)."""
+    """One widget's content, rendered alone (htmx loads and refreshes it). The page adds
+    ``width`` (the widget's width in CSS pixels, which a chart's view box takes),
+    ``table=1`` (a chart the page could not give its minimum width) and ``heading`` (the
+    level of the headings inside the widget: one below its title's)."""
     actor = current_actor()
     page = request.args.get("page", "0")
     page_number = int(page) if page.isdigit() else 0
+    heading = request.args.get("heading", type=int)
     with transaction():
         answer = service.widget_data(actor, dashboard_id, index, page_number)
-    plugin = answer["plugin"]["plugin"]
+        plugin = answer["plugin"]["plugin"]
+        # Who did what in recent activity: users by the names the reader may see.
+        people = visible_names(actor, (row["userID"] for row in answer["data"].get("rows", ())
+                                       if plugin == "recent-activity"))
     # A fragment endpoint: the block alone, also for a plain request (a page link of a
     # saved list followed without JavaScript).
     return Response(render_block(PAGE, "widget", board={"id": dashboard_id}, index=index,
@@ -107,19 +151,25 @@ def widget(dashboard_id: str, index: int) -> Response:
                                  title=answer["header"] or _kind_title(plugin),
                                  chart=None if "problem" in answer["data"]
                                  else chart_of(plugin, answer["data"],
-                                               answer["gridster"]["cols"]),
+                                               answer["gridster"]["cols"], _width(),
+                                               request.args.get("table") == "1"),
+                                 heading=heading if heading in (3, 4, 5, 6) else 4,
+                                 fits=list_fits(plugin, answer["data"]), people=people,
                                  refresh=REFRESH_SECONDS), mimetype="text/html")
 
 
 def _editor(actor: Actor, board: dict[str, Any] | None, form: dict[str, Any],
-            errors: list[dict[str, str]], status: int = 200) -> Response:
+            errors: list[dict[str, str]], status: int = 200,
+            widened_cards: frozenset[int] = frozenset()) -> Response:
     """The editor of ``form`` (a dashboard body); ``errors`` as the API would answer them,
-    shown at the widget they are about."""
+    shown at the widget they are about; ``widened_cards`` the cards of charts the editor
+    widened to their kind's minimum."""
     widgets = form.get("widgets", [])
     with transaction():
         choices = service.share_choices(actor)
     return render_page(EDITOR, status=status, board=board, form=form,
-                       cards=[card_of(widget) for widget in widgets],
+                       cards=[{**card_of(widget), "widened": index in widened_cards}
+                              for index, widget in enumerate(widgets)],
                        templates={kind: card_of(new_widget(kind, [])) for kind in KIND_FIELDS},
                        errors=editor_errors(errors, widgets), choices=choices, pickers=PICKERS,
                        widgets=WIDGETS, eclasses=[spec.name for spec in classes()])
@@ -135,6 +185,9 @@ def _save(actor: Actor, dashboard_id: str | None) -> BaseResponse:
         return _editor(actor, board, body, [])
     try:
         loaded = DashboardInputSchema().load(body)
+        narrow = too_narrow(loaded["widgets"])
+        if narrow:
+            return _editor(actor, board, body, narrow, 400)
         with transaction():
             saved = (service.update(actor, dashboard_id, loaded) if dashboard_id
                      else service.create(actor, loaded))
@@ -166,7 +219,11 @@ def edit(dashboard_id: str) -> BaseResponse:
         raise Forbidden(f"Only the owner or ADMIN may change dashboard {dashboard_id!r}.")
     if request.method == "POST":
         return _save(actor, dashboard_id)
-    return _editor(actor, data, data, [])
+    # Charts saved narrower than their kind allows (by an earlier client) open at their
+    # minimum, so saving the dashboard back stores a width the editor accepts.
+    shown, changed = widened(data["widgets"])
+    return _editor(actor, data, {**data, "widgets": shown}, [],
+                   widened_cards=frozenset(changed))
 
 
 @bp.post("/<dashboard_id>/delete")

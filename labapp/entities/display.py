@@ -22,8 +22,9 @@ from markupsafe import Markup, escape
 
 from labapp.model.registry import ClassSpec
 from labapp.reading.marks import mark_of
+from labapp.reading.places import Place as Place
 from labapp.reading.wording import iso as iso
-from labapp.reading.wording import label_of
+from labapp.reading.wording import label_of, words_of
 from labapp.reading.wording import number_text as number_text
 from labapp.reading.wording import text as text
 from labapp.reading.wording import unit_field as unit_field
@@ -36,6 +37,7 @@ Names = Mapping[str, tuple[str, str]]
 STORED_CLASSES = frozenset({"Sample", "Plate"})
 PLACE_FIELD = "locationID"
 SLOT_FIELD = "position"
+STATUS_FIELD = "status"  # its value is a key of the workflow (InProgress), shown in words
 # Bookkeeping shown after the lab's own fields on a detail page.
 _BOOKKEEPING = ("id", "eClass", "createdBy", "createdUtc", "modifiedBy", "modifiedUtc",
                 "version")
@@ -52,7 +54,9 @@ class Cell:
     """One shown value: its text, the page it links to, a note shown beside it in grey
     (the id of a reference shown by name), the ISO value of a moment (the text is then the
     fallback the browser replaces), whether it is a number (aligned right), and the word it
-    is marked with (``expired``, ``overdue``, ``low``, ``empty``: :mod:`labapp.reading.marks`)."""
+    is marked with (``expired``, ``overdue``, ``low``, ``empty``: :mod:`labapp.reading.marks`),
+    and the whole of a value shown shortened (its tooltip: the full path of a place a list
+    names by its last two parts)."""
 
     text: str
     href: str | None = None
@@ -60,15 +64,7 @@ class Cell:
     moment: str | None = None
     numeric: bool = False
     mark: str | None = None
-
-
-@dataclass(frozen=True)
-class Place:
-    """A storage location as the items stored in it show it: its name path (``Lab 2 /
-    Freezer -80 / Box 12``) and whether the viewer may open it."""
-
-    path: str
-    visible: bool
+    title: str | None = None
 
 
 # location id → Place of the locations the items of a page are stored in.
@@ -94,17 +90,21 @@ def location_url(location_id: str, slot: str | None = None) -> str:
     return url_for("storage_views.location", location_id=location_id, slot=slot or None)
 
 
-def place_cell(location_id: str, slot: str | None, places: Places) -> Cell:
+def place_cell(location_id: str, slot: str | None, places: Places,
+               brief: bool = False) -> Cell:
     """Where an item is: the location's name path and the slot, linked to the box with the
     location's id beside it when the viewer may open it, the path alone otherwise (a tube of
-    one's own in another department's box). An unknown location shows its id only."""
+    one's own in another department's box). An unknown location shows its id only. A list
+    (``brief``) shows the path's last two parts, the whole path as the tooltip."""
     place = places.get(location_id)
     if place is None:
         return Cell(location_id)
-    shown = f"{place.path} · {slot}" if slot else place.path
+    path = place.brief if brief else place.path
+    shown = f"{path} · {slot}" if slot else path
+    title = (f"{place.path} · {slot}" if slot else place.path) if path != place.path else None
     if not place.visible:
-        return Cell(shown)
-    return Cell(shown, location_url(location_id, slot), location_id)
+        return Cell(shown, title=title)
+    return Cell(shown, location_url(location_id, slot), location_id, title=title)
 
 
 def reference(entity_id: str, names: Names) -> Cell:
@@ -117,16 +117,16 @@ def reference(entity_id: str, names: Names) -> Cell:
 
 
 def cell(spec: ClassSpec, name: str, value: Any, row: Mapping[str, Any], names: Names,
-         places: Places | None = None) -> Cell:
+         places: Places | None = None, brief: bool = False) -> Cell:
     """The cell of field ``name`` of an entity of ``spec``; ``row`` holds its other values
     (the unit of a number, the slot of a location, what its mark reads). A stored item's
-    location is shown by its place in ``places``; an expired date, an overdue one or a low
-    amount carries its mark."""
+    location is shown by its place in ``places`` (by its last two parts in a list:
+    ``brief``); an expired date, an overdue one or a low amount carries its mark."""
     field = spec.fields.get(name)
     if value is None:
         return Cell("")
     if is_place(spec, name):
-        return place_cell(value, row.get(SLOT_FIELD), places or {})
+        return place_cell(value, row.get(SLOT_FIELD), places or {}, brief)
     if field is not None and field.type == "ref":
         return reference(value, names)
     if isinstance(value, datetime | date):
@@ -135,6 +135,8 @@ def cell(spec: ClassSpec, name: str, value: Any, row: Mapping[str, Any], names: 
         unit = row.get(unit_field(spec, name) or "")
         return Cell(f"{text(value)} {unit}" if unit else text(value), numeric=True,
                     mark=mark_of(spec, name, row))
+    if name == STATUS_FIELD and isinstance(value, str):
+        return Cell(words_of(value))
     return Cell(text(value))
 
 
@@ -207,7 +209,11 @@ def show(shown: Cell) -> Markup:
     content = (Markup('<time datetime="{}">{}</time>').format(shown.moment, shown.text)
                if shown.moment else escape(shown.text))
     if shown.href:
-        content = Markup('<a href="{}">{}</a>').format(shown.href, content)
+        content = (Markup('<a href="{}" title="{}">{}</a>').format(shown.href, shown.title,
+                                                                    content)
+                   if shown.title else Markup('<a href="{}">{}</a>').format(shown.href, content))
+    elif shown.title:
+        content = Markup('<span title="{}">{}</span>').format(shown.title, content)
     if shown.note:
         content += Markup(' <span class="muted ref-id">{}</span>').format(shown.note)
     if shown.mark:
@@ -230,6 +236,12 @@ def moment(value: datetime | date | None) -> Markup:
 def person(user_id: str | None, names: Names) -> Markup:
     """A user shown by name, linked, the username beside (the ``person`` template filter)."""
     return show(reference(user_id, names)) if user_id else Markup("")
+
+
+def named(entity_id: str | None, names: Names) -> Markup:
+    """Any entity shown by name, linked, its id beside; its id alone when the viewer may
+    not see it (the ``named`` template filter)."""
+    return show(reference(entity_id, names)) if entity_id else Markup("")
 
 
 @dataclass(frozen=True)
@@ -292,6 +304,8 @@ def _change_cell(spec: ClassSpec, entity: Mapping[str, Any], changes: Mapping[st
     if isinstance(value, int | float) and not isinstance(value, bool):
         unit = _side(changes, entity, unit_field(spec, name), side)
         return Cell(f"{_exact(value)} {unit}" if unit else _exact(value), numeric=True)
+    if name == STATUS_FIELD and isinstance(value, str):
+        return Cell(words_of(value))
     return Cell(_exact(value))
 
 
@@ -330,13 +344,13 @@ def event_text(event: Mapping[str, Any], names: Names, places: Places | None = N
         return Markup("<strong>{}</strong> {}").format(_PLACE_EVENTS[kind], show(where))
     if kind == "StatusChanged":
         return Markup("<strong>Status changed</strong> from {} to {}").format(
-            data.get("from") or "—", data.get("to") or "—")
+            words_of(str(data.get("from") or "—")), words_of(str(data.get("to") or "—")))
     if kind in _ENTITY_EVENTS:
         words, key = _ENTITY_EVENTS[kind]
         other = data.get(key)
         return (Markup("<strong>{}</strong> {}").format(words, show(reference(other, names)))
                 if isinstance(other, str) else Markup("<strong>{}</strong>").format(words))
-    sentence = Markup("<strong>{}</strong>").format(label_of(kind) if kind else "Event")
+    sentence = Markup("<strong>{}</strong>").format(words_of(kind) if kind else "Event")
     if data:
         sentence += Markup(' <span class="muted small">{}</span>').format(text(data))
     return sentence

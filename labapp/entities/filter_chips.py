@@ -35,6 +35,7 @@ from labapp.entities.filter_builder import (
 from labapp.entities.reading import visible_names
 from labapp.model.registry import ClassSpec
 from labapp.query.filter import FilterError, parse_filter
+from labapp.reading.wording import words_of
 
 _SYMBOLS = {"eq": "=", "ne": "≠", "lt": "<", "le": "≤", "gt": ">", "ge": "≥"}
 _DAYS = re.compile(r"duration'P(\d+)D'", re.IGNORECASE)
@@ -176,6 +177,8 @@ def _words(spec: ClassSpec, condition: Condition, names: Mapping[str, str]) -> s
         phrase = f"{phrase} {names.get(value) or value}"
     elif field.kind == TEXT:
         phrase = f"{phrase} “{value}”"
+    elif field.kind == CHOICE:
+        phrase = f"{phrase} {words_of(value)}"
     else:
         phrase = f"{phrase} {value}"
     return f"{field.label} {phrase}"

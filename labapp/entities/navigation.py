@@ -11,21 +11,17 @@ posted to the detail page's route in :mod:`labapp.entities.views`.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from flask import Response, current_app, redirect, request, url_for
-from sqlalchemy import select
 from werkzeug.wrappers import Response as BaseResponse
 
 from labapp.access.actor import Actor
-from labapp.access.visibility import NONE, access_type
-from labapp.db import db
-from labapp.entities.display import Place, detail_url
+from labapp.entities.display import detail_url
 from labapp.entities.forms import UNIQUE_CHECKED
 from labapp.errors import NotFound
-from labapp.model import Location
 from labapp.model.registry import ClassSpec
 from labapp.query.entity_suggest import suggest_entities
 from labapp.query.hierarchy import ancestor_entities, child_page, sample_counts
@@ -33,6 +29,7 @@ from labapp.query.listing import parse_paging
 from labapp.query.status import status_info
 from labapp.query.suggest import is_unique
 from labapp.reading.lookup import class_named, load_visible
+from labapp.reading.places import stored_places as stored_places
 from labapp.web.blocks import is_htmx, render_block
 from labapp.web.loader import current_actor
 
@@ -88,26 +85,6 @@ def detail_context(actor: Actor, spec: ClassSpec, entity: Mapping[str, Any]) -> 
             **_children_context(actor, spec, entity["id"], nested=False),
             "transitions": transitions,
             "final_statuses": spec.workflow.final_statuses & set(transitions)}
-
-
-def stored_places(actor: Actor, location_ids: Iterable[str]) -> dict[str, Place]:
-    """``id → Place`` of the locations among ``location_ids``, in one query.
-
-    The caller passes only the locations of items the actor may see. Whoever may see an item
-    may learn where it is, so the name path is given whether or not the actor may see the
-    location itself; ``visible`` (the visibility rule, applied to the row) says whether the
-    actor may open it. An unknown id is missing from the answer.
-    """
-    wanted = sorted({location_id for location_id in location_ids if location_id})
-    if not wanted:
-        return {}
-    rows = db.session.execute(select(Location.id, Location.name, Location.hierarchy,
-                                     Location.eclass, Location.department_id,
-                                     Location.project_id).where(Location.id.in_(wanted)))
-    return {row.id: Place(row.hierarchy or row.name or row.id,
-                          access_type(actor, row.eclass, row.department_id,
-                                      row.project_id) != NONE)
-            for row in rows}
 
 
 def _fragment(template: str, block: str, **context: Any) -> Response:

@@ -40,8 +40,9 @@ from labapp.query.fields import entity_fields
 from labapp.query.filter import FilterError
 from labapp.query.listing import Page, parse_select
 from labapp.query.paging import INVALID_SKIPTOKEN
-from labapp.reading import marks
+from labapp.reading import column_fit, marks
 from labapp.reading.lookup import class_named, load_visible
+from labapp.reading.wording import words_of
 from labapp.web.blocks import is_htmx, render_block, render_page
 from labapp.web.loader import current_actor
 from labapp.web.pages import members_only
@@ -58,6 +59,8 @@ bp.add_app_template_filter(display.text, "entity_text")
 bp.add_app_template_filter(display.show, "show")
 bp.add_app_template_filter(display.moment, "moment")
 bp.add_app_template_filter(display.person, "person")
+bp.add_app_template_filter(display.named, "named")
+bp.add_app_template_filter(words_of, "words")
 
 LIST_TEMPLATE = "entities/list.html"
 # Columns every table starts with, before a few of the class's own fields.
@@ -158,13 +161,15 @@ def _requested_columns(spec: ClassSpec) -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class Column:
-    """A column of the table: field name, header, whether the header sorts, and whether it
-    holds numbers (aligned right)."""
+    """A column of the table: field name, header, whether the header sorts, whether it
+    holds numbers (aligned right), and how it fits the table's width (``fit``: the width
+    below which it is left out, whether its text may break; :mod:`labapp.reading.column_fit`)."""
 
     name: str
     label: str
     sortable: bool
     numeric: bool = False
+    fit: column_fit.Fit | None = None
 
 
 def _page(actor: Actor, state: TableState, select_text: str) -> tuple[Page, bool]:
@@ -210,15 +215,20 @@ def _table(actor: Actor, state: TableState) -> dict[str, Any]:
                              "showing the first page.")
     fields = spec.fields
     context["state"] = replace(state, columns=tuple(names))
-    context["columns"] = [Column("id", "ID", True)] + [
+    columns = [Column("id", "ID", True)] + [
         Column(name, label_of(name), name not in fields or fields[name].type != "json",
                name in fields and fields[name].type in ("int", "float"))
         for name in names]
+    context["columns"] = [replace(column, fit=fit) for column, fit in zip(
+        columns, column_fit.fits(spec, [column.name for column in columns],
+                                 [column.label for column in columns], state.orderby),
+        strict=True)]
     known = reading.visible_names(actor, display.referenced_ids(spec, page.data, names))
     places = navigation.stored_places(actor, display.place_ids(spec, page.data, names))
     context["rows"] = [
         [display.Cell(row["id"], display.detail_url(spec.name, row["id"]))]
-        + [display.cell(spec, name, row.get(name), row, known, places) for name in names]
+        + [display.cell(spec, name, row.get(name), row, known, places, brief=True)
+           for name in names]
         for row in page.data]
     # A filtered page's total is counted by its own request (:func:`count`) unless it is the
     # last page, whose rows end the count.
@@ -354,9 +364,9 @@ def change_status(eclass: str, entity_id: str) -> BaseResponse:
     except (Conflict, InvalidInput) as error:
         return render_detail(actor, spec, entity_id, status=error.status, status_error=error.detail)
     if version.isdigit() and saved["version"] == int(version):
-        flash(f"{spec.name} {entity_id} is already {target}.", "info")
+        flash(f"{spec.name} {entity_id} is already {words_of(target)}.", "info")
     else:
-        flash(f"{spec.name} {entity_id} is now {saved['status']}.", "success")
+        flash(f"{spec.name} {entity_id} is now {words_of(saved['status'])}.", "success")
     return redirect(display.detail_url(spec.name, entity_id), 303)
 
 

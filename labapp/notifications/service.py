@@ -21,6 +21,7 @@ from labapp.grants.service import GrantGiven
 from labapp.model import Notification, User
 from labapp.model.boards import NOTIFICATION_STATUSES
 from labapp.model.types import utc_now
+from labapp.reading.wording import words_of
 
 ACCESS_GIVEN = "AccessGiven"
 ALERT = "Alert"  # raised by the alert rules' evaluation (labapp/alerts/evaluate.py)
@@ -60,7 +61,7 @@ def on_entity_change(actor: Actor, change: EntityChange) -> None:
     if status and not change.created and change.owner_id:
         raise_for([change.owner_id], STATUS_CHANGED,
                   f"{actor.name or actor.user_id} changed the status of your {change.eclass} "
-                  f"“{change.name}” from {status[0]} to {status[1]}.",
+                  f"“{change.name}” from {words_of(status[0])} to {words_of(status[1])}.",
                   subject_class=change.eclass, subject_id=change.entity_id,
                   actor_id=actor.user_id)
 

@@ -38,6 +38,20 @@ def label_of(name: str) -> str:
         word if word.isupper() else word.lower() for word in words[1:]])
 
 
+_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+
+
+def words_of(key: str) -> str:
+    """A key of the API (a status, an event kind, a log action) as people write it:
+    ``InProgress`` → ``In progress``, ``CheckedIn`` → ``Checked in``, ``QCPassed`` →
+    ``QC passed``. A key of one word, or one already written with spaces, stays as it is."""
+    words = _WORD.findall(key)
+    if len(words) < 2 or "".join(words) != key:
+        return key
+    return " ".join([words[0]] + [word if word.isupper() else word.lower()
+                                  for word in words[1:]])
+
+
 def number_text(value: float) -> str:
     """A float without its binary noise: at most :data:`DECIMALS` decimals, more below 1 to
     keep as many significant digits, trailing zeros dropped (``38.14494730136748`` →

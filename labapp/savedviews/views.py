@@ -18,6 +18,7 @@ from werkzeug.wrappers import Response as BaseResponse
 from labapp.access import sharing
 from labapp.access.actor import Actor
 from labapp.db import transaction
+from labapp.entities.reading import visible_names
 from labapp.errors import InvalidInput, flatten_messages
 from labapp.model.registry import find_class
 from labapp.savedviews import service
@@ -127,8 +128,12 @@ def show(view_id: str) -> Response:
     with transaction():
         boards = service.editable_dashboards(actor)
         choices = sharing.share_choices(actor) if view["canWrite"] else {}
+        # The owner and the parties shared with, by the names the reader may see.
+        names = visible_names(actor, [view["userID"], *(
+            party for field in ("userIDs", "departmentIDs", "projectIDs")
+            for party in view["shares"].get(field, ()))])
     return render_page(PAGE, view=view, boards=boards, choices=choices, pickers=PICKERS,
-                       form=view, errors=[])
+                       form=view, errors=[], names=names)
 
 
 @bp.post("/<view_id>")

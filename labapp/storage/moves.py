@@ -19,7 +19,7 @@ from labapp.errors import Conflict
 from labapp.model import Entity, Location
 from labapp.model.types import utc_now
 from labapp.storage import log
-from labapp.storage.service import stored_counts
+from labapp.storage.service import name_order, stored_counts
 
 SEPARATOR = " / "
 _TABLE = table_of(Location)
@@ -134,9 +134,10 @@ def items_below(location_id: str) -> Mapping[str, int]:
 
 def move_targets(actor: Actor, location_id: str) -> list[tuple[str, str]]:
     """``(id, hierarchy)`` of the locations the actor may move ``location_id`` into: those
-    they may write, but not the location itself or anything below it."""
+    they may write, but not the location itself or anything below it; by path, numbers by
+    value (:func:`name_order`)."""
     excluded = {location_id, *descendant_ids(location_id)}
     rows = db.session.execute(select(Location.id, Location.hierarchy)
-                              .where(writable(actor, Location))
-                              .order_by(Location.hierarchy, Location.id))
-    return [(row.id, row.hierarchy or row.id) for row in rows if row.id not in excluded]
+                              .where(writable(actor, Location)))
+    return sorted(((row.id, row.hierarchy or row.id) for row in rows if row.id not in excluded),
+                  key=lambda target: name_order(target[1], target[0]))

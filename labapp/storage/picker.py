@@ -17,7 +17,7 @@ from labapp.errors import NotFound
 from labapp.model import Location
 from labapp.storage import slots
 from labapp.storage.checkin import occupied_positions
-from labapp.storage.service import get_location, grid_of, limit_of, stored_counts
+from labapp.storage.service import get_location, grid_of, limit_of, name_order, stored_counts
 
 MAX_CHOICES = 500
 
@@ -43,13 +43,14 @@ def place_options(actor: Actor) -> list[tuple[str, str]]:
 
 
 def place_choices(actor: Actor) -> list[PlaceChoice]:
-    """The Active locations the actor may store into that have room, by path (at most
+    """The Active locations the actor may store into that have room, by path with the
+    numbers in it by value ("Box 3" before "Box 10", :func:`name_order`; at most
     :data:`MAX_CHOICES`)."""
-    rows = db.session.execute(
+    rows = sorted(db.session.execute(
         select(Location.id, Location.name, Location.hierarchy, Location.capacity,
                Location.rows, Location.columns)
-        .where(writable(actor, Location), Location.status == "Active")
-        .order_by(Location.hierarchy, Location.id)).all()
+        .where(writable(actor, Location), Location.status == "Active")).all(),
+        key=lambda row: name_order(row.hierarchy or row.name or "", row.id))
     stored = stored_counts([row.id for row in rows])
     choices = []
     for row in rows:

@@ -28,7 +28,7 @@ from labapp.model import Entity, Location, Plate, Sample
 from labapp.model.registry import ClassSpec, existing_class, find_class
 from labapp.query.listing import Page
 from labapp.reading.lookup import load_visible, to_api
-from labapp.storage import log
+from labapp.storage import log, slots
 
 LOCATION = "Location"
 STORABLE_CLASSES = ("Sample", "Plate")
@@ -180,7 +180,8 @@ class StoredItem:
 
 def contents(actor: Actor, location_id: str) -> list[StoredItem]:
     """The visible plates and samples (not on a plate) stored in a location, by position
-    then id. The caller has checked the location is visible."""
+    (:func:`position_order`: A1, A2 … A10, B1) then id; those without a slot last. The
+    caller has checked the location is visible."""
     items: list[StoredItem] = []
     for spec_name, model, extra in (("Plate", Plate, ()),
                                     ("Sample", Sample, (Sample.plate_id.is_(None),))):
@@ -189,20 +190,32 @@ def contents(actor: Actor, location_id: str) -> list[StoredItem]:
             .where(model.location_id == location_id, readable(actor, model), *extra))
         items.extend(StoredItem(row.id, spec_name, row.name, row.barcode, row.position)
                      for row in rows)
-    return sorted(items, key=lambda item: (item.position is None, item.position or "", item.id))
+    return sorted(items, key=lambda item: (position_order(item.position), item.id))
+
+
+def position_order(position: str | None) -> tuple[Any, ...]:
+    """The sort key of a slot position as people read a box: row by row, columns by number
+    (``A2`` before ``A10``, ``B1`` after both), positions that are not a slot after those,
+    none last."""
+    if position is None:
+        return (2,)
+    cell = slots.parse(position)
+    return (0, *cell) if cell is not None else (1, *name_order(position, position))
 
 
 def storage_usage(actor: Actor, location_ids: Sequence[str] | None = None
                   ) -> list[dict[str, Any]]:
     """How full the visible locations are: ``[{id, name, hierarchy, locationType, parentID,
-    capacity, stored, available}]`` by hierarchy. ``location_ids`` narrows the answer (an
-    invisible or unknown id is left out). For dashboards."""
+    capacity, stored, available}]`` by path, numbers by value ("Box 3" before "Box 10",
+    :func:`name_order`). ``location_ids`` narrows the answer (an invisible or unknown id is
+    left out). For dashboards."""
     query = select(Location.id, Location.name, Location.hierarchy, Location.location_type,
                    Location.parent_id, Location.capacity, Location.rows, Location.columns
                    ).where(readable(actor, Location))
     if location_ids is not None:
         query = query.where(Location.id.in_(list(location_ids)))
-    rows = db.session.execute(query.order_by(Location.hierarchy, Location.id)).all()
+    rows = sorted(db.session.execute(query).all(),
+                  key=lambda row: name_order(row.hierarchy or row.name or "", row.id))
     stored = stored_counts([row.id for row in rows])
     usage = []
     for row in rows:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from flask import Blueprint, Response, flash, redirect, request, url_for
@@ -20,8 +21,10 @@ from werkzeug.wrappers import Response as BaseResponse
 from labapp.access.actor import Actor
 from labapp.access.visibility import WRITE, access_type
 from labapp.db import transaction
+from labapp.entities.reading import visible_names
 from labapp.entities.service import save_batch
 from labapp.errors import AppError, Conflict, InvalidInput, NotFound
+from labapp.reading.wording import words_of
 from labapp.storage import checkin, labels, log, moves, service, slots
 from labapp.storage import tree as storage_tree
 from labapp.web.blocks import is_htmx, render_block, render_page
@@ -31,6 +34,8 @@ from labapp.web.pages import members_only
 bp = members_only(Blueprint("storage_views", __name__, url_prefix="/storage"))
 
 LOG_ROWS = 50
+LOG_ACTIONS = {"checkin": "Checked in", "checkout": "Checked out", "move": "Moved"}
+"""What a log entry's ``action`` says to people."""
 TREE_PAGE = "storage/tree.html"
 SHORT_LABEL = 12  # characters of a barcode or name a cell of a box grid shows
 _CODES = re.compile(r"[\s,;]+")
@@ -85,18 +90,41 @@ class Slot:
 
 @dataclass(frozen=True)
 class BoxGrid:
-    """The cells of a grid location, row by row, and how many are taken (visible or not)."""
+    """The cells of a grid location, row by row, and how many are taken (visible or not).
+
+    ``highlight`` is the slot the address asked for (``?slot=``). The check-in form stores
+    into ``chosen``: that slot when it is free, else the first free slot in filling order
+    (the one a check-in without a slot would take), so the slot the page highlights as
+    chosen is always the one the form really uses. ``shown`` is the asked-for slot when it
+    is held (the page says so, and marks it apart from the chosen one)."""
 
     rows: list[tuple[str, list[Slot]]]
     taken: int
     occupied: int
     highlight: str | None
 
-    @property
+    def _state(self, position: str | None) -> str | None:
+        return next((slot.state for _, cells in self.rows for slot in cells
+                     if slot.position == position), None)
+
+    @cached_property
     def chosen(self) -> str | None:
-        """The highlighted slot when it is free: the slot the check-in form stores into."""
+        """The slot the check-in form stores into; None when every slot is held."""
+        if self._state(self.highlight) == "free":
+            return self.highlight
         return next((slot.position for _, cells in self.rows for slot in cells
-                     if slot.position == self.highlight and slot.state == "free"), None)
+                     if slot.state == "free"), None)
+
+    @cached_property
+    def shown(self) -> str | None:
+        """The asked-for slot when an item holds it (visible to the viewer or not)."""
+        return self.highlight if self._state(self.highlight) in ("taken", "occupied") else None
+
+    @cached_property
+    def shown_item(self) -> service.StoredItem | None:
+        """The visible item in the :attr:`shown` slot, if any."""
+        return next((slot.item for _, cells in self.rows for slot in cells
+                     if slot.position == self.shown), None)
 
 
 def _grid(location: dict[str, Any], items: list[service.StoredItem],
@@ -131,6 +159,9 @@ def _location_page(actor: Actor, location_id: str, *, status: int = 200,
                             location["projectID"]) == WRITE
     children = service.locations_api(service.children(actor, location_id))
     highlight = highlight or request.args.get("slot", "")
+    # The log names people and items by the names the viewer may see (ids of the others).
+    names = visible_names(actor, {key for entry in entries.data
+                                  for key in (entry["userID"], entry["entityID"]) if key})
     return render_page(
         "storage/location.html", status=status, location=location, items=items,
         grid=_grid(location, items, highlight) if grid else None,
@@ -138,7 +169,8 @@ def _location_page(actor: Actor, location_id: str, *, status: int = 200,
         within={key: below for key, (_, below) in storage_tree.rollup(
             [location_id, *(child["id"] for child in children)]).items()},
         log_entries=entries.data, log_total=entries.total, log_skip=skip, log_rows=LOG_ROWS,
-        can_write=can_write, error=error, confirm=confirm)
+        log_actions=LOG_ACTIONS, names=names, can_write=can_write, error=error,
+        confirm=confirm)
 
 
 @bp.get("/locations/<location_id>")
@@ -162,7 +194,7 @@ def _refuse_closed(eclass: str, item_id: str, item: str) -> None:
     """Refuse (until confirmed) to store an item whose workflow is over."""
     status = service.closed_status(eclass, item_id)
     if status is not None:
-        raise NeedsConfirmation(f"{item} is {status}. Store it anyway?")
+        raise NeedsConfirmation(f"{item} is {words_of(status)}. Store it anyway?")
 
 
 def _where(actor: Actor, place: tuple[str | None, str | None]) -> str:
@@ -240,7 +272,9 @@ def check_out(location_id: str) -> BaseResponse:
             checkin.check_out(actor, [item])
     except AppError as error:
         return _location_page(actor, location_id, status=error.status, error=error.detail)
-    flash(f"{item['eClass']} {item['id']} checked out.", "success")
+    name = visible_names(actor, [item["id"]]).get(item["id"], ("", ""))[1]
+    said = f"{item['eClass']} {item['id']}" + (f" ({name})" if name else "")
+    flash(f"{said} checked out.", "success")
     return redirect(url_for("storage_views.location", location_id=location_id))
 
 

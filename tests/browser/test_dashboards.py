@@ -68,7 +68,7 @@ def test_build_share_and_see_a_dashboard(page: Page, live_app: Flask, live_serve
     expect(page.locator(".flash-success")).to_have_text("Dashboard saved.")
     board_url = page.url
     expect(page.locator("#widget-0 svg")).to_have_attribute(
-        "aria-label", re.compile(r"^Bar chart: Initial 2, InProgress 0"))
+        "aria-label", re.compile(r"^Bar chart: Initial 2, In progress 0"))
     expect(page.locator("#widget-0 table th[scope=row]").first).to_have_text("Initial")
     expect(page.locator("#widget-1 table.saved-list")).to_contain_text("Shared broth")
 

@@ -79,7 +79,7 @@ def test_create_find_edit_audit_attach_and_download(page: Page, live_server: str
     page.click("#save-entity")
     page.wait_for_url(f"{live_server}/entities/Sample/{sample_id}")
     expect(page.locator(".flash-success")).to_have_text(f"Sample {sample_id} saved.")
-    expect(page.locator("#entity-status")).to_have_text("InProgress")
+    expect(page.locator("#entity-status")).to_have_text("In progress")
     change = page.locator("#audit-table tbody tr", has=page.locator("td", has_text="Name"))
     expect(change.first).to_contain_text("Overnight culture → Overnight culture, induced")
     expect(page.locator("#audit-table tbody tr").first).to_contain_text(USERNAME)

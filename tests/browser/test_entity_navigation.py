@@ -72,13 +72,13 @@ def test_pick_a_step_by_suggestion_and_move_the_status(page: Page, live_server: 
     page.goto(f"/entities/Sample/{sample_id}")
     expect(page.locator("#entity-status")).to_have_text("Initial")
     expect(page.locator("#status-form button")).to_have_text(
-        ["InProgress", "Canceled", "Discarded"])
+        ["In progress", "Canceled", "Discarded"])
     page.click("#status-to-InProgress")
     page.wait_for_url(f"{live_server}/entities/Sample/{sample_id}")
-    expect(page.locator(".flash-success")).to_have_text(f"Sample {sample_id} is now InProgress.")
-    expect(page.locator("#entity-status")).to_have_text("InProgress")
+    expect(page.locator(".flash-success")).to_have_text(f"Sample {sample_id} is now In progress.")
+    expect(page.locator("#entity-status")).to_have_text("In progress")
     expect(page.locator("#events li", has_text="Status changed")).to_contain_text(
-        "from Initial to InProgress")
+        "from Initial to In progress")
     expect(page.locator("#status-form button")).to_have_text(
         ["Completed", "Canceled", "Initial", "Discarded"])
 

@@ -72,7 +72,9 @@ def test_sample_and_request_lists_show_columns_and_marks(page: Page, live_server
     rows = page.locator("#entity-table tbody tr")
     lysate = rows.filter(has_text="Lysate 7")
     expect(lysate.locator("td").nth(4)).to_have_text("180 µL")
-    expect(lysate.locator("td").nth(5)).to_contain_text("Lab 2 / Freezer -80 / Box 12 · B7")
+    expect(lysate.locator("td").nth(5)).to_contain_text("Freezer -80 / Box 12 · B7")
+    expect(lysate.locator("td").nth(5).locator("a")).to_have_attribute(
+        "title", "Lab 2 / Freezer -80 / Box 12 · B7")
     expect(lysate.locator(".mark")).to_have_count(0)
     for name, word in (("Old serum", "expired"), ("Dry tube", "empty"),
                        ("Last drops", "low")):

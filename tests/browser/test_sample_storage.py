@@ -111,8 +111,9 @@ def test_stored_in_check_out_and_back_in(page: Page, live_server: str, device: s
 
     # The table of samples and the search results say where it is too.
     page.goto("/entities/Sample")
-    expect(page.locator("#entity-table tbody td").nth(5)).to_have_text(
-        f"{PATH} · H12 {box['id']}")
+    place = page.locator("#entity-table tbody td").nth(5)
+    expect(place).to_have_text(f"Rack 3 / Box 12 · H12 {box['id']}")  # a list's short form
+    expect(place.locator("a")).to_have_attribute("title", f"{PATH} · H12")
     no_horizontal_scroll(page)
     page.goto("/search?q=Lysate&mode=like")
     expect(page.locator(".hit-place")).to_have_text(f"Stored in {PATH} · H12 {box['id']}")
@@ -134,7 +135,7 @@ def test_a_final_status_is_set_only_once_confirmed(page: Page, live_server: str,
     assert asked == [f"Move Sample {sample['id']} to Discarded? Discarded ends its work."]
     # A move that is not final asks nothing.
     page.click("#status-to-InProgress")
-    expect(page.locator("#entity-status")).to_have_text("InProgress")
+    expect(page.locator("#entity-status")).to_have_text("In progress")
     answer(page, accept=True)
     page.click("#status-to-Discarded")
     expect(page.locator(".flash-success")).to_have_text(

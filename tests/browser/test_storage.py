@@ -190,7 +190,9 @@ def test_every_column_of_a_box_fits_the_screen(page: Page, live_server: str,
                              " <= document.documentElement.clientWidth"), box["name"]
         expect(grid.locator("thead th").last).to_have_text(str(box["columns"]))
         expect(grid.locator("td.slot-occupied")).to_have_text(["occupied"])
-        expect(grid.locator("td.slot-free").first).to_contain_text("free")
+        # The first free slot is the one the form stores into: highlighted and so said.
+        expect(grid.locator("td.slot-free").first).to_contain_text("chosen")
+        expect(grid.locator("td.slot-free").nth(1)).to_contain_text("free")
         expect(page.locator("#grid-count")).to_contain_text(
             f"3 / {box['rows'] * box['columns']} slots taken (1 by items you may not see)")
         assert_no_serious_violations(page)
@@ -225,10 +227,16 @@ def test_a_free_slot_is_chosen_by_keyboard_and_the_tube_stored_there(
     page.keyboard.press("Enter")
     expect(page.locator(".flash-success")).to_have_text(
         f"Sample {second['id']} (Second) checked in at Box 1, slot A2.")
+    # A2 is shown (the answer's ?slot=A2) and taken; the next scan goes to A3, which the
+    # form names and the grid highlights (issue 32 §5).
     cell = page.locator('td[data-slot="A2"]')
-    expect(cell).to_have_class("slot slot-taken slot-highlight")
+    expect(cell).to_have_class("slot slot-taken slot-shown")
     expect(cell).to_have_attribute("aria-current", "true")
     expect(cell.locator("a")).to_have_text("TUBE-2")
+    expect(page.locator("#slot-taken")).to_have_text(
+        "Slot A2 is taken by Second. The form stores into slot A3, the first free one.")
+    expect(page.locator("#slot-chosen")).to_have_text("slot A3")
+    expect(page.locator('td[data-slot="A3"]')).to_have_class("slot slot-free slot-highlight")
 
 
 def test_a_slot_named_in_the_address_is_highlighted_and_scrolled_to(
@@ -241,7 +249,7 @@ def test_a_slot_named_in_the_address_is_highlighted_and_scrolled_to(
     log_in(page, live_server)
     page.goto(f"/storage/locations/{box['id']}?slot=J10")
     cell = page.locator('td[data-slot="J10"]')
-    expect(cell).to_have_class("slot slot-taken slot-highlight")
+    expect(cell).to_have_class("slot slot-taken slot-shown")
     expect(cell).to_be_in_viewport()
 
 
@@ -328,3 +336,47 @@ def test_moves_say_where_the_tube_came_from(page: Page, live_server: str,
                                   "slot A1")
     assert page.evaluate("document.documentElement.scrollWidth"
                          " <= document.documentElement.clientWidth")
+
+
+@pytest.mark.parametrize("viewport", [DESKTOP, TABLET], ids=["1366", "768"])
+def test_a_held_slot_in_the_address_offers_the_first_free_one_and_the_log_scrolls_by_keyboard(
+        page: Page, live_server: str, viewport: dict[str, int]) -> None:
+    """Issue 32 §5: ?slot=A1 on a held slot said the form stored into A1 (it stored into the
+    first free one); the log scrolled without keyboard access; contents sorted A10 before
+    A2."""
+    box, = create_locations(live_server, {"name": "Box 3", "rows": 8, "columns": 12})
+    tubes = create_entities(live_server, *({"eClass": "Sample", "name": f"Tube {n}",
+                                            "barcode": f"T-{n}"} for n in range(13)))
+    _check_in(live_server, box["id"], [{"eClass": "Sample", "id": tube["id"]}
+                                       for tube in tubes[:12]])
+    _post(live_server, "/api/storage/location/checkout",
+          [{"eClass": "Sample", "id": tube["id"]} for tube in tubes[1:11]], 200)
+    _check_in(live_server, box["id"], [{"eClass": "Sample", "id": tube["id"]}
+                                       for tube in tubes[1:11]])
+    page.set_viewport_size(viewport)
+    log_in(page, live_server)
+    page.goto(f"/storage/locations/{box['id']}?slot=A1")
+    expect(page.locator("#slot-taken")).to_have_text(
+        "Slot A1 is taken by Tube 0. The form stores into slot B1, the first free one.")
+    expect(page.locator('td[data-slot="A1"]')).to_have_class("slot slot-taken slot-shown")
+    expect(page.locator('td[data-slot="B1"]')).to_have_class("slot slot-free slot-highlight")
+    expect(page.locator("#slot-chosen")).to_have_text("slot B1")
+    positions = page.locator("#contents-table tbody td:first-child").all_inner_texts()
+    assert positions == [f"A{column}" for column in range(1, 13)]
+    # The log is a region that scrolls; the keyboard reaches and scrolls it.
+    log = page.locator("#log .table-wrap")
+    assert log.evaluate("wrap => wrap.scrollHeight > wrap.clientHeight")
+    expect(page.locator("#log-table tbody tr").first).to_contain_text("Checked in")
+    expect(page.locator("#log-table tbody tr").first).to_contain_text("Carol Chemist")
+    log.focus()
+    expect(log).to_be_focused()
+    page.keyboard.press("PageDown")
+    page.wait_for_function("() => document.querySelector('#log .table-wrap').scrollTop > 0")
+    assert_no_serious_violations(page)
+    assert page.evaluate("document.documentElement.scrollWidth"
+                         " <= document.documentElement.clientWidth")
+    # What the form says is where the tube goes.
+    page.fill("#slot-code", "T-12")
+    page.press("#slot-code", "Enter")
+    expect(page.locator(".flash-success")).to_contain_text("slot B1")
+    expect(page.locator('td[data-slot="B1"] a')).to_have_text("T-12")

@@ -155,3 +155,34 @@ def test_the_editor_shows_each_kind_its_settings_and_a_destructive_delete(
                      page)
     assert 'id="delete-dashboard" class="button-danger"' in page
     assert 'id="widget-template-saved-list"' in page and 'id="w__N__-card"' in page
+
+
+def test_the_editor_opens_a_narrow_chart_at_its_minimum_and_refuses_a_narrower_one(
+        app: Flask, member: Callable[..., ApiClient]) -> None:
+    """Issue 32 §5: the API stores a chart narrower than its kind (earlier clients did);
+    the editor widens it when it opens the dashboard, so saving it back is accepted, and
+    refuses a width typed narrower."""
+    alice = member("alice")
+    stored = created(alice, board("Older", [
+        widget("note", {"markdown": "x"}, cols=2),
+        widget("storage-usage", {}, x=10, cols=2, header="Freezers")]))
+    browser = signed_in(app, "alice")
+    page = html(browser, f"/dashboards/{stored['id']}/edit")
+    card = page[page.index('id="w1-card"'):]
+    assert "data-widened" in card[:300] and 'id="w1-widened"' in card
+    assert re.search(r'name="w1-cols" inputmode="numeric" value="6"', card)
+    assert re.search(r'name="w1-x" inputmode="numeric" value="6"', card)
+    first = page[page.index('id="w0-card"'):page.index('id="w1-card"')]
+    assert "data-widened" not in first and re.search(r'name="w0-cols"[^>]*value="2"', first)
+    form = form_of((0, card_of(widget("note", {"markdown": "x"}, cols=2))),
+                   (1, card_of(widget("storage-usage", {}, x=6, cols=6, header="Freezers"))))
+    saved = post_form(browser, f"/dashboards/{stored['id']}/edit", dict(form.items(multi=True)))
+    assert saved.status_code == 303
+    (mine,) = alice.get("/api/dashboard").get_json()
+    assert mine["widgets"][1]["gridster"] == {"x": 6, "y": 0, "cols": 6, "rows": 4}
+    form.setlist("w1-cols", ["5"])
+    refused = post_form(browser, f"/dashboards/{stored['id']}/edit",
+                        dict(form.items(multi=True)))
+    assert refused.status_code == 400
+    assert "Widget &#39;Freezers&#39;: a storage chart needs at least 6 columns" in (
+        refused.get_data(as_text=True))

@@ -33,7 +33,10 @@ def test_home_is_a_starter_dashboard_made_once(app: Flask,
     assert browser.get("/").headers["Cache-Control"] == "no-store"
     assert 'id="dashboard-title">My dashboard<' in page
     assert 'id="entities-card-link"' in page  # the area cards stay on the home page
-    widget_urls = re.findall(r'hx-get="(/dashboards/[0-9a-f]+/widget/\d+)"', page)
+    # Under the welcome (h1) and the dashboard's name (h2), widget titles are level 3 and
+    # the headings inside a widget level 4 (axe heading-order, issue 32 §5).
+    widget_urls = re.findall(r'hx-get="(/dashboards/[0-9a-f]+/widget/\d+)\?heading=4"', page)
+    assert page.count('<h3 class="widget-title"') == 5
     assert len(widget_urls) == 5
     html(browser, "/")
     assert listed(alice) == ["My dashboard"]
@@ -113,3 +116,21 @@ def test_others_cannot_open_a_private_dashboard(app: Flask,
     assert bob.get(f"/dashboards/{stored['id']}").status_code == 404
     assert bob.get(f"/dashboards/{stored['id']}/widget/0").status_code == 404
     assert post_form(bob, f"/dashboards/{stored['id']}/delete").status_code == 404
+
+
+def test_the_page_draws_narrow_charts_at_their_minimum_or_as_tables_and_closes_gaps(
+        app: Flask, member: Callable[..., ApiClient]) -> None:
+    """Issue 32 §5: widths the API stores from earlier clients are drawn readably."""
+    alice = member("alice")
+    stored = created(alice, board("Older", [
+        widget("status-counts", {"eClass": "Sample"}, x=10, cols=2),
+        widget("note", {"markdown": "left"}, x=0, cols=4),
+        widget("created-per-week", {"eClass": "Sample"}, x=0, y=30, cols=3),
+        widget("note", {"markdown": "right"}, x=3, y=30, cols=9)]))
+    page = html(signed_in(app, "alice"), f"/dashboards/{stored['id']}")
+    sections = re.findall(r'<section class="card widget ([^"]+)"', page)
+    assert sections == ["gx-6 gw-6 gy-0 gh-4", "gx-0 gw-4 gy-0 gh-4",
+                        "gx-0 gw-3 gy-4 gh-4", "gx-3 gw-9 gy-4 gh-4"]
+    urls = re.findall(r'hx-get="(/dashboards/[0-9a-f]+/widget/\d+[^"]*)"', page)
+    assert urls[0].endswith("/widget/0?heading=3") and urls[2].endswith("?heading=3&amp;table=1")
+    assert page.count('<h2 class="widget-title"') == 4

@@ -47,7 +47,7 @@ def test_someone_else_changing_the_status_notifies_the_owner(
         "StatusChanged", sample["id"], "bob")
     # "moved" would read as a change of place in a storage app
     assert note["message"].endswith(
-        " changed the status of your Sample “S1” from InProgress to Completed.")
+        " changed the status of your Sample “S1” from In progress to Completed.")
     assert "moved" not in note["message"]
     save(bob, {"eClass": "Sample", "id": sample["id"], "name": "renamed"}, status=200)
     assert len(unread(alice)) == 1  # other changes are not notified

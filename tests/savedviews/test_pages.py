@@ -163,3 +163,22 @@ def test_adding_to_a_dashboard_of_someone_else_is_refused(
     assert bob.get("/api/dashboard").get_json()[0]["widgets"] == []
     hidden: FlaskClient = signed_in(app, "bob")
     assert hidden.get(f"/saved-views/{stored['id']}").status_code == 404
+
+
+def test_the_page_names_the_owner_and_whom_the_view_is_shared_with(
+        app: Flask, member: Callable[..., ApiClient], department: Callable[..., str]) -> None:
+    """Issue 32 §5: names, not ids ("shared with DEP00002")."""
+    physics = department("Physics")
+    alice = member("alice")
+    member("bob")
+    stored = created(alice, view("Shared", userIDs=["bob"], departmentIDs=[physics],
+                                 userRoles=["ADMIN"]))
+    page = html(signed_in(app, "alice"), f"/saved-views/{stored['id']}")
+    owner = re.search(r'<dd id="view-owner">(.*?)</dd>', page, re.S).group(1)
+    text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", owner)).strip()
+    assert text == (f"Alice alice · shared with Bob bob, Physics {physics}, the role ADMIN")
+    assert f'<a href="/entities/Department/{physics}">Physics</a>' in owner
+    personal = created(alice, view("Mine"))
+    page = html(signed_in(app, "alice"), f"/saved-views/{personal['id']}")
+    assert re.search(r'<dd id="view-owner"><a href="/entities/User/alice">Alice</a> '
+                     r'<span class="muted ref-id">alice</span> · personal</dd>', page)

@@ -261,7 +261,7 @@ def test_a_tube_whose_workflow_is_over_is_stored_only_when_confirmed(
 def test_a_slot_named_in_the_address_is_highlighted(browser: FlaskClient,
                                                     alice: ApiClient) -> None:
     box, = make_locations(alice, {"name": "Box", "rows": 3, "columns": 4})
-    tube, = make_items(alice, "Sample", 1)
+    tube, second = make_items(alice, "Sample", 2)
     check_in(alice, box["id"], [{"eClass": "Sample", "id": tube, "position": "A1"}])
     url = f"/storage/locations/{box['id']}"
     free = html(browser.get(url, query_string={"slot": "c04"}))
@@ -269,9 +269,62 @@ def test_a_slot_named_in_the_address_is_highlighted(browser: FlaskClient,
     assert free.count('aria-current="true"') == 1
     assert 'id="slot-position" value="C4"' in free
     assert '<span id="slot-chosen">slot C4</span>' in free
+    # A slot held by an item: said taken, marked apart; the form offers, and highlights,
+    # the first free slot, which it really stores into (issue 32 §5).
     taken = html(browser.get(url, query_string={"slot": "A1"}))
-    assert 'aria-current="true"' in cell(taken, "A1")
-    assert 'id="slot-position" value=""' in taken and "the first free slot" in taken
+    assert 'aria-current="true"' in cell(taken, "A1") and "slot-shown" in cell(taken, "A1")
+    assert "slot-highlight" not in cell(taken, "A1") and taken.count('aria-current="true"') == 1
+    assert "slot-highlight" in cell(taken, "A2") and ">chosen<" in cell(taken, "A2")
+    assert 'id="slot-position" value="A2"' in taken
+    assert '<span id="slot-chosen">slot A2</span>' in taken
+    assert (f"Slot A1 is taken by {tube}. The form stores into slot A2, the first free one."
+            in re.sub(r"\s+", " ", taken))
     assert f'<a href="{url}?slot=A1">A1</a>' in taken.split('id="contents-table"')[1]
+    stored = post_form(browser, f"{url}/checkin", {"code": second, "position": "A2"})
+    assert body_of(alice.get(f"/api/entity/Sample/{second}"), 200)["position"] == "A2"
+    after = html(browser.get(stored.headers["Location"]))
+    assert "slot-shown" in cell(after, "A2") and "slot-highlight" in cell(after, "A3")
     outside = html(browser.get(url, query_string={"slot": "D5"}))
     assert 'aria-current="true"' not in outside
+    for junk in ("A" * 10000 + "1", "ZZZZ9999", "<b>A1</b>", "a01"):
+        answer = browser.get(url, query_string={"slot": junk})
+        assert answer.status_code == 200, junk
+        assert html(answer).count('aria-current="true"') == (1 if junk == "a01" else 0), junk
+    assert browser.get(url, query_string={"slot": "\x00\x01A1"}).status_code == 400
+
+
+def test_contents_sort_by_slot_as_people_read_a_box(browser: FlaskClient,
+                                                    alice: ApiClient) -> None:
+    box, = make_locations(alice, {"name": "Box", "rows": 2, "columns": 12})
+    tubes = make_items(alice, "Sample", 5)
+    check_in(alice, box["id"], [{"eClass": "Sample", "id": tube, "position": position}
+                                for tube, position in zip(tubes, ("B1", "A10", "A2", "A12",
+                                                                  "A1"), strict=True)])
+    page = html(browser.get(f"/storage/locations/{box['id']}"))
+    contents = page.split('id="contents-table"')[1].split("</table>")[0]
+    assert re.findall(r'\?slot=(\w+)">', contents) == ["A1", "A2", "A10", "A12", "B1"]
+
+
+def test_a_full_box_says_so_instead_of_offering_a_slot(browser: FlaskClient,
+                                                       alice: ApiClient) -> None:
+    box, = make_locations(alice, {"name": "Box", "rows": 1, "columns": 2})
+    check_in(alice, box["id"], refs("Sample", make_items(alice, "Sample", 2)))
+    page = html(browser.get(f"/storage/locations/{box['id']}", query_string={"slot": "A2"}))
+    assert 'id="slot-form"' not in page and 'id="box-full"' in page
+    assert "Slot A2 is taken by" in page and "The form stores" not in page
+
+
+def test_the_log_names_people_and_items_in_words_and_scrolls_by_keyboard(
+        browser: FlaskClient, alice: ApiClient) -> None:
+    box, = make_locations(alice, {"name": "Box", "rows": 2, "columns": 2})
+    tube, = make_items(alice, "Sample", 1, name="Broth")
+    check_in(alice, box["id"], [{"eClass": "Sample", "id": tube, "position": "A1"}])
+    alice.post("/api/storage/location/checkout", json=[{"eClass": "Sample", "id": tube}])
+    page = html(browser.get(f"/storage/locations/{box['id']}"))
+    log = page.split('id="log-table"')[1].split("</table>")[0]
+    assert log.count("<td>Checked in</td>") == 1 and log.count("<td>Checked out</td>") == 1
+    assert (f'<a href="/entities/Sample/{tube}">Broth</a> '
+            f'<span class="muted ref-id">{tube}</span>') in log
+    assert '<a href="/entities/User/alice">' in log and "checkin<" not in log
+    assert re.search(r'<div class="table-wrap fit-list" tabindex="0" role="region" '
+                     r'aria-labelledby="log-heading">', page)

@@ -34,3 +34,13 @@ def test_usage_lists_visible_locations_with_true_counts(
                                 "capacity": 4, "stored": 2, "available": 2}
     assert usage[freezer["id"]]["capacity"] is None
     assert [row["id"] for row in narrowed] == [box["id"]]
+
+
+def test_usage_lists_locations_with_their_numbers_in_order(app: Flask, admin: ApiClient) -> None:
+    make_locations(admin, {"id": "#r", "name": "Rack"},
+                   *({"name": f"Box {number}", "parentID": "#r", "capacity": 3}
+                     for number in (10, 9, 1, 2)))
+    with app.app_context():
+        reader = actor_for(db.session.get(User, "admin"), method="bearer")
+        names = [row["name"] for row in storage_usage(reader) if row["name"].startswith("Box")]
+    assert names == ["Box 1", "Box 2", "Box 9", "Box 10"]

@@ -20,8 +20,9 @@ def test_create_form_is_generated_from_the_registry(signed_in):
     assert '<textarea id="field-description" name="description"' in html
     assert input_value(html, "experimentID") == "EXP00042"
     statuses = re.search(r'<select id="field-status".*?</select>', html, re.S).group(0)
-    assert re.findall(r"<option[^>]*>(\w+)</option>", statuses) == [
-        "Initial", "InProgress", "Completed", "Canceled", "Discarded"]
+    assert re.findall(r"<option[^>]*>([\w ]+)</option>", statuses) == [
+        "Initial", "In progress", "Completed", "Canceled", "Discarded"]
+    assert '<option value="InProgress">In progress</option>' in statuses
     assert "createdUtc" not in html and 'name="version"' not in html
     assert 'name="attr_key"' in html and 'data-add-row="attribute-row-template"' in html
 
@@ -94,7 +95,7 @@ def test_forms_are_not_offered_when_the_api_would_refuse(signed_in):
 def test_edit_form_offers_only_allowed_statuses(signed_in, sample):
     html = html_of(signed_in.get(f"/entities/Sample/{sample['id']}/edit"))
     statuses = re.search(r'<select id="field-status".*?</select>', html, re.S).group(0)
-    assert re.findall(r"<option[^>]*>(\w+)</option>", statuses) == [
+    assert re.findall(r'<option value="(\w+)"[^>]*>', statuses) == [
         "Initial", "InProgress", "Canceled", "Discarded"]
     assert 'name="id"' not in html and hidden(html, "version") == "1"
 

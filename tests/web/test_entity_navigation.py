@@ -242,10 +242,14 @@ def status_buttons(html: str) -> list[str]:
 def test_status_buttons_offer_the_allowed_transitions(signed_in, sample):
     html = html_of(signed_in.get(f"/entities/Sample/{sample['id']}"))
     assert status_buttons(html) == ["InProgress", "Canceled", "Discarded"]
+    # The keys post; people read the words (issue 32 §5).
+    assert 'id="status-to-InProgress">In progress</button>' in html
+    assert '<span class="badge" id="entity-status">Initial</span>' in html
     edit = html_of(signed_in.get(f"/entities/Sample/{sample['id']}/edit"))
     select = section(edit, "field-status")
-    assert re.findall(r"<option[^>]*>(\w+)</option>", select) == [
-        "Initial", "InProgress", "Canceled", "Discarded"]
+    assert re.findall(r'<option value="(\w+)"[^>]*>([\w ]+)</option>', select) == [
+        ("Initial", "Initial"), ("InProgress", "In progress"), ("Canceled", "Canceled"),
+        ("Discarded", "Discarded")]
 
 
 def test_read_only_users_get_no_status_buttons(app, client, sample, make_user,
@@ -268,9 +272,11 @@ def test_status_change_by_button(signed_in, sample, api):
     stored = fetch(api, "Sample", sample["id"])
     assert stored["status"] == "InProgress"
     page = html_of(signed_in.get(path))
-    assert f"Sample {sample['id']} is now InProgress." in page
+    assert f"Sample {sample['id']} is now In progress." in page
     assert status_buttons(page) == ["Completed", "Canceled", "Initial", "Discarded"]
-    assert "<strong>Status changed</strong> from Initial to InProgress" in page
+    assert "<strong>Status changed</strong> from Initial to In progress" in page
+    assert '<span class="badge" id="entity-status">In progress</span>' in page
+    assert "InProgress<" not in page and ">InProgress" not in page
 
 
 def test_refused_status_changes_answer_409_with_the_reason(signed_in, sample):

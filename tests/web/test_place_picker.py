@@ -96,3 +96,19 @@ def test_the_edit_forms_status_select_names_the_final_statuses(signed_in, api) -
     assert 'data-confirm-values="Canceled Discarded"' in edit
     new = html_of(signed_in.get("/entities/Sample/new"))
     assert "data-confirm-values" not in new
+
+
+def test_places_and_move_targets_are_listed_with_their_numbers_in_order(signed_in,
+                                                                       api) -> None:
+    """Issue 32 §5: "Box 3" before "Box 10" wherever locations are listed."""
+    made = save(api, {"eClass": "Location", "id": "#rack", "name": "Rack 2"},
+                *({"eClass": "Location", "name": f"Box {number}", "parentID": "#rack",
+                   "capacity": 5} for number in (10, 3, 1, 20, 2)))
+    html = html_of(signed_in.get("/entities/Sample/new"))
+    boxes = [label.split(" · ")[0] for _, label in options(html, "field-locationID")
+             if "Box" in label]
+    assert boxes == [f"Rack 2 / Box {number}" for number in (1, 2, 3, 10, 20)]
+    move = html_of(signed_in.get(f"/storage/locations/{made[1]['id']}/move"))
+    targets = [label for _, label in re.findall(r'<option value="([^"]+)"[^>]*>([^<]*)</option>',
+                                                move) if "Box" in label]
+    assert targets == [f"Rack 2 / Box {number}" for number in (1, 2, 3, 20)]
