@@ -298,14 +298,14 @@ def _peak_memory(app: Flask, file: Path) -> dict[str, Any]:
 
 def test_memory_stays_bounded_for_hostile_and_largest_accepted_files(
         fresh_app: Callable[..., Flask], tmp_path: Path) -> None:
-    """Before the limits, both hostile files were accepted: the CSV took 1.2 GiB in the
-    request and 1.6 GiB in the worker, the workbook 0.9 GiB in each. A started app holds
-    ~115 MiB; what a file adds is measured, in the request and in the worker, each from its
-    own high-water mark."""
+    """Before the limits, the CSV header added 1,056 MiB to the request (with a data row it
+    was accepted and added 1,413 MiB to the worker), the workbook 766 MiB to the request and
+    745 MiB to the worker. A started app holds ~115 MiB; what a file adds is measured, in
+    the request and in the worker, each from its own high-water mark."""
     app = fresh_app()
     run_init(app)
     dispose(app)
-    # 5.4 M columns in a 48 MB header line; 5 M shared strings in a 13 MB upload.
+    # 5.4 M columns in a 40 MiB header line; 5 M shared strings in a 13 MB upload.
     for path in (hostile.wide_csv(tmp_path / "wide.csv", 5_400_000, rows=0),
                  hostile.shared_strings_workbook(tmp_path / "strings.xlsx", 5_000_000)):
         request = _peak_memory(app, path)["request"]
