@@ -191,21 +191,32 @@ def _encoding(path: Path, filename: str) -> str:
 def _dialect(sample: str) -> type[csv.Dialect]:
     """Excel's dialect with the delimiter (of ``, ; tab |``) that splits the sample's first
     lines into the most rows as wide as the header, then the widest header; a comma when
-    none splits the header. Linear in the sample: ``csv.Sniffer`` took 37 s over 64 KiB of
-    ``,"``."""
+    none splits the header. Spaces after the delimiter are skipped when every delimiter of
+    the first line has one (``a, "b, c"``), as ``csv.Sniffer`` did. Linear in the sample:
+    the sniffer took 37 s over 64 KiB of ``,"``."""
     lines = sample.splitlines(keepends=True)
     lines = lines[:-1] if len(lines) > 1 else lines  # the last line may be cut
     best, score = ",", (0, 1)
     for delimiter in _DELIMITERS:
-        widths = [len(cells) for cells in csv.reader(lines[:_SNIFF_LINES], delimiter=delimiter)
+        dialect = _excel_with(delimiter, spaced=_spaced(lines, delimiter))
+        widths = [len(cells) for cells in csv.reader(lines[:_SNIFF_LINES], dialect)
                   if not _blank(cells)]
         if widths and widths[0] > 1:
             candidate = (sum(width == widths[0] for width in widths), widths[0])
             if candidate > score:
                 best, score = delimiter, candidate
+    return _excel_with(best, spaced=_spaced(lines, best))
 
+
+def _spaced(lines: list[str], delimiter: str) -> bool:
+    first = lines[0] if lines else ""
+    return 0 < first.count(delimiter) == first.count(f"{delimiter} ")
+
+
+def _excel_with(separator: str, *, spaced: bool) -> type[csv.Dialect]:
     class Sniffed(csv.excel):
-        delimiter = best
+        delimiter = separator
+        skipinitialspace = spaced
 
     return Sniffed
 

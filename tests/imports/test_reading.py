@@ -179,6 +179,8 @@ def test_the_delimiter_is_found_in_linear_time(write_csv) -> None:
     assert open_table(write_csv("a;b,c;d\n1;2,5;3\n"), "t.csv").headers == ["a", "b,c", "d"]
     assert open_table(write_csv('a,b\n"1;2;3",4\n'), "t.csv").headers == ["a", "b"]
     assert open_table(write_csv("Name\nS-1\n"), "t.csv").headers == ["Name"]
+    spaced = open_table(write_csv('Name, Note\nS-1, "a, b"\n'), "t.csv")
+    assert list(spaced.rows()) == [(2, ["S-1", "a, b"])]
 
 
 def test_an_old_excel_file_is_refused_naming_what_to_do(tmp_path: Path) -> None:
