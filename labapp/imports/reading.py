@@ -16,6 +16,7 @@ import csv
 import re
 import zipfile
 from collections.abc import Callable, Generator
+from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Literal
@@ -139,6 +140,18 @@ def _fit(cells: Cells, width: int) -> Cells:
     if len(cells) < width:
         return [*cells, *([None] * (width - len(cells)))]
     return list(cells[:width])
+
+
+def _data_rows(records: Rows, width: int) -> Rows:
+    """The non-blank rows after the header, padded or cut to ``width`` cells."""
+    found_header = False
+    for number, cells in records:
+        if _blank(cells):
+            continue
+        if not found_header:
+            found_header = True
+            continue
+        yield number, _fit(cells, width)
 
 
 def _too_many(filename: str, max_rows: int) -> ImportRejected:
@@ -321,14 +334,8 @@ def _open_csv(path: Path, filename: str, max_rows: int) -> SourceTable:
         raise ImportRejected(f"{filename} has a header row but no data rows.")
 
     def rows() -> Rows:
-        found_header = False
-        for number, cells in _csv_records(path, filename, encoding, dialect):
-            if _blank(cells):
-                continue
-            if not found_header:
-                found_header = True
-                continue
-            yield number, _fit(cells, width)
+        with closing(_csv_records(path, filename, encoding, dialect)) as records:
+            yield from _data_rows(records, width)
 
     return SourceTable(filename, "csv", None, [], headers, count, rows)
 
@@ -395,7 +402,8 @@ def _open_xlsx(path: Path, filename: str, sheet: str | None, max_uncompressed: i
             raise _too_many(label, max_rows)
         member = worksheet._worksheet_path
         _check_sheet(path, inspection.parts.get(member), member, label, max_rows)
-        first, more = _first_rows(_values(worksheet, None, label))
+        with closing(_values(worksheet, None, label)) as values:
+            first, more = _first_rows(values)
     finally:
         workbook.close()
     if first is None:
@@ -408,14 +416,8 @@ def _open_xlsx(path: Path, filename: str, sheet: str | None, max_uncompressed: i
     def rows() -> Rows:
         book = _load(path, filename)
         try:
-            found_header = False
-            for number, cells in _values(book[chosen], width, label):
-                if _blank(cells):
-                    continue
-                if not found_header:
-                    found_header = True
-                    continue
-                yield number, _fit(cells, width)
+            with closing(_values(book[chosen], width, label)) as values:
+                yield from _data_rows(values, width)
         finally:
             book.close()
 
@@ -426,19 +428,20 @@ def _open_xlsx(path: Path, filename: str, sheet: str | None, max_uncompressed: i
 def _values(worksheet: Any, width: int | None, label: str) -> Rows:
     """``(row number, values)`` of every row of a read-only worksheet (missing rows come as
     empty ones, so the numbers are the sheet's); a sheet openpyxl cannot read, or whose rows
-    are numbered beyond a spreadsheet's last, is refused."""
-    rows = worksheet.iter_rows(min_row=1, max_col=width, values_only=True)
-    number = 0
-    while True:
-        try:
-            values = next(rows)
-        except StopIteration:
-            return
-        except Exception as error:  # openpyxl raises many kinds for a damaged sheet
-            raise ImportRejected(f"{label} cannot be read: the workbook is damaged "
-                                 f"({type(error).__name__}).") from None
-        number += 1
-        if number > MAX_SHEET_ROWS:
-            raise ImportRejected(f"{label} numbers its rows beyond {MAX_SHEET_ROWS:,}, more "
-                                 "than a spreadsheet can hold.")
-        yield number, list(values)
+    are numbered beyond a spreadsheet's last, is refused. openpyxl's stream of rows holds
+    the sheet's part open: it is closed however this one ends."""
+    with closing(worksheet.iter_rows(min_row=1, max_col=width, values_only=True)) as rows:
+        number = 0
+        while True:
+            try:
+                values = next(rows)
+            except StopIteration:
+                return
+            except Exception as error:  # openpyxl raises many kinds for a damaged sheet
+                raise ImportRejected(f"{label} cannot be read: the workbook is damaged "
+                                     f"({type(error).__name__}).") from None
+            number += 1
+            if number > MAX_SHEET_ROWS:
+                raise ImportRejected(f"{label} numbers its rows beyond {MAX_SHEET_ROWS:,}, "
+                                     "more than a spreadsheet can hold.")
+            yield number, list(values)
