@@ -64,8 +64,10 @@ def start(form: dict[str, Any]) -> ImportJob:
           "poll (GET /api/import/{id}). The worker reads the rows: a dry run (the default) "
           "only tells each row's outcome, a commit (dryRun=false) writes every row in one "
           "transaction or nothing when any row fails. Refused at once, nothing stored: "
-          "400 for a missing file, an unknown class, a file that cannot be read, is empty or "
-          "has no header row, an unknown sheet, a bad mapping or match field; 403 without "
+          "400 for a missing file, an unknown class, a file that cannot be read, is empty, "
+          "has no header row or is over a limit (columns, row or cell length, shared "
+          "strings, a DOCTYPE...: the message names it), an unknown sheet, a bad mapping or "
+          "match field; 403 without "
           "the right to create entities of the class; 413 over the upload limit.",
           forms={MULTIPART: ImportFormSchema}, responses={202: JobStartedSchema},
           problems=(413,))

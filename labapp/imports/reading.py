@@ -2,9 +2,12 @@
 
 Everything a file can get wrong is refused here, before a row is planned, with an
 :class:`ImportRejected` naming the problem: an empty or header-only file, duplicate or blank
-headers, an encoding that is neither UTF-8 nor Latin-1, too many rows, and for XLSX a zip
-bomb (checked on the archive's directory before openpyxl opens it), merged cells and formulas
-without a saved value (both found by scanning the sheet's XML, not by loading it).
+headers, too many columns or rows, an overlong header, row or cell, a control character,
+an encoding that is neither UTF-8 nor Latin-1; for XLSX whatever
+:mod:`labapp.imports.archive` refuses before openpyxl opens the file (a zip bomb, a
+DOCTYPE, parts too large to parse), merged cells and formulas without a saved value (found
+by scanning the sheet's XML, not by loading it). The limits, and what each one bounds, are
+in :mod:`labapp.imports.limits`.
 """
 from __future__ import annotations
 
@@ -13,32 +16,39 @@ import csv
 import re
 import zipfile
 from collections.abc import Callable, Generator
+from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import IO, Any, Literal
 
-from labapp.errors import InvalidInput
-from labapp.imports import sheetxml
+from labapp.imports import archive, sheetxml
+from labapp.imports.limits import (
+    MAX_CELL_LENGTH,
+    MAX_COLUMNS,
+    MAX_HEADER_LENGTH,
+    MAX_ROW_LENGTH,
+    MAX_ROWS,
+    MAX_SHEET_ROWS,
+    MAX_UNCOMPRESSED,
+    ImportRejected,
+)
 
-MAX_ROWS = 200_000
-# The sum of the uncompressed sizes an XLSX may unpack to.
-MAX_UNCOMPRESSED = 512 * 2**20
 _SNIFF_BYTES = 64 * 1024
+_SNIFF_LINES = 50
 _CHUNK = 2**20
 _DELIMITERS = ",;\t|"
 # Latin-1 decodes any byte; a file whose bytes are control characters there is in another
 # encoding (UTF-16, Windows-1252 punctuation, binary) and is refused rather than garbled.
 _NOT_LATIN1 = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+# In UTF-8 these bytes are the C0 control characters (but tab and line breaks) and DEL:
+# never text, and not allowed in an XLSX cell, so an annotated workbook could not hold them.
+_CONTROL = re.compile(rb"[\x01-\x08\x0b\x0c\x0e-\x1f\x7f]")
+# An OLE2 compound file: an Excel 97-2003 workbook, or an encrypted (password) XLSX.
+_OLE2 = b"\xd0\xcf\x11\xe0"
 
 Cells = list[Any]
 # (row number as the spreadsheet shows it, cells), closable to release the file early.
 Rows = Generator[tuple[int, Cells], None, None]
-
-
-class ImportRejected(InvalidInput):
-    """The file cannot be imported at all; the message says why."""
-
-    code = "import_rejected"
 
 
 @dataclass(frozen=True)
@@ -75,6 +85,9 @@ def open_table(path: Path, filename: str, *, sheet: str | None = None,
         magic = handle.read(4)
     if magic.startswith(b"PK"):
         return _open_xlsx(path, filename, sheet, max_uncompressed, max_rows)
+    if magic == _OLE2:
+        raise ImportRejected(f"{filename} is an Excel 97-2003 workbook or a workbook with a "
+                             "password; save it as .xlsx without a password, or as CSV.")
     if filename.lower().endswith((".xlsx", ".xlsm", ".xls")):
         raise ImportRejected(f"{filename} is not an XLSX workbook (save it as .xlsx or CSV).")
     if sheet is not None:
@@ -94,18 +107,25 @@ def _column_letter(index: int) -> str:
 
 
 def _headers(raw: Cells, filename: str) -> list[str]:
-    """The header row cleaned up: trailing blank columns dropped; blank or repeated names
-    refused."""
+    """The header row cleaned up: trailing blank columns dropped; blank, overlong or repeated
+    names and too many columns refused."""
     names = ["" if cell is None else str(cell).strip() for cell in raw]
     while names and not names[-1]:
         names.pop()
     if not names:
         raise ImportRejected(f"{filename} has no header row: the first row must name the "
                              "columns.")
+    if len(names) > MAX_COLUMNS:
+        raise ImportRejected(f"{filename} has {len(names):,} columns with a header; at most "
+                             f"{MAX_COLUMNS:,} can be imported.")
     seen: dict[str, int] = {}
     for index, name in enumerate(names):
         if not name:
             raise ImportRejected(f"Column {_column_letter(index)} of {filename} has no header.")
+        if len(name) > MAX_HEADER_LENGTH:
+            raise ImportRejected(f"The header of column {_column_letter(index)} of {filename} "
+                                 f"is {len(name):,} characters long; a header may have at "
+                                 f"most {MAX_HEADER_LENGTH}.")
         key = name.casefold()
         if key in seen:
             raise ImportRejected(f"The header {name!r} appears twice (columns "
@@ -124,6 +144,18 @@ def _fit(cells: Cells, width: int) -> Cells:
     return list(cells[:width])
 
 
+def _data_rows(records: Rows, width: int) -> Rows:
+    """The non-blank rows after the header, padded or cut to ``width`` cells."""
+    found_header = False
+    for number, cells in records:
+        if _blank(cells):
+            continue
+        if not found_header:
+            found_header = True
+            continue
+        yield number, _fit(cells, width)
+
+
 def _too_many(filename: str, max_rows: int) -> ImportRejected:
     return ImportRejected(f"{filename} has more than {max_rows:,} data rows; split it into "
                           "smaller files.")
@@ -132,8 +164,9 @@ def _too_many(filename: str, max_rows: int) -> ImportRejected:
 # --- CSV -------------------------------------------------------------------------------
 
 def _encoding(path: Path, filename: str) -> str:
-    """``utf-8-sig`` when the whole file is UTF-8 (with or without BOM), else ``latin-1``
-    when no byte is a control character there; otherwise refused."""
+    """``utf-8-sig`` when the whole file is UTF-8 (with or without BOM) without a control
+    character, else ``latin-1`` when no byte is a control character there; otherwise
+    refused."""
     with path.open("rb") as handle:
         start = handle.read(4)
         if start.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
@@ -141,11 +174,20 @@ def _encoding(path: Path, filename: str) -> str:
                                  "Latin-1) CSV.")
         handle.seek(0)
         decoder = codecs.getincrementaldecoder("utf-8")()
+        lines = 1
         try:
             while chunk := handle.read(_CHUNK):
                 if b"\x00" in chunk:
                     raise ImportRejected(f"{filename} holds NUL bytes: it is not a text file "
                                          "in UTF-8 or Latin-1 (UTF-16 or binary?).")
+                control = _CONTROL.search(chunk)
+                if control is not None:
+                    line = lines + chunk.count(b"\n", 0, control.start())
+                    raise ImportRejected(
+                        f"Line {line:,} of {filename} holds a control character (byte "
+                        f"0x{control.group()[0]:02X}), which is not text; remove it and "
+                        "upload the file again.")
+                lines += chunk.count(b"\n")
                 decoder.decode(chunk)
             decoder.decode(b"", final=True)
             return "utf-8-sig"
@@ -161,24 +203,112 @@ def _encoding(path: Path, filename: str) -> str:
     return "latin-1"
 
 
-def _dialect(sample: str) -> type[csv.Dialect] | csv.Dialect:
-    try:
-        return csv.Sniffer().sniff(sample, delimiters=_DELIMITERS)
-    except csv.Error:
-        first = sample.split("\n", 1)[0]
-        counts = {delimiter: first.count(delimiter) for delimiter in _DELIMITERS}
-        best = max(counts, key=lambda key: counts[key])
+def _dialect(sample: str) -> type[csv.Dialect]:
+    """Excel's dialect with the delimiter (of ``, ; tab |``) that splits the sample's first
+    lines into the most rows as wide as the header, then the widest header; a comma when
+    none splits the header. Spaces after the delimiter are skipped when every delimiter of
+    the first line has one (``a, "b, c"``), as ``csv.Sniffer`` did. Linear in the sample:
+    the sniffer took 37 s over 64 KiB of ``,"``."""
+    lines = sample.splitlines(keepends=True)
+    lines = lines[:-1] if len(lines) > 1 else lines  # the last line may be cut
+    best, score = ",", (0, 1)
+    for delimiter in _DELIMITERS:
+        dialect = _excel_with(delimiter, spaced=_spaced(lines, delimiter))
+        widths = [len(cells) for cells in csv.reader(lines[:_SNIFF_LINES], dialect)
+                  if not _blank(cells)]
+        if widths and widths[0] > 1:
+            candidate = (sum(width == widths[0] for width in widths), widths[0])
+            if candidate > score:
+                best, score = delimiter, candidate
+    return _excel_with(best, spaced=_spaced(lines, best))
 
-        class Fallback(csv.excel):
-            delimiter = best if counts[best] else ","
 
-        return Fallback
+def _spaced(lines: list[str], delimiter: str) -> bool:
+    first = lines[0] if lines else ""
+    return 0 < first.count(delimiter) == first.count(f"{delimiter} ")
 
 
-def _csv_records(path: Path, encoding: str,
-                 dialect: type[csv.Dialect] | csv.Dialect) -> Rows:
+def _excel_with(separator: str, *, spaced: bool) -> type[csv.Dialect]:
+    class Sniffed(csv.excel):
+        delimiter = separator
+        skipinitialspace = spaced
+
+    return Sniffed
+
+
+class _Lines:
+    """The lines of a CSV file as ``csv.reader`` asks for them, refusing a row (which may
+    span lines inside quotes) that grows past ``MAX_ROW_LENGTH`` characters before it is
+    read whole."""
+
+    def __init__(self, handle: IO[str], filename: str) -> None:
+        self.handle, self.filename = handle, filename
+        self.row, self.length = 1, 0
+
+    def __iter__(self) -> _Lines:
+        return self
+
+    def __next__(self) -> str:
+        line = self.handle.readline(MAX_ROW_LENGTH - self.length + 1)
+        if not line:
+            raise StopIteration
+        self.length += len(line)
+        if self.length > MAX_ROW_LENGTH:
+            if self.row == 1:
+                raise ImportRejected(
+                    f"The header row of {self.filename} is longer than {MAX_ROW_LENGTH:,} "
+                    f"characters: at most {MAX_COLUMNS:,} columns with headers of up to "
+                    f"{MAX_HEADER_LENGTH} characters can be imported.")
+            raise ImportRejected(f"Row {self.row:,} of {self.filename} is longer than "
+                                 f"{MAX_ROW_LENGTH:,} characters (a quote never closed, or "
+                                 f"cells over the {MAX_CELL_LENGTH:,} characters a cell may "
+                                 "hold?).")
+        return line
+
+    def next_row(self) -> None:
+        self.row, self.length = self.row + 1, 0
+
+
+def _csv_records(path: Path, filename: str, encoding: str,
+                 dialect: type[csv.Dialect]) -> Rows:
     with path.open(encoding=encoding, newline="") as handle:
-        yield from enumerate(csv.reader(handle, dialect), start=1)
+        lines = _Lines(handle, filename)
+        reader = csv.reader(lines, dialect)
+        while True:
+            try:
+                cells = next(reader)
+            except StopIteration:
+                return
+            except csv.Error as error:
+                if "field larger than field limit" in str(error):
+                    raise _long_cell(filename, lines.row, None) from None
+                raise ImportRejected(f"Row {lines.row:,} of {filename} is not readable CSV: "
+                                     f"{error}.") from None
+            yield lines.row, cells
+            lines.next_row()
+
+
+def _long_cell(filename: str, row: int, column: int | None) -> ImportRejected:
+    """A cell over ``MAX_CELL_LENGTH``; without its column, one the csv module stopped
+    reading (usually a quote never closed, which runs on to the end of the file)."""
+    where, hint = ((f", column {_column_letter(column)},", "") if column is not None
+                   else ("", " (a quote never closed?)"))
+    return ImportRejected(f"Row {row:,}{where} of {filename} holds a cell longer than "
+                          f"{MAX_CELL_LENGTH:,} characters, more than a cell may hold{hint}.")
+
+
+def _check_row(number: int, cells: Cells, width: int, filename: str) -> None:
+    """Refuse an overlong cell, and a value right of the last column with a header (an
+    unquoted delimiter in a value shifts the rest of its row)."""
+    if max(map(len, cells)) > MAX_CELL_LENGTH:
+        column = next(index for index, cell in enumerate(cells) if len(cell) > MAX_CELL_LENGTH)
+        raise _long_cell(filename, number, column)
+    extra = next((index for index in range(width, len(cells)) if cells[index].strip()), None)
+    if extra is not None:
+        raise ImportRejected(
+            f"Row {number:,} of {filename} has a value in column {_column_letter(extra)}, right "
+            f"of the last column with a header ({_column_letter(width - 1)}): give that column "
+            "a header, or quote the value that holds a delimiter.")
 
 
 def _open_csv(path: Path, filename: str, max_rows: int) -> SourceTable:
@@ -186,35 +316,28 @@ def _open_csv(path: Path, filename: str, max_rows: int) -> SourceTable:
     with path.open(encoding=encoding, newline="") as handle:
         sample = handle.read(_SNIFF_BYTES)
     dialect = _dialect(sample)
-    records = _csv_records(path, encoding, dialect)
+    records = _csv_records(path, filename, encoding, dialect)
     try:
         first = next((cells for _, cells in records if not _blank(cells)), None)
         if first is None:
             raise ImportRejected(f"{filename} holds no rows.")
         headers = _headers(first, filename)
+        width = len(headers)
         count = 0
-        for _, cells in records:  # one cheap pass: the count, and the limit before planning
+        for number, cells in records:  # one cheap pass: the count and the checks of each row
             if not _blank(cells):
                 count += 1
                 if count > max_rows:
                     raise _too_many(filename, max_rows)
-    except csv.Error as error:
-        raise ImportRejected(f"{filename} is not a readable CSV file: {error}.") from None
+                _check_row(number, cells, width, filename)
     finally:
         records.close()
     if count == 0:
         raise ImportRejected(f"{filename} has a header row but no data rows.")
-    width = len(headers)
 
     def rows() -> Rows:
-        found_header = False
-        for number, cells in _csv_records(path, encoding, dialect):
-            if _blank(cells):
-                continue
-            if not found_header:
-                found_header = True
-                continue
-            yield number, _fit(cells, width)
+        with closing(_csv_records(path, filename, encoding, dialect)) as records:
+            yield from _data_rows(records, width)
 
     return SourceTable(filename, "csv", None, [], headers, count, rows,
                        delimiter=dialect.delimiter)
@@ -222,26 +345,15 @@ def _open_csv(path: Path, filename: str, max_rows: int) -> SourceTable:
 
 # --- XLSX ------------------------------------------------------------------------------
 
-def _check_archive(path: Path, filename: str, max_uncompressed: int) -> None:
-    """Refuse what is not a zip archive, and a zip bomb, from the archive's directory alone."""
+def _load(path: Path, filename: str) -> Any:
+    """The workbook, read-only with the cached values of formulas."""
+    import openpyxl
+
     try:
-        with zipfile.ZipFile(path) as archive:
-            members = archive.infolist()
-    except (zipfile.BadZipFile, OSError):
-        raise ImportRejected(f"{filename} is not a valid XLSX workbook.") from None
-    if len(members) > sheetxml.MAX_MEMBERS:
-        raise ImportRejected(f"{filename} holds {len(members):,} parts; an XLSX workbook has "
-                             "far fewer.")
-    total = sum(member.file_size for member in members)
-    if total > max_uncompressed:
-        raise ImportRejected(f"{filename} unpacks to {total / 2**20:,.0f} MiB, more than the "
-                             f"{max_uncompressed / 2**20:,.0f} MiB allowed.")
-    for member in members:
-        if member.file_size > sheetxml.RATIO_FROM and (
-                member.file_size > sheetxml.MAX_RATIO * max(member.compress_size, 1)):
-            ratio = member.file_size // max(member.compress_size, 1)
-            raise ImportRejected(f"{filename} is compressed {ratio:,} to 1 in "
-                                 f"{member.filename}: refused as a zip bomb.")
+        return openpyxl.load_workbook(path, read_only=True, data_only=True, keep_links=False)
+    except Exception as error:  # openpyxl raises many kinds for a damaged workbook
+        raise ImportRejected(f"{filename} is not a readable XLSX workbook "
+                             f"({type(error).__name__}).") from None
 
 
 def _first_rows(rows: Rows) -> tuple[Cells | None, bool]:
@@ -252,18 +364,34 @@ def _first_rows(rows: Rows) -> tuple[Cells | None, bool]:
     return first, more
 
 
+def _check_sheet(path: Path, found: sheetxml.PartScan | None, member: str, label: str,
+                 max_rows: int) -> None:
+    """Refuse a sheet with merged cells, more rows than allowed (counted from its XML, so
+    rows that are empty but formatted count), or a formula whose value was never saved."""
+    if found is None or found.root != sheetxml.SHEET:
+        raise ImportRejected(f"{label} is not a worksheet.")
+    if found.merged:
+        raise ImportRejected(f"{label} has merged cells; unmerge them so that every row holds "
+                             "its own values.")
+    if found.items > max_rows + 1:
+        raise ImportRejected(f"{label} has more than {max_rows:,} data rows (rows that are "
+                             "empty but formatted count too); split it into smaller files.")
+    if found.formulas:
+        with zipfile.ZipFile(path) as workbook:
+            cell = sheetxml.formula_without_value(workbook, member, label)
+        if cell is not None:
+            raise ImportRejected(
+                f"{label}: cell {cell} holds a formula whose value was never calculated; "
+                "open the file in a spreadsheet program and save it again, or paste the "
+                "values.")
+
+
 def _open_xlsx(path: Path, filename: str, sheet: str | None, max_uncompressed: int,
                max_rows: int) -> SourceTable:
-    _check_archive(path, filename, max_uncompressed)
-    import openpyxl
-
-    try:
-        # Loading reads every sheet's dimension (a whole pass over a sheet that lacks one),
-        # so the workbook is loaded once here and once per stream of rows.
-        workbook = openpyxl.load_workbook(path, read_only=True, data_only=True)
-    except Exception as error:  # openpyxl raises many kinds for a damaged workbook
-        raise ImportRejected(f"{filename} is not a readable XLSX workbook "
-                             f"({type(error).__name__}).") from None
+    inspection = archive.inspect(path, filename, max_uncompressed)
+    # Loading reads every sheet's dimension (a whole pass over a sheet that lacks one), so
+    # the workbook is loaded once here and once per stream of rows.
+    workbook = _load(path, filename)
     try:
         sheets = list(workbook.sheetnames)
         chosen = sheet if sheet is not None else (sheets[0] if sheets else None)
@@ -275,11 +403,10 @@ def _open_xlsx(path: Path, filename: str, sheet: str | None, max_uncompressed: i
         declared = worksheet.max_row
         if declared is not None and declared > max_rows + 1:
             raise _too_many(label, max_rows)
-        with zipfile.ZipFile(path) as archive:
-            problem = sheetxml.sheet_problem(archive, worksheet._worksheet_path, label)
-        if problem is not None:
-            raise ImportRejected(problem)
-        first, more = _first_rows(_values(worksheet, None))
+        member = worksheet._worksheet_path
+        _check_sheet(path, inspection.parts.get(member), member, label, max_rows)
+        with closing(_values(worksheet, None, label)) as values:
+            first, more = _first_rows(values)
     finally:
         workbook.close()
     if first is None:
@@ -290,20 +417,10 @@ def _open_xlsx(path: Path, filename: str, sheet: str | None, max_uncompressed: i
     width = len(headers)
 
     def rows() -> Rows:
-        book = openpyxl.load_workbook(path, read_only=True, data_only=True)
+        book = _load(path, filename)
         try:
-            found_header = False
-            count = 0
-            for number, cells in _values(book[chosen], width):
-                if _blank(cells):
-                    continue
-                if not found_header:
-                    found_header = True
-                    continue
-                count += 1
-                if count > max_rows:
-                    raise _too_many(label, max_rows)
-                yield number, _fit(cells, width)
+            with closing(_values(book[chosen], width, label)) as values:
+                yield from _data_rows(values, width)
         finally:
             book.close()
 
@@ -311,9 +428,23 @@ def _open_xlsx(path: Path, filename: str, sheet: str | None, max_uncompressed: i
     return SourceTable(filename, "xlsx", chosen, sheets, headers, row_count, rows)
 
 
-def _values(worksheet: Any, width: int | None) -> Rows:
+def _values(worksheet: Any, width: int | None, label: str) -> Rows:
     """``(row number, values)`` of every row of a read-only worksheet (missing rows come as
-    empty ones, so the numbers are the sheet's)."""
-    for number, values in enumerate(
-            worksheet.iter_rows(min_row=1, max_col=width, values_only=True), start=1):
-        yield number, list(values)
+    empty ones, so the numbers are the sheet's); a sheet openpyxl cannot read, or whose rows
+    are numbered beyond a spreadsheet's last, is refused. openpyxl's stream of rows holds
+    the sheet's part open: it is closed however this one ends."""
+    with closing(worksheet.iter_rows(min_row=1, max_col=width, values_only=True)) as rows:
+        number = 0
+        while True:
+            try:
+                values = next(rows)
+            except StopIteration:
+                return
+            except Exception as error:  # openpyxl raises many kinds for a damaged sheet
+                raise ImportRejected(f"{label} cannot be read: the workbook is damaged "
+                                     f"({type(error).__name__}).") from None
+            number += 1
+            if number > MAX_SHEET_ROWS:
+                raise ImportRejected(f"{label} numbers its rows beyond {MAX_SHEET_ROWS:,}, "
+                                     "more than a spreadsheet can hold.")
+            yield number, list(values)

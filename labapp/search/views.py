@@ -2,10 +2,11 @@
 
 ``/search`` shows the results grouped by class with the matched words marked, a mode switch
 and a class filter; htmx asks for its ``results`` block as the visitor changes them. The top
-bar's box asks ``/search/suggest`` as the visitor types (its ``suggestions`` block) and
-submits to ``/search`` on Enter: a term that is exactly one entity's id, name or barcode (a
-scanned barcode) opens that entity directly. A sample or plate found shows where it is
-stored, by the location's name path even when the visitor may not open the location.
+bar's box asks ``/search/suggest`` as the visitor types (its ``suggestions`` block; without
+htmx that address goes to the results page) and submits to ``/search`` on Enter: a term
+that is exactly one entity's id, name or barcode (a scanned barcode) opens that entity
+directly. A sample or plate found shows where it is stored, by the location's name path
+even when the visitor may not open the location.
 """
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import re
 from collections import defaultdict
 from typing import Any
 
-from flask import Blueprint, Response, redirect, request, url_for
+from flask import Blueprint, redirect, request, url_for
 from markupsafe import Markup, escape
 from werkzeug.wrappers import Response as BaseResponse
 
@@ -23,7 +24,7 @@ from labapp.entities.navigation import stored_places
 from labapp.errors import AppError
 from labapp.model.registry import classes, find_class
 from labapp.search import service
-from labapp.web.blocks import render_page
+from labapp.web.blocks import is_htmx, render_page
 from labapp.web.loader import current_actor
 from labapp.web.pages import members_only
 
@@ -121,9 +122,15 @@ def _scanned(found: service.SearchResult) -> str | None:
 
 
 @bp.get("/suggest")
-def suggest() -> Response:
-    """The type-ahead list of the top bar's box (a block of the results page)."""
+def suggest() -> BaseResponse:
+    """The type-ahead list of the top bar's box (a block of the results page, for htmx). A
+    plain request — a browser without JavaScript, an address opened or shared — goes to the
+    results page of its term, the list's whole-page form."""
     term = request.args.get("q", "").strip()
+    if not is_htmx():
+        response = redirect(url_for(".results", q=term or None), 303)
+        response.vary.add("HX-Request")
+        return response
     data: list[dict[str, Any]] = []
     words: list[str] = []
     if term:

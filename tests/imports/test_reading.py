@@ -1,6 +1,7 @@
 """Reading uploads: CSV dialects and encodings, XLSX sheets, and every file refused up front."""
 from __future__ import annotations
 
+import time
 import zipfile
 from collections.abc import Callable
 from datetime import datetime
@@ -8,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from labapp.imports.reading import ImportRejected, open_table
+from labapp.imports.limits import ImportRejected
+from labapp.imports.reading import open_table
+from tests.imports import hostile
 
 
 def _open(path: Path, **options) -> list[tuple[int, list]]:
@@ -117,6 +120,75 @@ def test_rows_can_be_read_twice(write_csv) -> None:
     assert list(table.rows()) == list(table.rows()) == [(2, ["A"]), (3, ["B"])]
 
 
+def test_control_characters_are_refused_naming_the_line(write_csv) -> None:
+    _refused(write_csv("Name,Amount\nS-1,5\nS-\x01,6\n"), "Line 3", "control character",
+             "0x01")
+    _refused(write_csv("Na\x1bme,Amount\nS-1,5\n"), "Line 1", "0x1B")
+    _refused(write_csv("Name,Amount\nS-1,5\x7f\n"), "Line 2", "0x7F")
+    table = open_table(write_csv('Name,Note\nS-1,"tab\there\r\nand a line"\n'), "ok.csv")
+    assert list(table.rows()) == [(2, ["S-1", "tab\there\r\nand a line"])]
+
+
+def test_more_columns_than_allowed_are_refused(write_csv) -> None:
+    header = ",".join(f"c{n}" for n in range(1001))
+    _refused(write_csv(f"{header}\n{'x,' * 1000}x\n"), "1,001 columns", "at most 1,000")
+    fits = ",".join(f"c{n}" for n in range(1000))
+    assert len(open_table(write_csv(f"{fits}\nx\n"), "ok.csv").headers) == 1000
+
+
+def test_a_header_longer_than_allowed_is_refused(write_csv) -> None:
+    _refused(write_csv(f"Name,{'h' * 256}\nS-1,5\n"), "column B", "256 characters",
+             "at most 255")
+    assert open_table(write_csv(f"Name,{'h' * 255}\nS-1,5\n"), "ok.csv").headers[1] == "h" * 255
+
+
+def test_a_cell_longer_than_a_spreadsheet_cell_is_refused(write_csv) -> None:
+    _refused(write_csv(f"Name,Note\nS-1,x\nS-2,{'y' * 32_768}\n"), "Row 3, column B",
+             "longer than 32,767 characters")
+    # Over the csv module's own field limit (131,072) the message is the same.
+    _refused(write_csv(f"Name,Note\nS-1,x\nS-2,\"{'y' * 140_000}\"\n"), "Row 3",
+             "longer than 32,767 characters")
+    table = open_table(write_csv(f"Name,Note\nS-1,{'y' * 32_767}\n"), "ok.csv")
+    assert len(next(table.rows())[1][1]) == 32_767
+
+
+def test_a_row_longer_than_allowed_is_refused_before_it_is_read(tmp_path: Path) -> None:
+    _refused(hostile.long_line_csv(tmp_path / "long.csv", 2 * 2**20), "Row 2",
+             "longer than 1,048,576 characters")
+    _refused(hostile.wide_csv(tmp_path / "wide.csv", 200_000), "header row",
+             "longer than 1,048,576 characters", "at most 1,000 columns")
+    # A quote never closed makes the rest of the file one row.
+    path = tmp_path / "quote.csv"
+    path.write_text('Name,Note\nS-1,"open\n' + "S-2,x\n" * 200_000, encoding="utf-8")
+    _refused(path, "Row 2", "a quote never closed?")
+
+
+def test_a_value_right_of_the_last_header_is_refused(write_csv) -> None:
+    _refused(write_csv("Name,Note\nS-1,x\nS-2,buffer, pH 7\n"), "Row 3", "column C",
+             "right of the last column with a header (B)")
+    table = open_table(write_csv("Name,Note\nS-1,x,, \n"), "ok.csv")
+    assert list(table.rows()) == [(2, ["S-1", "x"])]
+
+
+def test_the_delimiter_is_found_in_linear_time(write_csv) -> None:
+    hostile_sample = write_csv("Name,Amount\n" + ',"' * 40_000 + "\n")
+    started = time.monotonic()
+    with pytest.raises(ImportRejected):
+        open_table(hostile_sample, "slow.csv")  # csv.Sniffer took 37 s over such a sample
+    assert time.monotonic() - started < 5
+    assert open_table(write_csv("a;b,c;d\n1;2,5;3\n"), "t.csv").headers == ["a", "b,c", "d"]
+    assert open_table(write_csv('a,b\n"1;2;3",4\n'), "t.csv").headers == ["a", "b"]
+    assert open_table(write_csv("Name\nS-1\n"), "t.csv").headers == ["Name"]
+    spaced = open_table(write_csv('Name, Note\nS-1, "a, b"\n'), "t.csv")
+    assert list(spaced.rows()) == [(2, ["S-1", "a, b"])]
+
+
+def test_an_old_excel_file_is_refused_naming_what_to_do(tmp_path: Path) -> None:
+    legacy = tmp_path / "old.xls"
+    legacy.write_bytes(b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + b"\0" * 512)
+    _refused(legacy, "Excel 97-2003", "password", "save it as .xlsx")
+
+
 # --- XLSX ------------------------------------------------------------------------------
 
 def test_xlsx_first_sheet_with_typed_cells(write_xlsx) -> None:
@@ -175,13 +247,20 @@ def test_a_sheet_declaring_a_million_rows_is_refused_from_its_dimension(write_xl
     _refused(path, "more than 200,000 data rows")
 
 
-def test_xlsx_rows_over_the_limit_without_a_dimension_are_refused_while_read(
+def test_xlsx_rows_over_the_limit_without_a_dimension_are_refused_from_the_sheet_xml(
         write_xlsx) -> None:
     path = write_xlsx([["Name"], *[[f"S-{n}"] for n in range(5)]])
     _rewrite(path, SHEET, lambda xml: xml.replace('<dimension ref="A1:A6" />', ""))
-    table = open_table(path, "t.xlsx", max_rows=4)
-    with pytest.raises(ImportRejected, match="more than 4 data rows"):
-        list(table.rows())
+    _refused(path, "more than 4 data rows", max_rows=4)
+    assert open_table(path, "t.xlsx", max_rows=5).row_count is None
+
+
+def test_empty_formatted_rows_count_against_the_limit(write_xlsx) -> None:
+    path = write_xlsx([["Name"], ["S-1"]])
+    blank = "".join(f'<row r="{n}" ht="30" customHeight="1" />' for n in range(3, 8))
+    _rewrite(path, SHEET, lambda xml: xml.replace("</sheetData>", blank + "</sheetData>"))
+    _refused(path, "more than 5 data rows", "empty but formatted", max_rows=5)
+    assert [row for _, row in open_table(path, "t.xlsx", max_rows=6).rows()] == [["S-1"]]
 
 
 def test_a_zip_bomb_is_refused_before_openpyxl_opens_it(tmp_path: Path, write_xlsx) -> None:

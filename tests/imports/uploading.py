@@ -24,9 +24,12 @@ def upload(api: ApiClient, content: str | bytes, *, name: str = "samples.csv",
     """``POST /api/import`` with ``content`` as the file part; the answer's body."""
     data = content.encode() if isinstance(content, str) else content
     form = {"file": (BytesIO(data), name), "eClass": "Sample", **fields}
-    response = api.post("/api/import", data=form, content_type="multipart/form-data")
-    assert response.status_code == status, response.get_json()
-    body: dict[str, Any] = response.get_json()
+    # Werkzeug's test client closes the request's body (a temporary file over 500 KB) with
+    # the response only when it follows redirects (a 202 is none).
+    with api.post("/api/import", data=form, content_type="multipart/form-data",
+                  follow_redirects=True) as response:
+        assert response.status_code == status, response.get_json()
+        body: dict[str, Any] = response.get_json()
     return body
 
 

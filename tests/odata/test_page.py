@@ -40,6 +40,16 @@ def test_the_preview_shows_only_readable_rows(api_as: Any, bob: ApiClient,
     assert browser.get("/feeds/Nope/preview").status_code == 404
 
 
+def test_a_plain_request_for_a_preview_goes_to_its_view_on_the_page(api_as: Any,
+                                                                    make_user: Any) -> None:
+    make_user("qv-plain")
+    browser = api_as("qv-plain", "cookie")
+    plain = browser.get("/feeds/Sample/preview")
+    assert plain.status_code == 303 and plain.headers["Location"] == "/feeds#feed-Sample"
+    assert "HX-Request" in plain.headers["Vary"]
+    assert browser.get("/feeds/Nope/preview").status_code == 404
+
+
 def test_the_token_button_makes_a_working_pat(app: Any, api_as: Any, make_user: Any) -> None:
     make_user("qv-bi")
     browser = api_as("qv-bi", "cookie")
@@ -52,3 +62,16 @@ def test_the_token_button_makes_a_working_pat(app: Any, api_as: Any, make_user: 
     assert value.startswith("PAT")
     feed = app.test_client().get("/odata/Sample", headers=basic_header("qv-bi", value))
     assert feed.status_code == 200
+
+
+def test_the_token_form_without_htmx_answers_the_whole_page(api_as: Any,
+                                                            make_user: Any) -> None:
+    make_user("qv-nojs")
+    browser = api_as("qv-nojs", "cookie")
+    answer = browser.client.post("/feeds/pat", data={"csrf_token": csrf_of(browser.client)})
+    assert answer.status_code == 201
+    html = answer.get_data(as_text=True)
+    assert "<html" in html and 'id="feed-pat-value">PAT' in html
+    for name in VIEWS:  # the page around the token, as GET /feeds shows it
+        assert f'value="http://localhost/odata/{name}"' in html
+    assert "<code>qv-nojs</code>" in html

@@ -42,6 +42,22 @@ def test_suggestions_and_bad_terms(admin: ApiClient) -> None:
     assert 'id="search-error"' in page and "256" in page
 
 
+def test_a_plain_request_for_suggestions_goes_to_the_results_page(admin: ApiClient) -> None:
+    """Without htmx (no JavaScript, an address opened or shared) the suggestions' address is
+    the results page of its term: the list alone would be a page without a layout."""
+    save(admin, {"eClass": "Sample", "name": "Zebrafish"})
+    plain = admin.get("/search/suggest", query_string={"q": "zebra"})
+    assert plain.status_code == 303 and plain.headers["Location"] == "/search?q=zebra"
+    assert "HX-Request" in plain.headers["Vary"]
+    page = admin.get(plain.headers["Location"]).get_data(as_text=True)
+    assert "<html" in page and "<mark>Zebrafish</mark>" in page
+    empty = admin.get("/search/suggest")
+    assert empty.status_code == 303 and empty.headers["Location"] == "/search"
+    block = admin.get("/search/suggest", query_string={"q": "zebra"},
+                      headers={"HX-Request": "true"})
+    assert block.status_code == 200 and "<html" not in block.get_data(as_text=True)
+
+
 def test_visitors_are_sent_to_the_login(client: FlaskClient) -> None:
     response = client.get("/search", query_string={"q": "x"})
     assert response.status_code == 302 and "/login" in response.headers["Location"]
