@@ -42,7 +42,7 @@ from labapp.db import db, transaction
 from labapp.entities.service import save_batch
 from labapp.imports.engine import commit_import, plan_import
 from labapp.imports.mapping import auto_map
-from labapp.imports.reading import open_table
+from labapp.imports.spreadsheets import open_table
 from labapp.model import User
 from labapp.model.registry import existing_class
 

@@ -16,7 +16,7 @@ from bench.write import core_seed
 from labapp import sqlite_stats
 from labapp.access.actor import Actor
 from labapp.auth import pats
-from labapp.dashboards import tallies
+from labapp.dashboards import tally_folding
 from labapp.db import db, transaction
 from labapp.search.rebuild import rebuild_index
 
@@ -34,7 +34,7 @@ def _as_served(bench: Bench, log: Callable[[str], None]) -> None:
     with bench.app.app_context():
         try:
             log(f"  [{bench.backend}] indexed {rebuild_index():,} entities")
-            while tallies.upkeep():
+            while tally_folding.upkeep():
                 pass
             sqlite_stats.refresh()
             db.session.commit()

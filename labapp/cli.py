@@ -15,7 +15,7 @@ from sqlalchemy import select
 
 from labapp import sqlite_stats
 from labapp.access.actor import ADMIN
-from labapp.dashboards import tallies
+from labapp.dashboards import tally_folding
 from labapp.db import db, transaction
 from labapp.entities.audit import SYSTEM_ACTOR, record_created, stamp_created
 from labapp.errors import AppError
@@ -68,7 +68,7 @@ def init_command() -> None:
             click.echo(f"created user {ADMIN_USERNAME} with role {ADMIN}")
     if ensure_search_index():
         click.echo("built the search index")
-    tallies.fold()
+    tally_folding.fold()
     location_counts.fold()
     if sqlite_stats.refresh():
         click.echo("gathered the planner statistics (SQLite ANALYZE)")

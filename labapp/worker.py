@@ -2,8 +2,8 @@
 
 One long-running process beside the web server does every feature's upkeep, each through the
 one function the feature exposes: the search queue drained into the index
-(:func:`labapp.search.worker.upkeep`), the entity tallies and the location counts folded
-(:func:`labapp.dashboards.tallies.upkeep`, :func:`labapp.storage.counts.upkeep`), the queued
+(:func:`labapp.search.upkeep.upkeep`), the entity tallies and the location counts folded
+(:func:`labapp.dashboards.tally_folding.upkeep`, :func:`labapp.storage.counts.upkeep`), the queued
 spreadsheet imports run one at a time (:func:`labapp.imports.jobs.upkeep`, long finished
 ones removed hourly), the alert rules evaluated once a minute
 (:func:`labapp.alerts.evaluate.upkeep`) and SQLite's planner statistics gathered when the
@@ -33,11 +33,11 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from labapp import liveness, sqlite_stats
 from labapp.alerts import evaluate as alerts
-from labapp.dashboards import tallies
+from labapp.dashboards import tally_folding
 from labapp.db import db
 from labapp.imports import jobs as import_jobs
 from labapp.search import indexer
-from labapp.search import worker as search_worker
+from labapp.search import upkeep as search_upkeep
 from labapp.serving import freeze_start_up
 from labapp.storage import counts as location_counts
 
@@ -59,8 +59,8 @@ class Upkeep:
 
 def upkeeps(app: Flask) -> list[Upkeep]:
     """Every feature's upkeep, in the order one look runs them."""
-    jobs = [Upkeep("search queue", search_worker.upkeep),
-            Upkeep("entity tallies", tallies.upkeep),
+    jobs = [Upkeep("search queue", search_upkeep.upkeep),
+            Upkeep("entity tallies", tally_folding.upkeep),
             Upkeep("location counts", location_counts.upkeep),
             Upkeep("spreadsheet imports", import_jobs.upkeep),
             Upkeep("finished imports", import_jobs.purge_finished, PURGE_IMPORTS)]
@@ -106,7 +106,7 @@ def run(stop: threading.Event, jobs: list[Upkeep] | None = None) -> None:
     jobs = upkeeps(current_app) if jobs is None else jobs
     due = dict.fromkeys(range(len(jobs)), time.monotonic())
     try:
-        with search_worker.heartbeat(), liveness.holding():
+        with search_upkeep.heartbeat(), liveness.holding():
             while not stop.is_set():
                 worked = False
                 for number, job in enumerate(jobs):

@@ -15,11 +15,11 @@ from sqlalchemy.exc import OperationalError
 
 from labapp import sqlite_stats
 from labapp.alerts import evaluate as alerts
-from labapp.dashboards import tallies
+from labapp.dashboards import tally_folding
 from labapp.db import db
 from labapp.imports import jobs as import_jobs
 from labapp.model import EntityCountChange, SearchQueue
-from labapp.search import worker as search_worker
+from labapp.search import upkeep as search_upkeep
 from labapp.search.cli import search_cli
 from labapp.search.indexer import beat, heartbeat_path, worker_alive
 from labapp.storage import counts as location_counts
@@ -30,8 +30,8 @@ from tests.search.test_workers import ADMIN, wait_for
 
 def test_each_feature_gives_one_upkeep(fresh_app: Callable[..., Flask]) -> None:
     assert [(job.name, job.run, job.every) for job in upkeeps(fresh_app())] == [
-        ("search queue", search_worker.upkeep, 0.0),
-        ("entity tallies", tallies.upkeep, 0.0),
+        ("search queue", search_upkeep.upkeep, 0.0),
+        ("entity tallies", tally_folding.upkeep, 0.0),
         ("location counts", location_counts.upkeep, 0.0),
         ("spreadsheet imports", import_jobs.upkeep, 0.0),
         ("finished imports", import_jobs.purge_finished, 3600.0),

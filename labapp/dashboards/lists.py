@@ -13,7 +13,7 @@ from datetime import date, datetime
 from typing import Any
 
 from labapp.access.actor import Actor
-from labapp.entities.reading import visible_names
+from labapp.entities.loading import visible_names
 from labapp.model.registry import ClassSpec
 from labapp.reading import marks
 from labapp.reading.places import Place, stored_places

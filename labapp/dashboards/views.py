@@ -28,7 +28,7 @@ from labapp.dashboards.editor import (
 from labapp.dashboards.schemas import DashboardInputSchema, min_columns, too_narrow
 from labapp.dashboards.widgets import WIDGETS
 from labapp.db import transaction
-from labapp.entities.reading import visible_names
+from labapp.entities.loading import visible_names
 from labapp.errors import Forbidden, InvalidInput, flatten_messages
 from labapp.model.registry import classes, find_class
 from labapp.reading import column_fit

@@ -29,7 +29,7 @@ from labapp.model.types import utc_now
 from labapp.query.fields import entity_fields
 from labapp.query.filter import compile_filter
 from labapp.query.listing import parse_select, parse_sort_keys, sort_clause
-from labapp.reading.tallies import visible_tally
+from labapp.reading.entity_counts import visible_tally
 from labapp.reading.wording import label_of
 from labapp.storage.service import storage_usage as location_usage
 

@@ -7,7 +7,7 @@ from flask import Blueprint, Response, jsonify, request
 from marshmallow import fields
 
 from labapp.db import transaction
-from labapp.entities import export, reading, service
+from labapp.entities import export, loading, service
 from labapp.entities.export import EntityExportQuerySchema
 from labapp.entities.schemas import (
     CloneOverridesSchema,
@@ -48,7 +48,7 @@ def list_entities(eclass: str, query: dict[str, Any]) -> Response:
         response = export.export_response(current_actor(), class_named(eclass), query,
                                           file_format)
     else:
-        page = reading.list_entities(
+        page = loading.list_entities(
             current_actor(), class_named(eclass), filter_text=query.get("filter"),
             orderby=query.get("orderby"), select_text=query.get("select"),
             top=query.get("top"), skip=query.get("skip"),
@@ -63,7 +63,7 @@ def list_entities(eclass: str, query: dict[str, Any]) -> Response:
 @endpoint("One entity with accessType, canWrite, files, events and auditEvents.",
           responses={200: "The entity"})
 def get_entity(eclass: str, entity_id: str) -> Response:
-    return jsonify(reading.entity_detail(current_actor(), class_named(eclass), entity_id))
+    return jsonify(loading.entity_detail(current_actor(), class_named(eclass), entity_id))
 
 
 @bp.post("")

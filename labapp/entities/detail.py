@@ -10,7 +10,7 @@ from flask import Response, redirect
 from werkzeug.wrappers import Response as BaseResponse
 
 from labapp.access.actor import Actor
-from labapp.entities import display, navigation, reading
+from labapp.entities import display, loading, navigation
 from labapp.entities.editing import may_create
 from labapp.model.registry import ClassSpec, existing_class
 from labapp.web.blocks import render_page
@@ -23,7 +23,7 @@ NOT_CLONED = frozenset({"File", "User"})
 def _notes(actor: Actor, entity_id: str) -> list[dict[str, Any]]:
     """The visible notes about an entity, newest first."""
     quoted = entity_id.replace("'", "''")
-    return reading.list_entities(actor, existing_class("Note"),
+    return loading.list_entities(actor, existing_class("Note"),
                                  filter_text=f"subjectID eq '{quoted}'",
                                  orderby="createdUtc desc").data
 
@@ -34,10 +34,10 @@ def render_detail(actor: Actor, spec: ClassSpec, entity_id: str, *, block: str |
 
     ``extra`` overrides the context, e.g. ``storage_error`` (a refused check-in or
     check-out) and ``checkin`` (``{"locationID", "position"}`` as typed, to show again)."""
-    entity = reading.entity_detail(actor, spec, entity_id)
+    entity = loading.entity_detail(actor, spec, entity_id)
     notes = _notes(actor, entity["id"])
     mentioned, visited = display.history_ids(spec, entity)
-    names = reading.visible_names(actor, display.referenced_ids(spec, [entity], spec.fields)
+    names = loading.visible_names(actor, display.referenced_ids(spec, [entity], spec.fields)
                                   | display.page_people(entity, notes) | mentioned)
     places = navigation.stored_places(
         actor, display.place_ids(spec, [entity], spec.fields) | visited)

@@ -4,7 +4,7 @@ that ``static/app.js`` shows in the viewer's locale, empty fields set apart, and
 trail one changed field per row.
 
 Pure functions of the service's results and of the names the page looked up in one query
-(:func:`labapp.entities.reading.visible_names`); no queries here. A reference whose target
+(:func:`labapp.entities.loading.visible_names`); no queries here. A reference whose target
 the viewer may not see has no name in that lookup, so it shows its id only. The one
 exception is where a sample or plate is stored: its location shows by name path with the
 slot beside it (:class:`Place`, looked up by :func:`labapp.entities.navigation.stored_places`),

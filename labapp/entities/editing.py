@@ -16,7 +16,7 @@ from werkzeug.wrappers import Response as BaseResponse
 from labapp.access.actor import Actor
 from labapp.access.policy import may_create_class
 from labapp.db import transaction
-from labapp.entities import forms, reading, service
+from labapp.entities import forms, loading, service
 from labapp.entities.display import detail_url
 from labapp.entities.forms import FORM_ERROR, EntityForm
 from labapp.errors import AppError, Conflict, Forbidden, InvalidInput, NotFound
@@ -123,7 +123,7 @@ def _conflict(actor: Actor, form: EntityForm) -> Response:
     """A stale edit: the user's changes on the stored entity, and what changed meanwhile."""
     if form.entity_id is None:
         raise TypeError("a new entity's form has no stored version to conflict with")
-    stored = reading.entity_detail(actor, form.spec, form.entity_id)
+    stored = loading.entity_detail(actor, form.spec, form.entity_id)
     merged, moved = forms.merge_conflict(form, forms.edit_form(form.spec, stored))
     conflict = {"by": stored["modifiedBy"], "at": stored["modifiedUtc"],
                 "version": stored["version"], "yours": form.version, "moved": moved}
@@ -134,7 +134,7 @@ def edit(eclass: str, entity_id: str) -> BaseResponse:
     """``GET``: the form with the stored values; ``POST``: save the changed fields."""
     actor = current_actor()
     spec = class_named(eclass)
-    entity = reading.entity_detail(actor, spec, entity_id)
+    entity = loading.entity_detail(actor, spec, entity_id)
     if not entity["canWrite"]:
         raise Forbidden(f"You may read but not change {spec.name} {entity_id}.")
     blank = forms.edit_form(spec, entity)

@@ -40,7 +40,7 @@ from werkzeug.datastructures import MIMEAccept
 from labapp.access.actor import Actor
 from labapp.access.visibility import readable
 from labapp.db import db
-from labapp.entities import display, navigation, reading
+from labapp.entities import display, loading, navigation
 from labapp.entities.export_xlsx import FORMULA_START, Column, Measure, xlsx_chunks
 from labapp.entities.forms import label_of
 from labapp.entities.schemas import EntityQuerySchema
@@ -110,7 +110,7 @@ class Export:
         once per batch."""
         result = db.session.execute(self.statement.execution_options(yield_per=BATCH))
         for rows in result.partitions():
-            names = reading.visible_names(
+            names = loading.visible_names(
                 actor, {row[at] for row in rows for at in self.references if row[at]})
             places = {} if self.place is None else navigation.stored_places(
                 actor, {row[self.place] for row in rows if row[self.place]})

@@ -32,7 +32,7 @@ from labapp.entities.filter_builder import (
     condition_text,
     field_named,
 )
-from labapp.entities.reading import visible_names
+from labapp.entities.loading import visible_names
 from labapp.model.registry import ClassSpec
 from labapp.query.filter import FilterError, parse_filter
 from labapp.reading.wording import words_of

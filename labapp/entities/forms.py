@@ -199,7 +199,8 @@ def with_place_picker(form: EntityForm, places: list[tuple[str, str]], slots: li
 
 
 def edit_form(spec: ClassSpec, entity: Mapping[str, Any]) -> EntityForm:
-    """The edit form of a stored entity (as :func:`reading.entity_detail` returns it)."""
+    """The edit form of a stored entity (as
+    :func:`labapp.entities.loading.entity_detail` returns it)."""
     inputs = [_input(spec, item, input_text(item, entity.get(item.name)), entity["status"])
               for item in _fields(spec, editing=True)]
     attributes = {key: attribute_text(value)

@@ -1,7 +1,7 @@
 """The entity browser: classes, a table per class, detail pages, notes, files and cloning.
 
 Every page calls the same service functions as ``/api/entity``: lists through
-:func:`reading.list_entities`, details through :func:`reading.entity_detail`, every write
+:func:`loading.list_entities`, details through :func:`loading.entity_detail`, every write
 through :func:`service.save_batch`, :func:`service.clone` or, for uploads,
 :func:`labapp.files.service.create_file` (routed by :mod:`labapp.files.views`). Forms work
 as plain requests; htmx swaps the table (paging, sorting, filtering), the notes section and
@@ -26,8 +26,8 @@ from labapp.entities import (
     editing,
     filter_builder,
     filter_chips,
+    loading,
     navigation,
-    reading,
     service,
 )
 from labapp.entities.detail import back_to, render_detail
@@ -80,7 +80,7 @@ CLASS_COLUMNS = {
 def index() -> Response:
     """One card per class with the number of entities the user may see."""
     actor = current_actor()
-    counts = reading.visible_counts(actor)
+    counts = loading.visible_counts(actor)
     cards = [(spec, counts.get(spec.name, 0), may_create(actor, spec)) for spec in classes()]
     return render_page("entities/index.html", cards=cards)
 
@@ -177,7 +177,7 @@ def _page(actor: Actor, state: TableState, select_text: str) -> tuple[Page, bool
     that is not one of this order's (cut short, or from an older release) shows the first
     page rather than an error."""
     def read(skip: str | None, skiptoken: str | None) -> Page:
-        return reading.list_entities(actor, state.spec, filter_text=state.filter or None,
+        return loading.list_entities(actor, state.spec, filter_text=state.filter or None,
                                      orderby=state.orderby or None, select_text=select_text,
                                      top=str(PAGE_SIZE), skip=skip, skiptoken=skiptoken,
                                      count=None if state.counted or not state.filter
@@ -223,7 +223,7 @@ def _table(actor: Actor, state: TableState) -> dict[str, Any]:
         columns, column_fit.fits(spec, [column.name for column in columns],
                                  [column.label for column in columns], state.orderby),
         strict=True)]
-    known = reading.visible_names(actor, display.referenced_ids(spec, page.data, names))
+    known = loading.visible_names(actor, display.referenced_ids(spec, page.data, names))
     places = navigation.stored_places(actor, display.place_ids(spec, page.data, names))
     context["rows"] = [
         [display.Cell(row["id"], display.detail_url(spec.name, row["id"]))]
@@ -311,7 +311,7 @@ def count(eclass: str) -> BaseResponse:
         return redirect(url_for("entity_views.browse", eclass=spec.name,
                                 filter=filter_text or None, count=1), 303)
     try:
-        total = reading.count_entities(current_actor(), spec, filter_text or None)
+        total = loading.count_entities(current_actor(), spec, filter_text or None)
     except FilterError as error:
         return Response(render_block(LIST_TEMPLATE, "total", total=None,
                                      count_error=error.detail), 400)

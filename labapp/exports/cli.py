@@ -15,7 +15,7 @@ from flask_migrate import upgrade
 
 from labapp import sqlite_stats
 from labapp.blobs import stored_blob
-from labapp.dashboards import tallies
+from labapp.dashboards import tally_folding
 from labapp.db import db
 from labapp.exports import service
 from labapp.exports.archive import ArchiveError
@@ -58,7 +58,7 @@ def restore_command(file: Path, force: bool) -> None:
     except (ArchiveError, RestoreRefused) as error:
         raise click.ClickException(str(error)) from None
     click.echo(f"restored {checked.manifest.get('entities', 0)} entities from {file.name}")
-    tallies.fold()
+    tally_folding.fold()
     location_counts.fold()
     if sqlite_stats.refresh():
         click.echo("gathered the planner statistics (SQLite ANALYZE)")

@@ -6,7 +6,7 @@ with the same scopes: departments need ADMIN or DATA_MANAGER to read and to chan
 grants need ADMIN or DATA_MANAGER to read and ADMIN or DATA_MANAGER_PROJECT_WRITE to change.
 A page shows only what its reader's scopes allow: a DATA_MANAGER sees project grants without
 forms, a DATA_MANAGER_PROJECT_WRITE alone changes them without the list. The lists of
-departments and projects and the suggestions come from :func:`reading.list_entities`, so the
+departments and projects and the suggestions come from :func:`loading.list_entities`, so the
 one visibility rule decides what they show. Forms work as plain posts; htmx swaps the
 ``access`` block of the page in place.
 """
@@ -22,7 +22,7 @@ from werkzeug.wrappers import Response as BaseResponse
 from labapp.access.actor import ADMIN, DATA_MANAGER, DATA_MANAGER_PROJECT_WRITE, Actor
 from labapp.access.visibility import NONE, access_type
 from labapp.db import db, transaction
-from labapp.entities import reading
+from labapp.entities import loading
 from labapp.errors import Conflict, InvalidInput, NotFound
 from labapp.grants import service
 from labapp.model import Entity, User
@@ -37,7 +37,7 @@ ACCESS_TEMPLATE = "grants/access.html"
 ACCESS_BLOCK = "access"
 # The scopes that open the administration area at all (each page then asks for its own).
 ADMIN_AREA_SCOPES = (ADMIN, DATA_MANAGER, DATA_MANAGER_PROJECT_WRITE)
-LIST_LIMIT = 500  # the largest page reading.list_entities returns
+LIST_LIMIT = 500  # the largest page loading.list_entities returns
 SUGGESTIONS = 8  # of each kind: users and departments
 _AREA = "<any(departments, projects):area_slug>"
 
@@ -172,7 +172,7 @@ def targets(area_slug: str) -> Response:
     actor = current_actor()
     area = AREAS[area_slug]
     require(actor, area.page_scopes)
-    page = reading.list_entities(actor, existing_class(area.eclass), orderby="name",
+    page = loading.list_entities(actor, existing_class(area.eclass), orderby="name",
                                  select_text="id,name,status", top=str(LIST_LIMIT))
     return render_page("grants/list.html", area=area, rows=page.data, total=page.total)
 
@@ -275,7 +275,7 @@ def grantees() -> Response:
         quoted = text.replace("'", "''")
         matches = f"(contains(id, '{quoted}') or contains(name, '{quoted}'))"
         for eclass, extra in (("User", " and isActive eq true"), ("Department", "")):
-            page = reading.list_entities(actor, existing_class(eclass), filter_text=matches + extra,
+            page = loading.list_entities(actor, existing_class(eclass), filter_text=matches + extra,
                                          orderby="name", select_text="id,name",
                                          top=str(SUGGESTIONS))
             suggestions += [Suggestion(row["id"], row["name"] or row["id"], eclass)

@@ -18,7 +18,7 @@ from typing import Any
 
 from labapp.imports.engine import RowOutcome
 from labapp.imports.mapping import importable
-from labapp.imports.reading import SourceTable
+from labapp.imports.spreadsheets import SourceTable
 from labapp.model.registry import ClassSpec, FieldSpec
 from labapp.reading.wording import label_of
 

@@ -31,8 +31,8 @@ from labapp.entities.service import save_batch
 from labapp.errors import AppError, Conflict, InvalidInput
 from labapp.imports.cells import Named
 from labapp.imports.mapping import check_mapping
-from labapp.imports.reading import SourceTable
 from labapp.imports.rows import POSITION_FIELD, Draft, FileRow, RowBuilder
+from labapp.imports.spreadsheets import SourceTable
 from labapp.imports.targets import taken_values
 from labapp.imports.values import DateOrder, date_evidence
 from labapp.model.registry import ClassSpec

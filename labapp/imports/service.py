@@ -22,7 +22,7 @@ from labapp.db import after_rollback, db
 from labapp.errors import Conflict, Forbidden, InvalidInput, NotFound
 from labapp.imports import saved, uploads, workers
 from labapp.imports.mapping import auto_map, check_mapping
-from labapp.imports.reading import SourceTable, open_table
+from labapp.imports.spreadsheets import SourceTable, open_table
 from labapp.model import ImportJob, ImportRow
 from labapp.model.imports import ROW_OUTCOMES
 from labapp.model.registry import ClassSpec, find_class

@@ -24,7 +24,7 @@ from labapp.errors import AppError, InvalidInput, NotFound
 from labapp.files.service import clean_filename
 from labapp.imports import saved, service, uploads, workers
 from labapp.imports.mapping import auto_map, importable
-from labapp.imports.reading import SourceTable, open_table
+from labapp.imports.spreadsheets import SourceTable, open_table
 from labapp.model import ImportJob
 from labapp.model.registry import ClassSpec, classes
 from labapp.reading.wording import label_of

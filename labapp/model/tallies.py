@@ -5,7 +5,7 @@ Counting a class's statuses or its creations per week as a reader meant aggregat
 visible row (40-90 ms at 100,000 entities, bench/RESULTS.md §9); the tallies hold a few
 rows per class and day. The triggers on ``entity`` (migration ``a9d3f6b2c8e1``) only ever
 append to :class:`EntityCountChange`, +1 for a row as it is now and -1 for what it was, so
-concurrent writers never wait on a shared counter row; :func:`labapp.dashboards.tallies.fold`
+concurrent writers never wait on a shared counter row; :func:`labapp.dashboards.tally_folding.fold`
 adds the changes into :class:`EntityCount` (the worker does it as they come). The true count
 is always the sum of both tables.
 

@@ -1,6 +1,6 @@
 """Looking entities up as every reader sees them: a class by name, one visible entity, its API
 form (the entity feature's own reads, with files, events and audit trail, are
-:mod:`labapp.entities.reading`)."""
+:mod:`labapp.entities.loading`)."""
 from __future__ import annotations
 
 from collections.abc import Iterable

@@ -18,7 +18,7 @@ from werkzeug.wrappers import Response as BaseResponse
 from labapp.access import sharing
 from labapp.access.actor import Actor
 from labapp.db import transaction
-from labapp.entities.reading import visible_names
+from labapp.entities.loading import visible_names
 from labapp.errors import InvalidInput, flatten_messages
 from labapp.model.registry import find_class
 from labapp.savedviews import service

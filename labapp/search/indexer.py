@@ -9,7 +9,7 @@ write, or the next start) indexes them again. Reading the queue and the entities
 while the index's write lock is held, so two workers never commit documents out of order.
 
 Where the drain runs: a separate indexer process (``flask --app labapp search worker``,
-:mod:`labapp.search.worker`) drains the queue as it fills and refreshes a heartbeat file
+:mod:`labapp.search.upkeep`) drains the queue as it fills and refreshes a heartbeat file
 next to the index; while that heartbeat is fresh a request only writes its queue rows (in
 its own transaction, by the triggers) and leaves the indexing to the worker. Without a live
 worker (the test client, a bare ``flask run``, a worker that died) the request drains inline

@@ -21,7 +21,7 @@ from sqlalchemy import func, select
 from labapp.access.actor import Actor
 from labapp.access.visibility import readable
 from labapp.db import db
-from labapp.entities import reading
+from labapp.entities import loading
 from labapp.entities.service import save_batch
 from labapp.errors import InvalidInput
 from labapp.model import Entity, Location, Plate, Sample
@@ -122,7 +122,7 @@ def list_locations(actor: Actor, *, filter_text: str | None = None,
                    top: str | None = None, skip: str | None = None) -> Page:
     """A page of visible locations like the entity list, each row with the computed fields
     (when ``$select`` keeps ``id``)."""
-    page = reading.list_entities(actor, location_spec(), filter_text=filter_text,
+    page = loading.list_entities(actor, location_spec(), filter_text=filter_text,
                                  orderby=orderby, select_text=select_text, top=top, skip=skip)
     ids = [row["id"] for row in page.data if "id" in row]
     if ids:

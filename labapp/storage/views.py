@@ -21,7 +21,7 @@ from werkzeug.wrappers import Response as BaseResponse
 from labapp.access.actor import Actor
 from labapp.access.visibility import WRITE, access_type
 from labapp.db import transaction
-from labapp.entities.reading import visible_names
+from labapp.entities.loading import visible_names
 from labapp.entities.service import save_batch
 from labapp.errors import AppError, Conflict, InvalidInput, NotFound
 from labapp.reading.wording import words_of

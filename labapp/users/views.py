@@ -19,7 +19,7 @@ from werkzeug.wrappers import Response as BaseResponse
 from labapp.access.actor import ADMIN, Actor
 from labapp.auth import pats
 from labapp.db import db, transaction
-from labapp.entities import reading
+from labapp.entities import loading
 from labapp.entities import service as entities
 from labapp.entities.forms import FORM_ERROR, field_errors
 from labapp.errors import AppError, Conflict, InvalidInput, flatten_messages
@@ -35,7 +35,7 @@ bp = members_only(Blueprint("user_views", __name__, url_prefix="/admin/users"))
 
 LIST_TEMPLATE = "users/list.html"
 EDIT_TEMPLATE = "users/edit.html"
-DEPARTMENT_LIMIT = 500  # the largest page reading.list_entities returns
+DEPARTMENT_LIMIT = 500  # the largest page loading.list_entities returns
 # API field name → form field name, so the service's errors land on the right input.
 CREATE_FIELDS = {"id": "username", "name": "name", "email": "email",
                  "departmentID": "department", "password": "password"}
@@ -51,7 +51,7 @@ def _administrators_only() -> None:
 
 def _departments(actor: Actor) -> list[dict[str, Any]]:
     """The departments (the directory everyone reads), for the department selects."""
-    return reading.list_entities(actor, existing_class("Department"), orderby="name",
+    return loading.list_entities(actor, existing_class("Department"), orderby="name",
                                  select_text="id,name", top=str(DEPARTMENT_LIMIT)).data
 
 

@@ -10,7 +10,7 @@ from typing import Any
 from flask import Flask
 from sqlalchemy import delete, func, select, update
 
-from labapp.dashboards import tallies
+from labapp.dashboards import tally_folding
 from labapp.db import db, transaction
 from labapp.model import Entity, EntityCount, EntityCountChange
 from tests.conftest import ApiClient
@@ -47,7 +47,7 @@ def changes(app: Flask) -> int:
 
 def fold(app: Flask) -> int:
     with app.app_context():
-        return tallies.fold()
+        return tally_folding.fold()
 
 
 def test_the_tallies_follow_every_kind_of_write(app: Flask, admin: ApiClient,

@@ -8,7 +8,7 @@ from typing import Any
 
 from flask import Flask
 
-from labapp.dashboards import tallies
+from labapp.dashboards import tally_folding
 from tests.conftest import ApiClient
 from tests.contracts.problem import assert_problem
 from tests.entities.conftest import Grants, listing, save
@@ -48,7 +48,7 @@ def test_the_unfiltered_total_counts_what_the_caller_may_see(
     unfolded = totals()
     assert unfolded[0] == 4  # three of their department's, one of the granted project's
     with app.app_context():
-        tallies.fold()
+        tally_folding.fold()
     assert totals() == unfolded
     save(admin, {"eClass": "Sample", "id": made[0]["id"], "departmentID": other}, status=200)
     assert totals()[0] == 3  # moved out of their sight

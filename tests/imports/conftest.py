@@ -15,7 +15,7 @@ from labapp.access.grant_sets import actor_for
 from labapp.db import db, transaction
 from labapp.imports.engine import ImportPlan, commit_import, plan_import
 from labapp.imports.mapping import auto_map
-from labapp.imports.reading import SourceTable, open_table
+from labapp.imports.spreadsheets import SourceTable, open_table
 from labapp.model import User
 from labapp.model.registry import existing_class
 

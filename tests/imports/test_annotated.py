@@ -21,7 +21,7 @@ from labapp.imports.annotated import (
 )
 from labapp.imports.engine import CellError, RowOutcome
 from labapp.imports.mapping import auto_map
-from labapp.imports.reading import open_table
+from labapp.imports.spreadsheets import open_table
 from labapp.model.registry import built_in
 
 RISKY = ["=1+2", "+33 1 23", "-5", "@SUM(A1)", "\tTab", "\rReturn"]

@@ -25,7 +25,7 @@ from openpyxl.chart import BarChart, Reference
 
 from labapp.imports import sheetxml
 from labapp.imports.limits import ImportRejected
-from labapp.imports.reading import open_table
+from labapp.imports.spreadsheets import open_table
 from tests.conftest import ApiClient, dispose, run_init
 from tests.imports import hostile
 from tests.imports.uploading import job_of, run_queued, stored, upload, upload_files

@@ -21,7 +21,7 @@ from labapp.errors import AppError
 from labapp.imports import jobs
 from labapp.imports.engine import commit_import, plan_import
 from labapp.imports.mapping import auto_map
-from labapp.imports.reading import open_table
+from labapp.imports.spreadsheets import open_table
 from labapp.model import Sample
 from labapp.model.registry import existing_class
 from labapp.storage.allocation import describe

@@ -12,7 +12,7 @@ from labapp.db import db, transaction
 from labapp.errors import InvalidInput
 from labapp.imports.engine import commit_import, plan_import
 from labapp.imports.mapping import auto_map
-from labapp.imports.reading import open_table
+from labapp.imports.spreadsheets import open_table
 from labapp.model import AuditEvent, Fermentation, Sample
 from labapp.model.registry import existing_class
 from tests.conftest import ApiClient

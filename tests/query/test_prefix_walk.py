@@ -20,7 +20,7 @@ from sqlalchemy import event, func, insert, select, text
 
 from labapp.access.grant_sets import actor_for
 from labapp.db import db
-from labapp.entities.reading import list_entities
+from labapp.entities.loading import list_entities
 from labapp.model import Entity, Sample, User
 from labapp.model.registry import find_class
 from labapp.query.textmatch import code_point_order, prefix_bounds

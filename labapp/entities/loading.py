@@ -22,8 +22,8 @@ from labapp.query.listing import (
     parse_sort_keys,
 )
 from labapp.query.paging import Keyset
+from labapp.reading.entity_counts import visible_total
 from labapp.reading.lookup import load_visible, to_api
-from labapp.reading.tallies import visible_total
 
 # Events that name another entity (a note or file added to this one) in ``data["id"]``.
 _NAMING_EVENTS = frozenset({"NoteAdded", "FileAdded"})

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from labapp.imports.limits import ImportRejected
-from labapp.imports.reading import open_table
+from labapp.imports.spreadsheets import open_table
 from tests.imports import hostile
 
 

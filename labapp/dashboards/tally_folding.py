@@ -1,16 +1,17 @@
 """Reading and folding the entity tallies (labapp/model/tallies.py).
 
-What the tallies say is read through :mod:`labapp.reading.tallies`. :func:`fold` moves the changes
-into the folded counts (:mod:`labapp.folding`); the worker (:mod:`labapp.worker`) calls
-:func:`upkeep` as changes come, ``flask init`` and ``flask sync restore`` call :func:`fold`
-once. Folding only makes reading cheaper: the sum is the same before and after.
+What the tallies say is read through :mod:`labapp.reading.entity_counts`. :func:`fold`
+moves the changes into the folded counts (:mod:`labapp.folding`); the worker
+(:mod:`labapp.worker`) calls :func:`upkeep` as changes come, ``flask init`` and
+``flask sync restore`` call :func:`fold` once. Folding only makes reading cheaper: the sum
+is the same before and after.
 """
 from __future__ import annotations
 
 from labapp import folding
 from labapp.db import table_of
 from labapp.model import EntityCount, EntityCountChange
-from labapp.reading.tallies import KEY
+from labapp.reading.entity_counts import KEY
 
 
 def pending() -> bool:

@@ -3,7 +3,7 @@ actor may see, from a few rows per class and day instead of every entity.
 
 The tallies are the folded counts plus the changes not folded yet; the database's triggers
 write the changes in the transaction of every entity change, so one statement over both is
-exact in its snapshot. :mod:`labapp.dashboards.tallies` folds them.
+exact in its snapshot. :mod:`labapp.dashboards.tally_folding` folds them.
 """
 from __future__ import annotations
 
