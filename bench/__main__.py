@@ -37,7 +37,8 @@ For each backend: a fresh app and database (``flask init``), then
 14. (issue 24, ``bench/million.py``, only with ``--million``) on a database of its own: a
    million samples with storage, experiments and 50 departments, every capability measured
    as a reader with row-level security against its Core baseline, and a soak of the server.
-The summary goes to stdout and into the generated blocks of ``bench/RESULTS.md``.
+The summary goes to stdout; each part's whole report goes into a dated file of its own under
+``bench/runs/`` and its verdict onto ``bench/RESULTS.md`` (:mod:`bench.results`).
 """
 from __future__ import annotations
 
@@ -46,7 +47,6 @@ import os
 import shlex
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 from sqlalchemy import func, select, text
@@ -62,33 +62,24 @@ from bench import (
     query,
     read,
     readlock,
+    report,
     search,
     storage,
     sync,
     write,
 )
 from bench.harness import BATCH, matching, open_bench
-from bench.report import (
-    QUERY_BEGIN,
-    QUERY_END,
-    BackendResult,
-    machine_facts,
-    render,
-    render_queries,
-    save,
-    stdout_summary,
-)
+from bench.report import BackendResult, machine_facts, render, render_queries, stdout_summary
+from bench.results import PAGE, Run, publish
 from labapp.db import db
 from labapp.model import Sample
-
-DEFAULT_OUTPUT = Path(__file__).resolve().parent / "RESULTS.md"
 
 
 def _arguments(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m bench",
         description="The entity API against raw SQLAlchemy Core, on SQLite and PostgreSQL; "
-                    "results go to bench/RESULTS.md (see its first part).")
+                    "each run goes to bench/runs/, its verdict to bench/RESULTS.md.")
     parser.add_argument("--entities", type=int, default=100_000,
                         help="Samples to seed (a multiple of 1000; default 100000)")
     parser.add_argument("--backend", choices=("sqlite", "postgresql", "both"), default="both")
@@ -155,8 +146,9 @@ def _arguments(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--sqlite-analyze", action="store_true",
                         help="EXPERIMENT: run ANALYZE on SQLite after seeding (a proposed "
                              "maintenance step)")
-    parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT,
-                        help="results file (its generated block is replaced)")
+    parser.add_argument("--output", type=Path, default=PAGE,
+                        help="the page of verdicts to update (default bench/RESULTS.md); each "
+                             "run's report goes to runs/ beside it")
     parser.add_argument("--no-save", action="store_true", help="print only")
     parser.add_argument("--query-runs", type=int, default=query.RUNS,
                         help=f"measured dataset runs per caller (default {query.RUNS})")
@@ -280,13 +272,20 @@ def main(argv: list[str] | None = None) -> int:
         _odata_part(backends, args, os.getloadavg())
     if not args.no_save:
         command = shlex.join(argv)
+        facts = machine_facts(results, command, load)
         if not args.queries_only:
-            save(args.output, render(results, command, args.profile, load, args))
+            _published(args.output, Run(report.TOPIC, report.TITLE, facts,
+                                        report.verdict(results),
+                                        render(results, facts, args.profile, args)))
         if any(r.queries for r in results):
-            save(args.output, render_queries(results, command, args.profile, load),
-                 QUERY_BEGIN, QUERY_END)
-        print(f"\nwritten to {args.output}")
+            _published(args.output, Run(report.QUERY_TOPIC, report.QUERY_TITLE, facts,
+                                        report.query_verdict(results),
+                                        render_queries(results, facts, args.profile)))
     return 0
+
+
+def _published(page: Path, run: Run) -> None:
+    print(f"written to {publish(page, run)} and {page}")
 
 
 def _facts(load_before: tuple[float, ...]) -> list[str]:
@@ -294,13 +293,11 @@ def _facts(load_before: tuple[float, ...]) -> list[str]:
     return machine_facts([], shlex.join(sys.argv[1:]), (load_before, os.getloadavg()))
 
 
-def _report(issue: str, summary: list[str], block: Callable[[], str],
-            markers: tuple[str, str], args: argparse.Namespace) -> int:
-    """Print a part's summary and, unless ``--no-save``, rewrite its generated block."""
-    print("\n".join(["", f"labapp benchmark summary (issue {issue})", *summary]))
+def _report(run: Run, args: argparse.Namespace) -> int:
+    """Print a part's verdict and, unless ``--no-save``, publish the run."""
+    print("\n".join(["", f"labapp benchmark summary: {run.title}", *run.verdict]))
     if not args.no_save:
-        save(args.output, block(), *markers)
-        print(f"\nwritten to {args.output}")
+        _published(args.output, run)
     return 0
 
 
@@ -308,8 +305,8 @@ def _auth_part(backends: tuple[str, ...], args: argparse.Namespace,
                load_before: tuple[float, ...]) -> int:
     results = [auth.run(backend, args.auth_seconds) for backend in backends]
     facts = _facts(load_before)
-    return _report("9", auth.summary(results), lambda: auth.render(results, facts),
-                   (auth.AUTH_BEGIN, auth.AUTH_END), args)
+    return _report(Run(auth.TOPIC, auth.TITLE, facts, auth.summary(results),
+                       auth.render(results, facts)), args)
 
 
 def _search_part(backends: tuple[str, ...], args: argparse.Namespace,
@@ -318,8 +315,8 @@ def _search_part(backends: tuple[str, ...], args: argparse.Namespace,
     results = [search.run(backend, args.entities, runs=runs, batches=4 if args.quick else 20)
                for backend in backends]
     facts = _facts(load_before)
-    return _report("10", search.summary(results), lambda: search.render(results, facts),
-                   (search.SEARCH_BEGIN, search.SEARCH_END), args)
+    return _report(Run(search.TOPIC, search.TITLE, facts, search.summary(results),
+                       search.render(results, facts)), args)
 
 
 def _storage_part(backends: tuple[str, ...], args: argparse.Namespace,
@@ -328,18 +325,17 @@ def _storage_part(backends: tuple[str, ...], args: argparse.Namespace,
     results = [storage.run(backend, boxes=boxes, rounds=3 if args.quick else 5,
                            page_runs=20 if args.quick else 50) for backend in backends]
     facts = _facts(load_before)
-    return _report("11", storage.summary(results), lambda: storage.render(results, facts),
-                   (storage.STORAGE_BEGIN, storage.STORAGE_END), args)
+    return _report(Run(storage.TOPIC, storage.TITLE, facts, storage.summary(results),
+                       storage.render(results, facts)), args)
 
 
 def _odata_part(backends: tuple[str, ...], args: argparse.Namespace,
                 load_before: tuple[float, ...]) -> int:
     runs = 1 if args.quick else odata.RUNS
     results = [odata.run(backend, args.entities, runs) for backend in backends]
-    load = (load_before, os.getloadavg())
-    return _report("13", odata.summary(results),
-                   lambda: odata.report(results, shlex.join(sys.argv[1:]), load),
-                   (odata.ODATA_BEGIN, odata.ODATA_END), args)
+    facts = _facts(load_before)
+    return _report(Run(odata.TOPIC, odata.TITLE, facts, odata.summary(results),
+                       odata.render(results, facts)), args)
 
 
 def _million_part(backends: tuple[str, ...], args: argparse.Namespace,
@@ -348,9 +344,9 @@ def _million_part(backends: tuple[str, ...], args: argparse.Namespace,
                            measures=not args.soak_only)
                for backend in backends]
     facts = _facts(load_before)
-    return _report("24", million_report.summary(results),
-                   lambda: million_report.render(results, facts),
-                   (million_report.MILLION_BEGIN, million_report.MILLION_END), args)
+    return _report(Run(million_report.TOPIC, million_report.TITLE, facts,
+                       million_report.summary(results),
+                       million_report.render(results, facts)), args)
 
 
 if __name__ == "__main__":

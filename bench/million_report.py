@@ -1,12 +1,10 @@
-"""The generated block of ``python -m bench --million`` in ``bench/RESULTS.md``."""
+"""The report of ``python -m bench --million``: its verdict and everything it measured."""
 from __future__ import annotations
 
 from bench.million import MillionResult
 from bench.report import _verdict
 
-MILLION_BEGIN = ("<!-- bench: generated million section begins; `python -m bench --million` "
-                 "rewrites it -->")
-MILLION_END = "<!-- bench: generated million section ends -->"
+TOPIC, TITLE = "million", "A million samples (issue 24)"
 REBUILD_TARGET = 600.0
 FRESH_TARGET = 2.0
 DASHBOARD_TARGET = 0.300
@@ -117,13 +115,14 @@ def backend_block(r: MillionResult) -> list[str]:
 
 
 def render(results: list[MillionResult], facts: list[str]) -> str:
-    lines = ["## Latest run: one million samples (issue 24)", "", *facts, ""]
+    lines = [*facts, ""]
     for r in results:
         lines += backend_block(r)
     return "\n".join(lines) + "\n"
 
 
 def summary(results: list[MillionResult]) -> list[str]:
+    """The rebuild and how many request targets each database met, naming the misses."""
     lines = []
     for r in results:
         misses = [m.name for m in r.measures if not m.ok]

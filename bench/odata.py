@@ -31,13 +31,10 @@ from sqlalchemy import select
 from bench import write
 from bench.harness import READER, READER_PASSWORD, Bench, open_bench
 from bench.read import _json_default
-from bench.report import machine_facts
 from bench.server import Server, basic, children, gunicorn, request, rss
 from labapp.query.dbviews import BUILT_IN_VIEWS as VIEWS
 
-ODATA_BEGIN = ("<!-- bench: generated odata section begins; `python -m bench` (or "
-               "`--odata-only`) rewrites it -->")
-ODATA_END = "<!-- bench: generated odata section ends -->"
+TOPIC, TITLE = "odata", "OData export (issue 13)"
 RUNS = 3
 RATIO_TARGET = 0.5
 LAST_PAGE_TARGET = 1.25
@@ -221,10 +218,27 @@ def _verdict(ok: bool) -> str:
 
 
 def summary(results: list[OdataResult]) -> list[str]:
-    return [f"{r.backend}: OData {r.odata_rate:,.0f} rows/s vs Core {r.core_rate:,.0f} rows/s "
-            f"({r.odata_rate / r.core_rate:.0%}); first page {r.first_page * 1000:.0f} ms, "
-            f"last {r.last_page * 1000:.0f} ms; over HTTP {r.http_rate:,.0f} rows/s, worker "
-            f"RSS {_mib(r.rss_before)} → peak {_mib(r.rss_peak)}" for r in results]
+    """Issue 13's targets, one line per target and database."""
+    lines = []
+    for r in results:
+        ratio, last = r.odata_rate / r.core_rate, r.last_page / r.first_page
+        growth = r.rss_peak - r.rss_tenth
+        lines += [
+            f"{r.backend}: export {r.odata_rate:,.0f} rows/s against Core + json "
+            f"{r.core_rate:,.0f} = {ratio:.2f}× (target ≥ {RATIO_TARGET:.2f}×): "
+            f"{_word(ratio >= RATIO_TARGET)}",
+            f"{r.backend}: last full page {r.last_page * 1000:,.1f} ms against the first "
+            f"{r.first_page * 1000:,.1f} ms = {last:.2f}× (target ≤ {LAST_PAGE_TARGET:.2f}×): "
+            f"{_word(last <= LAST_PAGE_TARGET)}",
+            f"{r.backend}: worker RSS {_mib(r.rss_before)} before, peak {_mib(r.rss_peak)}, "
+            f"+{_mib(growth)} after page 10 (target ≤ +{FLAT_MIB} MiB; over HTTP "
+            f"{r.http_rate:,.0f} rows/s): {_word(growth <= FLAT_MIB * 1024 * 1024)}",
+        ]
+    return lines
+
+
+def _word(ok: bool) -> str:
+    return "PASS" if ok else "FAIL"
 
 
 def _description() -> str:
@@ -234,7 +248,7 @@ def _description() -> str:
 
 
 def render(results: list[OdataResult], facts: list[str]) -> str:
-    lines = ["## Latest run: OData export (issue 13)", "", *facts, "",
+    lines = [*facts, "",
              _description(), "",
              "| Backend | Measure | Value | Baseline | Ratio | Target | Result |",
              "|---|---|---:|---:|---:|---|---|"]
@@ -266,8 +280,3 @@ def render(results: list[OdataResult], facts: list[str]) -> str:
                      f"{max(pages) * 1000:.1f} ms")
     return "\n".join(lines) + "\n"
 
-
-def report(results: list[OdataResult], command: str,
-           load: tuple[tuple[float, ...], tuple[float, ...]]) -> str:
-    """The RESULTS.md section of this run."""
-    return render(results, machine_facts([], command, load))

@@ -29,14 +29,13 @@ from typing import Any
 
 from bench.dashboards import percentile
 from bench.harness import Bench, open_bench, sample_values
-from bench.report import machine_facts, save
+from bench.report import machine_facts
+from bench.results import Run, publish
 from bench.server import Server, gunicorn, request
 from bench.serving import forget_search_backlog, indexer_worker
 from bench.write import core_seed
 
-READLOCK_BEGIN = ("<!-- bench: generated read-lock section begins; `python -m bench "
-                  "--readlock-only` rewrites it -->")
-READLOCK_END = "<!-- bench: generated read-lock section ends -->"
+TOPIC, TITLE = "read-units", "Reads never take the write lock (issue 20 §1)"
 SEEDED = 10_000
 BROWSERS = 30
 WRITERS = 4
@@ -223,7 +222,7 @@ def _row(label: str, before: float, after: float, unit: Callable[[float], str]) 
 
 
 def render(results: list[ReadLockResult], facts: list[str]) -> str:
-    lines = ["## Latest run: read units (issue 20 §1)", "", *facts, ""]
+    lines = [*facts, ""]
     for r in results:
         before, after = r.modes["before"], r.modes["after"]
         lines += [f"### {r.backend} ({BROWSERS} browsers, {WRITERS} writers of {ROWS} rows, "
@@ -245,6 +244,7 @@ def render(results: list[ReadLockResult], facts: list[str]) -> str:
 
 
 def summary(results: list[ReadLockResult]) -> list[str]:
+    """Before (every unit writes) → after (reads read), one line per database; no target."""
     lines = []
     for r in results:
         before, after = r.modes["before"], r.modes["after"]
@@ -257,13 +257,13 @@ def summary(results: list[ReadLockResult]) -> list[str]:
 
 
 def main_part(backends: tuple[str, ...], seconds: float, save_to: Any, command: str) -> int:
-    """``--readlock-only``: run, print the summary, write the generated block."""
+    """``--readlock-only``: run, print the report, publish it unless ``save_to`` is None."""
     load_before = os.getloadavg()
     results = [run(backend, seconds) for backend in backends]
     facts = machine_facts([], command, (load_before, os.getloadavg()))
     block = render(results, facts)
     print("\n" + block)
     if save_to is not None:
-        save(save_to, block, READLOCK_BEGIN, READLOCK_END)
-        print(f"written to {save_to}")
+        written = publish(save_to, Run(TOPIC, TITLE, facts, summary(results), block))
+        print(f"written to {written} and {save_to}")
     return 0

@@ -1,19 +1,20 @@
 """The summary: machine facts, absolute numbers, ratios, PASS/FAIL, profiles and plans.
 
-``bench/RESULTS.md`` keeps hand-written analysis around the generated block: only the text
-between the two markers is replaced by a run.
+A run's report goes whole into a file of its own under ``bench/runs/`` and its verdict onto
+``bench/RESULTS.md``, the page of current verdicts (:mod:`bench.results`).
 """
 from __future__ import annotations
 
 import argparse
 import cProfile
 import io
+import json
 import os
 import platform
 import pstats
-import re
 import sqlite3
 import sys
+import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -26,11 +27,8 @@ from bench.query import QueryResult
 from bench.read import FILTER, ORDERBY, PageResult
 from bench.write import WriteResult
 
-BEGIN = "<!-- bench: generated section begins; `python -m bench` rewrites it -->"
-END = "<!-- bench: generated section ends -->"
-QUERY_BEGIN = ("<!-- bench: generated query section begins; `python -m bench` (or "
-               "`--queries-only`) rewrites it -->")
-QUERY_END = "<!-- bench: generated query section ends -->"
+TOPIC, TITLE = "bulk-create-and-pages", "Bulk create and list pages"
+QUERY_TOPIC, QUERY_TITLE = "dataset-suggest-unique", "Dataset, suggest and unique (issue 5)"
 WRITE_TARGET = 0.25  # API bulk-create rate ≥ 25% of the raw Core insert rate
 READ_TARGET = 2.0    # API page time ≤ 2× the raw query + serialise time
 PROJECT = Path(__file__).resolve().parent.parent
@@ -67,6 +65,26 @@ def _first_line(path: str, prefix: str) -> str | None:
     return None
 
 
+def speed_reference(rounds: int = 3) -> float:
+    """Seconds this machine takes, at best of ``rounds``, for a fixed piece of work like the
+    benchmarks' own (rows into an in-memory SQLite table, an index, a scan, JSON): the same
+    work on every run, so that figures of runs on different days or machines compare."""
+    best = float("inf")
+    for _ in range(rounds):
+        started = time.perf_counter()
+        connection = sqlite3.connect(":memory:")
+        connection.execute("CREATE TABLE sample (id INTEGER PRIMARY KEY, name TEXT, amount REAL)")
+        connection.executemany("INSERT INTO sample (name, amount) VALUES (?, ?)",
+                               ((f"Sample {n:06d}", n * 0.5) for n in range(50_000)))
+        connection.execute("CREATE INDEX ix_sample_name ON sample (name)")
+        rows = connection.execute("SELECT id, name, amount FROM sample WHERE name LIKE '%9%' "
+                                  "ORDER BY name DESC").fetchall()
+        json.dumps([{"id": i, "name": name, "amount": amount} for i, name, amount in rows])
+        connection.close()
+        best = min(best, time.perf_counter() - started)
+    return best
+
+
 def machine_facts(results: list[BackendResult], command: str,
                   load: tuple[tuple[float, ...], tuple[float, ...]]) -> list[str]:
     memory = _first_line("/proc/meminfo", "MemTotal")
@@ -81,6 +99,8 @@ def machine_facts(results: list[BackendResult], command: str,
         f"- Python {platform.python_version()}, SQLAlchemy {sqlalchemy.__version__}, "
         f"Flask {flask.__version__}",
         f"- SQLite {sqlite3.sqlite_version} (WAL, synchronous=NORMAL, as the app sets it)",
+        f"- Speed reference: {speed_reference() * 1000:,.0f} ms for the fixed work of "
+        "`bench.report.speed_reference` (best of 3; lower is faster)",
     ]
     for r in results:
         if r.backend == "postgresql":
@@ -202,10 +222,10 @@ def plans(r: BackendResult) -> list[str]:
     return lines
 
 
-def render(results: list[BackendResult], command: str, all_profiles: bool,
-           load: tuple[tuple[float, ...], tuple[float, ...]],
+def render(results: list[BackendResult], facts: list[str], all_profiles: bool,
            args: argparse.Namespace) -> str:
-    out = ["## Latest run", "", *machine_facts(results, command, load), "",
+    """The whole report of the bulk-create and page part, after the machine ``facts``."""
+    out = [*facts, "",
            f"Page request: `GET /api/entity/Sample?$filter={FILTER}&$orderby={ORDERBY}"
            f"&$top=500&$skip=…`; median of {args.runs} runs after {args.warmup} warm-up runs, "
            "API and baseline interleaved. Page baseline: the same SELECT and count(*) in "
@@ -226,67 +246,56 @@ def render(results: list[BackendResult], command: str, all_profiles: bool,
     return "\n".join(out).rstrip() + "\n"
 
 
-def save(path: Path, generated: str, begin: str = BEGIN, end: str = END) -> None:
-    """Replace the generated block of ``path`` (creating the file when needed)."""
-    block = f"{begin}\n{generated}{end}\n"
-    if path.exists():
-        text = path.read_text(encoding="utf-8")
-        pattern = re.compile(re.escape(begin) + r".*?" + re.escape(end) + r"\n?", re.DOTALL)
-        if pattern.search(text):
-            path.write_text(pattern.sub(lambda _m: block, text, count=1), encoding="utf-8")
-            return
-        path.write_text(text.rstrip() + "\n\n" + block, encoding="utf-8")
-        return
-    path.write_text("# Benchmark results\n\n" + block, encoding="utf-8")
-
-
-def stdout_summary(results: list[BackendResult]) -> str:
-    lines = ["", "labapp benchmark summary"]
+def verdict(results: list[BackendResult]) -> list[str]:
+    """The bulk-create and page targets, one line per target and database: figure, Core's
+    figure, ratio, target, PASS or FAIL."""
+    lines = []
     for r in results:
         w = r.write
         if not w.api_batches:
-            lines.append(f"{r.backend:>10}: (seeded through Core only)")
-            lines += query_summary(r)
-            continue
-        lines.append(f"{r.backend:>10}: bulk create API {w.api_rate:,.0f}/s vs Core "
-                     f"{w.core_rate:,.0f}/s = {w.ratio:.1%} (≥25%) "
-                     f"{'PASS' if write_pass(r) else 'FAIL'}  [per-round median "
-                     f"{w.round_ratio:.1%}]")
+            lines.append(f"{r.backend}: seeded through Core only (no bulk create measured)")
+        else:
+            lines.append(f"{r.backend}: bulk create {w.api_rate:,.0f} entities/s against Core "
+                         f"{w.core_rate:,.0f}/s = {w.ratio:.1%} (target ≥ 25%; per-round "
+                         f"median {w.round_ratio:.1%}): {'PASS' if write_pass(r) else 'FAIL'}")
         for p in r.pages:
-            lines.append(f"{'':>10}  page {p.case.caller:<6} skip={p.case.skip:<6} API "
-                         f"{p.api * 1000:7.1f} ms vs Core {p.core * 1000:7.1f} ms = "
-                         f"{p.ratio:.2f}x (≤2x) {'PASS' if read_pass(p) else 'FAIL'}")
-        for note in r.notes:
-            lines.append(f"{'':>10}  ({note})")
-        lines += query_summary(r)
-    return "\n".join(lines)
-
-
-def query_summary(r: BackendResult) -> list[str]:
-    q = r.queries
-    if q is None:
-        return []
-    lines = []
-    for d in q.datasets:
-        lines.append(f"{'':>10}  dataset {d.caller:<6} {d.counts['samples']:>5} samples: API "
-                     f"{d.api * 1000:7.1f} ms vs Core {d.core * 1000:7.1f} ms = {d.ratio:.2f}x "
-                     f"(≤3x) {'PASS' if d.ok else 'FAIL'}")
-    for x in q.lookups:
-        lines.append(f"{'':>10}  {x.name:<34} p50 {x.percentile(50) * 1000:6.1f} ms, p95 "
-                     f"{x.percentile(95) * 1000:6.1f} ms (<50 ms) {'PASS' if x.ok else 'FAIL'}")
+            lines.append(f"{r.backend}: page as {p.case.caller}, $skip={p.case.skip:,}: "
+                         f"{_ms(p.api)} against Core {_ms(p.core)} = {p.ratio:.2f}× (target "
+                         f"≤ 2×): {'PASS' if read_pass(p) else 'FAIL'}")
+        lines += [f"{r.backend}: {note}" for note in r.notes]
     return lines
 
 
-def render_queries(results: list[BackendResult], command: str, all_profiles: bool,
-                   load: tuple[tuple[float, ...], tuple[float, ...]]) -> str:
-    """The generated block of issue 5's part: dataset ratios and lookup percentiles."""
+def query_verdict(results: list[BackendResult]) -> list[str]:
+    """Issue 5's targets (dataset ratio, lookup p95), one line per target and database."""
+    lines = []
+    for r in results:
+        if r.queries is None:
+            continue
+        for d in r.queries.datasets:
+            lines.append(f"{r.backend}: dataset as {d.caller} ({d.counts['samples']:,} samples): "
+                         f"{_ms(d.api)} against Core {_ms(d.core)} = {d.ratio:.2f}× (target "
+                         f"≤ 3×): {'PASS' if d.ok else 'FAIL'}")
+        for x in r.queries.lookups:
+            lines.append(f"{r.backend}: `{x.name}` p50 {_ms(x.percentile(50))}, p95 "
+                         f"{_ms(x.percentile(95))} (target p95 < 50 ms): "
+                         f"{'PASS' if x.ok else 'FAIL'}")
+    return lines
+
+
+def stdout_summary(results: list[BackendResult]) -> str:
+    return "\n".join(["", "labapp benchmark summary", *verdict(results),
+                      *query_verdict(results)])
+
+
+def render_queries(results: list[BackendResult], facts: list[str], all_profiles: bool) -> str:
+    """The whole report of issue 5's part: dataset ratios and lookup percentiles."""
     q0 = next(r.queries for r in results if r.queries)
     per_project = (f"{query_bench.EXPERIMENTS} experiments → "
                    f"{query_bench.EXPERIMENTS * query_bench.STEPS} steps → "
                    f"{query_bench.EXPERIMENTS * query_bench.STEPS * query_bench.PER_STEP} "
                    "samples")
-    out = ["## Latest run: dataset, suggest, unique (issue 5)", "",
-           *machine_facts(results, command, load), "",
+    out = [*facts, "",
            f"Dataset: `POST /api/query/dataset` of exps (Experiment, projectID = P) → steps "
            f"(experimentID in exps.id) → samples (stepID in steps.id); per project {per_project} "
            f"for the reader (+{query_bench.HIDDEN} experiments of another department for "

@@ -46,9 +46,7 @@ from labapp.storage.views import BoxGrid, Slot
 BOXES = 1_000  # of 10 × 10: 100,000 stored samples
 BOX_SIDE = 10
 TARGET_ROWS, TARGET_COLUMNS = 25, 20  # 500 slots, one round's check-in
-STORAGE_BEGIN = ("<!-- bench: generated storage section begins; `python -m bench "
-                 "--storage-only` rewrites it -->")
-STORAGE_END = "<!-- bench: generated storage section ends -->"
+TOPIC, TITLE = "storage", "Storage: check-in and the box page (issue 11)"
 _ENTITY = Entity.__table__
 _SAMPLE = Sample.__table__
 _LOCATION = Location.__table__
@@ -333,6 +331,7 @@ def _verdict(ok: bool) -> str:
 
 
 def summary(results: list[StorageResult]) -> list[str]:
+    """Issue 11's targets: check-in and box page against Core, one line per database each."""
     lines = []
     for r in results:
         lines.append(
@@ -340,7 +339,7 @@ def summary(results: list[StorageResult]) -> list[str]:
             f" vs Core {statistics.median(r.core_checkins) * 1000:.0f} ms = "
             f"{r.checkin_ratio:.2f}x (≤3x) {'PASS' if r.checkin_ratio <= 3 else 'FAIL'}")
         lines.append(
-            f"{'':>10}  box page p50 {r.page_p(.5) * 1000:.1f} ms, p95 "
+            f"{r.backend:>10}: box page p50 {r.page_p(.5) * 1000:.1f} ms, p95 "
             f"{r.page_p(.95) * 1000:.1f} ms (<100 ms) "
             f"{'PASS' if r.page_p(.95) < .1 else 'FAIL'}; Core p50 "
             f"{r.page_p(.5, False) * 1000:.1f} ms = {r.page_ratio:.2f}x (≤3x) "
@@ -367,4 +366,4 @@ def render(results: list[StorageResult], facts: list[str]) -> str:
             f"{_verdict(r.page_ratio <= 3)} | "
             f"{statistics.median(r.rendered_pages) * 1000:.1f} ms | {r.rendered_ratio:.2f}× "
             f"{_verdict(r.rendered_ratio <= 3)} |")
-    return "\n".join(["### Storage (issue 11), generated", "", *facts, "", *rows, ""]) + "\n"
+    return "\n".join([*facts, "", *rows, ""]) + "\n"
