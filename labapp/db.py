@@ -265,8 +265,9 @@ def configure_engine(app: Flask, engine: Engine) -> None:
 
     PostgreSQL: no automatic server-side prepared statements. psycopg prepares a query on
     its fifth run, and PostgreSQL may then keep a generic plan chosen while a table was
-    small: ``id IN (...)`` lookups became full scans as the data grew (bench/RESULTS.md).
-    Planning each statement with its values costs little next to that.
+    small: ``id IN (...)`` lookups became full scans as the data grew
+    (bench/runs/2026-11-21-bulk-create-and-pages.md). Planning each statement with its values
+    costs little next to that.
 
     Both: sessions refuse writes in read units (:func:`guard_read_units`).
     """

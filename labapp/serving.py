@@ -16,9 +16,10 @@ def freeze_start_up() -> int:
     reach; returns how many were frozen.
 
     They live as long as the process, yet each full collection walked them all (~80 ms,
-    landing in one request every few dozen, bench/RESULTS.md §10). Frozen, a collection walks
-    only what requests made since. Call it once a process has loaded the app and before it
-    serves, never in ``create_app`` (tests build many apps in one process).
+    landing in one request every few dozen, bench/runs/2026-11-23-search-2.md). Frozen, a
+    collection walks only what requests made since. Call it once a process has loaded the
+    app and before it serves, never in ``create_app`` (tests build many apps in one
+    process).
     """
     gc.collect()
     gc.freeze()

@@ -2,10 +2,10 @@
 
 Without statistics SQLite guesses: a reader's list is driven from the visibility predicate's
 ``OR`` over two indexes and every visible row is sorted, where walking the name or primary
-key index and stopping after a page would do (bench/RESULTS.md §3 and §9 measured 2-3×).
-``PRAGMA optimize`` samples too little on SQLite 3.40 to change those plans; a full
-``ANALYZE`` takes ~0.15 s per 100,000 entities. PostgreSQL's autovacuum keeps its own
-statistics, so this is SQLite's only.
+key index and stopping after a page would do (bench/runs/2026-11-21-bulk-create-and-pages.md
+and 2026-11-23-dashboards.md measured 2-3×). ``PRAGMA optimize`` samples too little on
+SQLite 3.40 to change those plans; a full ``ANALYZE`` takes ~0.15 s per 100,000 entities.
+PostgreSQL's autovacuum keeps its own statistics, so this is SQLite's only.
 
 :func:`refresh` gathers them when the database holds real data and they are missing or
 the entity count moved by more than :data:`DRIFT` since they were taken. ``flask init``

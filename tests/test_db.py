@@ -268,7 +268,8 @@ def test_in_the_suites_savepoints_the_callbacks_run_too(app: Flask) -> None:
 
 
 def test_postgresql_connections_never_prepare_statements(app) -> None:
-    """Generic plans of prepared statements went stale as tables grew (bench/RESULTS.md)."""
+    """Generic plans of prepared statements went stale as tables grew
+    (bench/runs/2026-11-21-bulk-create-and-pages.md)."""
     if app.config["SQLALCHEMY_DATABASE_URI"].startswith("sqlite"):
         pytest.skip("PostgreSQL connection setting")
     with app.app_context():

@@ -195,7 +195,7 @@ def saved_list(actor: Actor, config: dict[str, Any], page: int) -> dict[str, Any
     folded into it) and each row's ``id`` to link it to its entity.
 
     No total: counting every match of a broad filter costs more than the page itself
-    (bench/RESULTS.md, issue 12), and paging needs only whether a next page exists."""
+    (bench/runs/2026-11-23-dashboards.md), and paging needs only whether a next page exists."""
     spec = _widget_class(config["eClass"])
     source = entity_fields(spec)
     columns = list(config.get("columns") or DEFAULT_COLUMNS)

@@ -82,7 +82,7 @@ def list_entities(actor: Actor, spec: ClassSpec, *, filter_text: str | None = No
     unless ``count`` (``$count``) is ``false``.
 
     With ``skiptoken`` (a page's ``nextSkipToken``) the page starts right after that keyset
-    position, no OFFSET, and ``skip`` only counts (issue 24, docs/decisions.md). Raises
+    position, no OFFSET, and ``skip`` only counts (docs/decisions/entity-list-skiptoken.md). Raises
     InvalidInput ``invalid_skiptoken`` for a token of another class or ``$orderby``, and
     ``invalid_count`` for a ``count`` neither true nor false. Rows are read as plain
     columns and turned into dicts directly: no ORM objects.
@@ -134,8 +134,8 @@ def count_entities(actor: Actor, spec: ClassSpec, filter_text: str | None) -> in
 def _total(actor: Actor, spec: ClassSpec, filter_text: str | None,
            visible: tuple[ColumnElement[bool], ...]) -> int:
     """How many visible entities match: without a filter from the tallies (a few rows per
-    class and day; counting a million rows took 0.8-1.6 s, bench/RESULTS.md §15), else by
-    counting the matching rows."""
+    class and day; counting a million rows took 0.8-1.6 s,
+    bench/runs/2026-11-25-million.md), else by counting the matching rows."""
     if not (filter_text or "").strip():
         return visible_total(actor, spec.name)
     return db.session.execute(

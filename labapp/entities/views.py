@@ -303,7 +303,7 @@ def count(eclass: str) -> BaseResponse:
     """The table's ``total`` block: how many visible entities of the class match
     ``?filter=``. The table asks for it through htmx once its rows are shown: counting
     hundreds of thousands of matches takes 0.3-0.7 s at a million entities, reading a page
-    of them 30 ms (bench/RESULTS.md §15). A plain request gets the table with its count;
+    of them 30 ms (bench/runs/2026-11-28-million.md). A plain request gets the table with its count;
     a filter that does not compile is a 400."""
     spec = class_named(eclass)
     filter_text = request.args.get("filter", "").strip()

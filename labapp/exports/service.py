@@ -35,8 +35,8 @@ BATCH = 2000
 ENTITY_TABLE = "entity"
 FILE_TABLE = "file"
 # Login state: sessions, their refresh tokens and failed-login counters belong to the running
-# installation, not to the lab's data (decisions.md, "Exports"). The search queue is derived
-# state: restoring the rows queues every entity again (its triggers), so the restored
+# installation, not to the lab's data (docs/decisions/export-contents.md). The search queue is
+# derived state: restoring the rows queues every entity again (its triggers), so the restored
 # installation's index is built from what it holds. The entity tallies and the location
 # counts are derived too: the restored entities' and items' triggers count them again.
 NOT_EXPORTED = frozenset({"login_session", "refresh_token", "login_failure", "search_queue",

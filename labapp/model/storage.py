@@ -66,7 +66,7 @@ class LocationCount(Model):
     :class:`LocationCountChange` in the transaction of every write that puts an item in or
     takes it out; :mod:`labapp.folding` folds them here. The true count is the sum of both
     tables, so the tree reads a row or two per location instead of every stored item
-    (bench/RESULTS.md §15: 80% of the tree page at 500,000 tubes on PostgreSQL)."""
+    (bench/runs/2026-11-25-million-2.md: 80% of the tree page at 500,000 tubes on PostgreSQL)."""
 
     __tablename__ = "location_count"
 

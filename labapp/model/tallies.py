@@ -2,12 +2,12 @@
 project there are, kept by database triggers for the dashboards' counting widgets.
 
 Counting a class's statuses or its creations per week as a reader meant aggregating every
-visible row (40-90 ms at 100,000 entities, bench/RESULTS.md §9); the tallies hold a few
-rows per class and day. The triggers on ``entity`` (migration ``a9d3f6b2c8e1``) only ever
-append to :class:`EntityCountChange`, +1 for a row as it is now and -1 for what it was, so
-concurrent writers never wait on a shared counter row; :func:`labapp.dashboards.tally_folding.fold`
-adds the changes into :class:`EntityCount` (the worker does it as they come). The true count
-is always the sum of both tables.
+visible row (40-90 ms at 100,000 entities, bench/runs/2026-11-23-dashboards-2.md); the
+tallies hold a few rows per class and day. The triggers on ``entity`` (migration
+``a9d3f6b2c8e1``) only ever append to :class:`EntityCountChange`, +1 for a row as it is now
+and -1 for what it was, so concurrent writers never wait on a shared counter row;
+:func:`labapp.dashboards.tally_folding.fold` adds the changes into :class:`EntityCount` (the
+worker does it as they come). The true count is always the sum of both tables.
 
 No department or project is stored as ``''`` (never an id), so that a tally's key has no
 NULL in it.

@@ -3,7 +3,7 @@
 A notification belongs to one user; nobody else sees, changes or deletes it (404, as for an
 id that never existed). Status moves freely between ``Unread``, ``Seen`` and ``Read``: the
 bell counts ``Unread``; ``markAllAsSeen`` turns ``Unread`` into ``Seen``; the unread list
-holds every notification not yet ``Read`` (decisions.md, "Notifications").
+holds every notification not yet ``Read`` (docs/decisions/notifications.md).
 """
 from __future__ import annotations
 

@@ -1,12 +1,14 @@
 """Entity suggestions for pickers: visible entities whose id, name or barcode contains a query.
 
-Ranking (decisions.md §8): an entity's best match counts: an exact match of a whole id, name
-or barcode first, then a prefix, then any other contains match; within each, by the matched
+Ranking (decisions §8's "best matches first", as docs/decisions/suggestions.md defines it): an
+entity's best match counts: an exact match of a whole id, name or barcode first, then a
+prefix, then any other contains match; within each, by the matched
 text (ASCII case folded), then id. So every column's matches can be read in the order of its
 index on ``(eclass, folded(column), id)`` and stopped after ``limit`` rows; the merge keeps the
 best ``limit`` (a row that would make the answer is among the first ``limit`` of its column).
 
-The work per request stays small at 100,000 entities of a class (bench/RESULTS.md §6):
+The work per request stays small at 100,000 entities of a class
+(bench/runs/2026-11-21-dataset-suggest-unique.md):
 
 1. Exact and prefix matches: one index range per column.
 2. Only when those are fewer than ``limit``, the other contains matches. Candidates come from

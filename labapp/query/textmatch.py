@@ -90,7 +90,7 @@ def prefix_bounds(column: ColumnElement[Any], prefix: str) -> list[ColumnElement
     lies within, when the column sorts by code point (:func:`code_point_order`): from the
     prefix in upper case (upper-case ASCII sorts first) to the successor of it in lower
     case. Implied by the match, they let an ordered walk of the column's index start at the
-    prefix instead of reading every row before it (bench/RESULTS.md §15)."""
+    prefix instead of reading every row before it (bench/runs/2026-11-25-million.md)."""
     high = _successor(fold(prefix))
     bounds = [column >= literal(prefix.translate(_ASCII_UPPER), String())]
     return bounds if high is None else [*bounds, column < literal(high, String())]

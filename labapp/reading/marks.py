@@ -1,6 +1,6 @@
 """Values a lab member must notice, marked in words: an ``expired`` sample, an ``overdue``
-request, a sample whose amount is ``low`` or ``empty`` (issue 21; docs/decisions.md,
-"Entity lists a lab member reads").
+request, a sample whose amount is ``low`` or ``empty`` (issue 21;
+docs/decisions/list-marks.md).
 
 One rule for every list that shows entities: the entity browser's table and detail pages
 (:mod:`labapp.entities.display`) and the saved-list widgets (:mod:`labapp.dashboards.lists`)

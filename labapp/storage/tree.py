@@ -10,9 +10,9 @@ Counts roll up in SQL, one grouped query per request whatever the number of loca
 (:func:`rollup`): a recursive CTE follows the parent links from the drawn locations down,
 each location of those subtrees adds the count the database keeps of the items stored in it
 (:mod:`labapp.storage.counts`), summed per drawn location. Every item counts, also in
-locations or of classes the viewer may not see: the numbers name nothing (decisions,
-storage). The stored ``hierarchy`` path is not used: names are not unique, so a name prefix
-could count a namesake's boxes.
+locations or of classes the viewer may not see: the numbers name nothing
+(docs/decisions/storage-tree.md). The stored ``hierarchy`` path is not used: names are not
+unique, so a name prefix could count a namesake's boxes.
 """
 from __future__ import annotations
 
@@ -73,7 +73,7 @@ def _planned_small() -> None:
     workers: it guesses tens of thousands of rows for any recursive walk, so the tree's
     plans cost more than ``jit_above_cost`` (compiling one took 0.05-0.8 s for a query of a
     few ms) and the counts per location were summed by two workers that took ~25 ms to start
-    for 5 ms of work (bench/RESULTS.md §15, the third run's plan)."""
+    for 5 ms of work (bench/runs/2026-11-28-million.md, its plan)."""
     if db.engine.dialect.name == "postgresql":
         db.session.execute(text("SET LOCAL jit = off"))
         db.session.execute(text("SET LOCAL max_parallel_workers_per_gather = 0"))
@@ -231,10 +231,10 @@ def _held(below: Any) -> Any:
     """``(top, id, n)``: the items ``n`` stored in each location ``id`` of the walk, from the
     counts the database keeps per location (:mod:`labapp.storage.counts`). Counting the
     stored items themselves, an index probe per location, was ~80% of the tree page on
-    PostgreSQL at 500,000 tubes in 10,000 boxes (bench/RESULTS.md §15). PostgreSQL joins
-    the walk with the counts of every location in one pass (69 against 100 ms probing them
-    per location at 10,000 boxes); SQLite probes (49 against 58 ms joined): its lookups
-    cost no more than a row of the join."""
+    PostgreSQL at 500,000 tubes in 10,000 boxes (bench/runs/2026-11-25-million-2.md).
+    PostgreSQL joins the walk with the counts of every location in one pass (69 against 100
+    ms probing them per location at 10,000 boxes); SQLite probes (49 against 58 ms joined):
+    its lookups cost no more than a row of the join."""
     if db.engine.dialect.name == "postgresql":
         counts = counted()
         return (select(below.c.top, below.c.id, func.coalesce(counts.c.n, 0).label("n"))

@@ -3,7 +3,7 @@
 PostgreSQL only: planner statistics on ``lower(entity.name)``, the expression every name filter
 of the $filter dialect compares (startswith, contains, endswith, tolower(name) eq). Without
 them PostgreSQL guesses that ``lower(name) LIKE 's%'`` keeps 0.5% of the rows, and plans a
-100,000-row page and its count(*) as one index probe per entity row (bench/RESULTS.md). An
+100,000-row page and its count(*) as one index probe per entity row (bench/runs/2026-11-21-bulk-create-and-pages.md). An
 expression index would give the same statistics, but SQLAlchemy cannot reflect expression
 indexes on SQLite, so the schema comparison could not check it; extended statistics are not
 part of the compared schema. SQLite keeps no such statistics: nothing to do there.

@@ -254,7 +254,8 @@ def test_the_docs_list_every_view_and_column() -> None:
 
 
 @pytest.mark.skipif(BACKEND != "sqlite", reason="SQLite's plan; PostgreSQL plans by statistics "
-                                                "(its keyset plan is in bench/RESULTS.md)")
+                                                "(its keyset plan is in "
+                                                "bench/runs/2026-11-23-odata.md)")
 def test_sqlite_walks_the_primary_key_instead_of_sorting_the_visible_rows(
         app: Flask, bob: ApiClient, lab: dict[str, Any]) -> None:
     """By id, a page reads from the keyset position and stops: no sort of every row after it."""

@@ -3,7 +3,7 @@ by that column starts its walk of the column's index at the prefix.
 
 At a million samples PostgreSQL's saved-list widget (``startswith(name,'S')`` ordered by name,
 10 rows) walked ``ix_entity_name`` from its first entry and removed ~870,000 rows before the
-first "S" (bench/RESULTS.md §15): the match alone gives the planner no start. The bounds
+first "S" (bench/runs/2026-11-25-million.md): the match alone gives the planner no start. The bounds
 implied by the match (from the prefix in upper case to the successor of it in lower case)
 are added where the column sorts by code point, as SQLite's ``BINARY`` and this project's
 PostgreSQL databases (``C.UTF-8``) do.

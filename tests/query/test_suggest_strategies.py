@@ -4,8 +4,8 @@ Entity suggestions read exact and prefix matches from index ranges, then contain
 from the search text's candidates or, when there are too many, by probing each column, then
 asking for each column's own candidates, and scanning what is left; field
 suggestions walk an index over distinct values and fall back to a scan. Each path is forced
-here (by shrinking its limits) and compared with an oracle written from decisions.md §8
-over every Sample the admin can list.
+here (by shrinking its limits) and compared with an oracle written from decisions §8 and
+docs/decisions/suggestions.md, over every Sample the admin can list.
 """
 from __future__ import annotations
 
@@ -51,8 +51,9 @@ def samples(admin: ApiClient, away: str) -> list[dict[str, Any]]:
 
 
 def oracle(rows: list[dict[str, Any]], query: str) -> list[str]:
-    """The ids decisions.md §8 asks for: best match of id, name or barcode (exact, prefix,
-    contains; ASCII case folded), then the matched text, then id; at most 20."""
+    """The ids decisions §8 and docs/decisions/suggestions.md ask for: best match of id, name
+    or barcode (exact, prefix, contains; ASCII case folded), then the matched text, then id;
+    at most 20."""
     needle = query.translate(ASCII_LOWER)
     ranked = []
     for row in rows:

@@ -2,8 +2,9 @@
 
 At a million samples a box page read the whole ``storage_log`` twice (120 ms each): every
 check-in leaves ``from_location_id`` NULL, SQLite's statistics counted those NULLs as one
-value, and the planner expected ``from_location_id = ?`` to match them all (bench/RESULTS.md,
-issue 24). Migration ``a1c4e7f9b2d6`` makes that index hold the moves only.
+value, and the planner expected ``from_location_id = ?`` to match them all
+(bench/runs/2026-11-25-million.md, issue 24). Migration ``a1c4e7f9b2d6`` makes that index
+hold the moves only.
 """
 from __future__ import annotations
 

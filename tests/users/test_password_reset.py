@@ -73,7 +73,8 @@ def test_a_reset_leaves_other_users_pats_alone(app: Flask, admin: ApiClient,
 
 def test_an_admin_setting_their_own_password_keeps_their_pats(app: Flask,
                                                               admin: ApiClient) -> None:
-    # Their own password through PUT /api/user is a change, not a reset (docs/decisions.md).
+    # Their own password through PUT /api/user is a change, not a reset
+    # (docs/decisions/password-change-and-reset.md).
     value = new_pat(app, "admin", ADMIN_PASSWORD)
 
     put(admin, password=NEW_PASSWORD)

@@ -4,7 +4,7 @@ behind the same functions later).
 Documents (:class:`Document`) hold an entity's searchable text, its class and its access
 labels. Queries arrive already parsed (:data:`Clause`: ``("word"|"phrase"|"prefix", text)``,
 AND-ed) and are answered as ``(entity id, score)`` pairs plus a total. What keeps every
-query kind fast at 100,000 documents (bench/RESULTS.md, search):
+query kind fast at 100,000 documents (bench/runs/2026-11-23-search-2.md):
 
 - Text is tokenised for lab identifiers: ``SAM00042``, ``K-12``, ``pH7.4``, ``β-actin`` stay
   whole, and their parts (``k``, ``12``, ``ph7``, ``4``) are indexed too, so both the

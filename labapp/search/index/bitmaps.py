@@ -3,7 +3,7 @@ from a file written beside the segment when it was made.
 
 The first use of a common term read its postings in every segment: for a word in every one
 of a million documents, ~9,000 blocks of pickled ids, 1-3 s (a 2-character prefix unites
-several such words; bench/RESULTS.md §15). Segments never change, so the worker process
+several such words; bench/runs/2026-11-28-million.md). Segments never change, so the worker process
 that writes a segment (a rebuild's, or a large drain's) also writes the bitmap of each term
 held by at least 1/:data:`SHARE` of its documents to ``<segment id>.bits`` (~1.7 MB for
 25,000 documents): a first use then reads a few kilobytes per segment. Whoosh deletes the

@@ -2,8 +2,8 @@
 
 Whoosh's ``delete_by_term`` (and ``update_document``, which calls it) looks one id up in
 every segment through a new query matcher each time: at a million documents (40 segments)
-a drain of 50,000 changed entities spent 94 s there alone (bench/RESULTS.md §15). Here each
-segment is asked only for the ids that can be in it, by the range of ids it holds, and
+a drain of 50,000 changed entities spent 94 s there alone (bench/runs/2026-11-28-million.md).
+Here each segment is asked only for the ids that can be in it, by the range of ids it holds, and
 either looks them up one by one or, when they are many for its size, reads its ids in order
 once. A rebuild writes its segments in id order, so each id falls in the range of one of
 them.
