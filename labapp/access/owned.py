@@ -132,14 +132,14 @@ class OwnedKind(Generic[ThingT]):
         return self.model(**{self.key.key: uuid.uuid4().hex, self.owner.key: actor.author_id,
                              "created_utc": now, "modified_utc": now, **values})
 
-    def share(self, thing: ThingT, shares: sharing.Parties) -> set[str]:
-        """Share ``thing`` with exactly ``shares`` once each party exists (else 400 and
-        nothing changed: :func:`sharing.check_shares`); returns the users newly shared
-        with."""
+    def share(self, actor: Actor, thing: ThingT, shares: sharing.Parties) -> set[str]:
+        """Share ``thing`` with exactly ``shares`` once each party they add is one the actor
+        may name (else 400 and nothing changed: :func:`sharing.check_shares`); returns the
+        users newly shared with."""
         if self.shares is None:
             raise TypeError(f"a {self.noun} is never shared")
         rows = self.shares.rows.key
-        sharing.check_shares(shares, self.noun)
+        sharing.check_shares(actor, shares, self.noun, kept=getattr(thing, rows))
         kept, newly_shared = sharing.replace_shares(getattr(thing, rows), shares,
                                                     self.shares.row)
         setattr(thing, rows, kept)

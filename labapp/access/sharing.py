@@ -5,6 +5,12 @@ A user is shared with a thing when it names them, their home department, a proje
 read or one of their roles. Each thing keeps its shares in a table of its own (``kind``,
 ``target`` and the thing's id), so they cascade with it. Who reads and changes a shared thing
 is :mod:`labapp.access.owned`.
+
+A thing may name only parties its saver may see: every user, department and role (the
+directory, and the pickers offer every role), and the projects the saver can read. A project
+they cannot read is refused exactly like one that does not exist, so naming parties never
+reveals a hidden project; one the thing already names is kept without that check (its owner
+chose it when they could read it, and sends it back as read).
 """
 from __future__ import annotations
 
@@ -82,24 +88,33 @@ def no_shares() -> dict[str, list[str]]:
     return {field: [] for field in SHARE_FIELDS}
 
 
-def unknown_parties(parties: Parties, where: str) -> list[dict[str, str]]:
-    """An error (``{where}.{list}``: "unknown 'X'") for each party that does not exist;
-    empty when every party exists."""
+def unknown_parties(actor: Actor, parties: Parties, where: str,
+                    kept: Parties | None = None) -> list[dict[str, str]]:
+    """An error (``{where}.{list}``: "unknown 'X'") for each party that does not exist or
+    that the actor may not see, unless ``kept`` (what the thing names now) names it already;
+    both are answered alike (module docstring). Empty when every party may be named."""
     errors = []
-    for field, (_, column) in SHARE_FIELDS.items():
+    for field, (kind, column) in SHARE_FIELDS.items():
         wanted = sorted(set(parties.get(field) or ()))
         if not wanted:
             continue
-        found = set(db.session.scalars(select(column).where(column.in_(wanted))))
+        query = select(column).where(column.in_(wanted))
+        if kind == "project":
+            named = sorted(set((kept or {}).get(field) or ()))
+            query = query.where(or_(readable(actor, Project), Project.id.in_(named))
+                                if named else readable(actor, Project))
+        found = set(db.session.scalars(query))
         errors += [{"field": f"{where}.{field}", "message": f"unknown {missing!r}"}
                    for missing in wanted if missing not in found]
     return errors
 
 
-def check_shares(shares: Parties, what: str) -> None:
-    """400 naming the field when a share names a party that does not exist; ``what`` names
-    the thing in the message ("dashboard")."""
-    errors = unknown_parties(shares, "shares")
+def check_shares(actor: Actor, shares: Parties, what: str,
+                 kept: Iterable[Share] = ()) -> None:
+    """400 naming the field when a share names a party that does not exist or that the
+    actor may not see (:func:`unknown_parties`; ``kept``: the thing's shares now); ``what``
+    names the thing in the message ("dashboard")."""
+    errors = unknown_parties(actor, shares, "shares", shares_of(kept))
     if errors:
         raise InvalidInput(f"The {what} is shared with parties that do not exist.",
                            errors=errors)

@@ -6,9 +6,10 @@ Who reads, changes and deletes a rule is the rule of every owned thing
 answered 404, as for an id that never existed (so none is seen but not changeable). Its
 recipients may also read it where its alerts lead (what it matches, a dashboard's widget).
 A rule is checked whole before anything is written: its class exists, its filter compiles
-against the class's fields, its recipients exist (400) and are within its owner's reach
-(403, :mod:`labapp.alerts.reach`), its channels and cadence are known. A rule naming no
-recipient tells its owner.
+against the class's fields, its recipients exist and may be named by the one saving it (400,
+:func:`labapp.access.sharing.unknown_parties`) and are within its owner's reach (403,
+:mod:`labapp.alerts.reach`), its channels and cadence are known. A rule naming no recipient
+tells its owner.
 """
 from __future__ import annotations
 
@@ -110,9 +111,11 @@ def skipped_recipients(rule: AlertRule) -> list[str]:
             for field, value in out_of_reach(owner[0] if owner else None, rule.recipients)]
 
 
-def _checked(data: dict[str, Any], now: datetime) -> tuple[str, dict[str, list[str]]]:
-    """The canonical class name and the recipients of a rule body; InvalidInput naming every
-    field that is wrong."""
+def _checked(actor: Actor, rule: AlertRule, data: dict[str, Any], now: datetime
+             ) -> tuple[str, dict[str, list[str]]]:
+    """The canonical class name and the recipients of a body for ``rule``; InvalidInput
+    naming every field that is wrong (a recipient the actor may not name is unknown, unless
+    the rule names it already)."""
     errors = []
     spec = find_class(data["eClass"])
     if spec is None:
@@ -124,7 +127,7 @@ def _checked(data: dict[str, Any], now: datetime) -> tuple[str, dict[str, list[s
             errors.append({"field": "filter", "message": error.detail})
     recipients = {field: sorted(set(data["recipients"].get(field) or ()))
                   for field in RECIPIENT_FIELDS}
-    errors += unknown_parties(recipients, "recipients")
+    errors += unknown_parties(actor, recipients, "recipients", rule.recipients)
     if errors or spec is None:
         # A filter that does not compile is the usual mistake: its code says so.
         code = "invalid_filter" if any(e["field"] == "filter" for e in errors) else None
@@ -155,7 +158,7 @@ def _owner(actor: Actor, rule: AlertRule) -> Actor | None:
 
 
 def _apply(actor: Actor, rule: AlertRule, data: dict[str, Any], now: datetime) -> None:
-    eclass, recipients = _checked(data, now)
+    eclass, recipients = _checked(actor, rule, data, now)
     if not any(recipients.values()):
         recipients["userIDs"] = [rule.owner_id]  # a rule naming nobody tells its owner
     owner = _owner(actor, rule)

@@ -52,7 +52,7 @@ def get_changeable(actor: Actor, dashboard_id: str) -> Dashboard:
     return DASHBOARDS.get_changeable(actor, dashboard_id)
 
 
-def _apply(dashboard: Dashboard, data: dict[str, Any]) -> set[str]:
+def _apply(actor: Actor, dashboard: Dashboard, data: dict[str, Any]) -> set[str]:
     """Write the fields and shares of ``data``; returns the users newly shared with.
 
     Any width the grid allows is stored for a chart, also one narrower than its kind's
@@ -63,7 +63,7 @@ def _apply(dashboard: Dashboard, data: dict[str, Any]) -> set[str]:
     narrow = too_narrow(data["widgets"], REFUSED_NARROWER)
     if narrow:
         raise InvalidInput("A widget is too narrow for its kind.", errors=narrow)
-    newly_shared = DASHBOARDS.share(dashboard, data["shares"])
+    newly_shared = DASHBOARDS.share(actor, dashboard, data["shares"])
     dashboard.name = data["name"]
     dashboard.description = data.get("description")
     dashboard.widgets = data["widgets"]
@@ -82,7 +82,7 @@ def create(actor: Actor, data: dict[str, Any]) -> Dashboard:
     """Store a new dashboard owned by the actor; notifies the users it is shared with."""
     dashboard = DASHBOARDS.new(actor, utc_now())
     check_alert_rules(actor, data["widgets"])
-    newly_shared = _apply(dashboard, data)
+    newly_shared = _apply(actor, dashboard, data)
     db.session.add(dashboard)
     db.session.flush()
     _notify_shared(actor, dashboard, newly_shared)
@@ -93,7 +93,7 @@ def update(actor: Actor, dashboard_id: str, data: dict[str, Any]) -> Dashboard:
     """Replace a dashboard (owner or ADMIN); notifies users it is newly shared with."""
     dashboard = DASHBOARDS.get_changeable(actor, dashboard_id)
     check_alert_rules(actor, data["widgets"])
-    newly_shared = _apply(dashboard, data)
+    newly_shared = _apply(actor, dashboard, data)
     db.session.flush()
     _notify_shared(actor, dashboard, newly_shared)
     return dashboard

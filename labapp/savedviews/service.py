@@ -93,7 +93,7 @@ def checked(actor: Actor, data: dict[str, Any]) -> dict[str, Any]:
 
 def _apply(actor: Actor, view: SavedView, data: dict[str, Any]) -> None:
     data = checked(actor, data)
-    SAVED_VIEWS.share(view, data["shares"])
+    SAVED_VIEWS.share(actor, view, data["shares"])
     view.name, view.eclass = data["name"], data["eClass"]
     view.filter, view.columns, view.orderby = data["filter"], data["columns"], data["orderby"]
     view.modified_utc = utc_now()

@@ -6,7 +6,8 @@ whoever it is shared with (a user, the members of a department, the readers of a
 the holders of a role), who may not change it (403); an alert rule is shared with nobody:
 its recipients are told of what it matches but are answered, like everyone else, as for an
 id that never existed (404). The owner deletes; ADMIN deletes only an alert rule. Every 404
-is word for word the answer for an unknown id.
+is word for word the answer for an unknown id. A party one may not see (a project one cannot
+read) is refused as one that does not exist; a party the thing already names is kept.
 """
 from __future__ import annotations
 
@@ -17,7 +18,10 @@ from typing import Any
 
 import pytest
 from flask import Flask
+from sqlalchemy import delete
 
+from labapp.db import db, transaction
+from labapp.model.access import ProjectAccess
 from tests.conftest import ApiClient
 from tests.contracts.problem import assert_problem
 from tests.entities.conftest import Grants, body_of
@@ -221,3 +225,50 @@ def test_the_owner_is_the_maker_and_never_changes(kind: Kind, lab: Lab) -> None:
     for api in (olga, admin):
         answer = body_of(api.put(url, json={**thing, kind.owner_field: "stan"}), 200)
         assert answer[kind.owner_field] == "olga"
+
+
+@pytest.mark.parametrize("kind", KINDS, ids=lambda kind: kind.name)
+def test_a_project_the_saver_cannot_read_is_unknown(kind: Kind, lab: Lab) -> None:
+    olga = lab.clients["owner"]
+    before = body_of(olga.get(kind.url), 200)
+    secret = olga.post(kind.url, json=kind.body("Secret", {"projectIDs": [lab.secret]}))
+    unknown = olga.post(kind.url, json=kind.body("Secret", {"projectIDs": ["NO-SUCH"]}))
+    problem = assert_problem(secret, 400, secret.get_json()["code"], errors=True)
+    assert [error["field"] for error in problem["errors"]] == [
+        f"{kind.parties_field}.projectIDs"]
+    assert json.dumps(problem).replace(lab.secret, "NO-SUCH") == json.dumps(unknown.get_json())
+    assert body_of(olga.get(kind.url), 200) == before, "nothing written"
+    # ADMIN sees every project, so may name it.
+    admins = lab.clients["admin"]
+    if kind.shared:
+        body_of(admins.post(kind.url, json=kind.body("Secret", {"projectIDs": [lab.secret]})),
+                201)
+
+
+@pytest.mark.parametrize("kind", KINDS, ids=lambda kind: kind.name)
+def test_a_project_named_already_is_kept_when_sent_back(app: Flask, kind: Kind,
+                                                        lab: Lab) -> None:
+    """Olga named Vaccine while she could; her grant is taken back. Sent back as read, the
+    thing keeps it (an alert rule then answers that it is beyond her reach, §16, never that
+    it is unknown); a project she cannot see added beside it, or Vaccine named anew
+    elsewhere, is unknown."""
+    thing = made(kind, lab)
+    with app.app_context(), transaction():
+        db.session.execute(delete(ProjectAccess).where(ProjectAccess.user_id == "olga"))
+    olga = lab.clients["owner"]
+    url = f"{kind.url}/{thing['id']}"
+    parties = {**thing[kind.parties_field], "projectIDs": [lab.vaccine, lab.secret]}
+    widened = olga.put(url, json={**thing, kind.parties_field: parties})
+    problem = assert_problem(widened, 400, widened.get_json()["code"], errors=True)
+    assert problem["errors"] == [{"field": f"{kind.parties_field}.projectIDs",
+                                  "message": f"unknown {lab.secret!r}"}], "kept: Vaccine only"
+    response = olga.put(url, json={**thing, "name": "Kept"})
+    if kind.shared:
+        assert body_of(response, 200)[kind.parties_field]["projectIDs"] == [lab.vaccine]
+    else:
+        problem = assert_problem(response, 403, "recipient_out_of_reach", errors=True)
+        assert f"project {lab.vaccine!r}" in problem["detail"]
+    anew = olga.post(kind.url, json=kind.body("Anew", {"projectIDs": [lab.vaccine]}))
+    problem = assert_problem(anew, 400, anew.get_json()["code"], errors=True)
+    assert problem["errors"] == [{"field": f"{kind.parties_field}.projectIDs",
+                                  "message": f"unknown {lab.vaccine!r}"}]
