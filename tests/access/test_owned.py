@@ -272,3 +272,21 @@ def test_a_project_named_already_is_kept_when_sent_back(app: Flask, kind: Kind,
     problem = assert_problem(anew, 400, anew.get_json()["code"], errors=True)
     assert problem["errors"] == [{"field": f"{kind.parties_field}.projectIDs",
                                   "message": f"unknown {lab.vaccine!r}"}]
+
+
+@pytest.mark.parametrize("kind", KINDS, ids=lambda kind: kind.name)
+def test_hostile_parties_are_a_400_naming_them(kind: Kind, lab: Lab) -> None:
+    """As many parties as a list holds, none real, with control characters: a 400 naming
+    each list, nothing written, never a 500."""
+    olga = lab.clients["owner"]
+    before = body_of(olga.get(kind.url), 200)
+    parties = {"userIDs": ["olga\r\nBcc: x", "\u2028"],
+               "projectIDs": [f"P-{index}\t" for index in range(500)]}
+    response = olga.post(kind.url, json=kind.body("Hostile", parties))
+    problem = assert_problem(response, 400, response.get_json()["code"], errors=True)
+    fields = {error["field"] for error in problem["errors"]}
+    assert fields == {f"{kind.parties_field}.userIDs", f"{kind.parties_field}.projectIDs"}
+    assert len(problem["errors"]) == 502
+    too_many = olga.post(kind.url, json=kind.body("Hostile", {"userIDs": ["x"] * 501}))
+    assert_problem(too_many, 400, "validation_failed", errors=True)
+    assert body_of(olga.get(kind.url), 200) == before
