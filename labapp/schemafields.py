@@ -74,3 +74,46 @@ class SharesSchema(Schema):
                              validate=validate.Length(max=500))
     userRoles = fields.List(fields.String(validate=_ID), load_default=list,
                             validate=validate.Length(max=100))
+
+
+def ignored_id() -> fields.String:
+    """An id a write body may send back as read, and that is ignored."""
+    return fields.String(load_default=None, allow_none=True, validate=_ID,
+                         metadata={"description": "ignored (read-only)"})
+
+
+class OwnedInputSchema(WriteBackSchema):
+    """A whole thing a user owns (a dashboard, a saved view, an alert rule) as ``POST`` and
+    ``PUT`` take it, which may be what a ``GET`` answered: its ``id`` and its owner are
+    ignored (the path names the thing; the owner never changes), its computed fields are
+    dropped. Each kind declares its owner's field (``userID``, ``ownerID``)."""
+
+    id = ignored_id()
+    createdUtc = UtcTimestamp(dump_only=True)
+    modifiedUtc = UtcTimestamp(dump_only=True)
+    canWrite = fields.Boolean(dump_only=True)
+
+
+class SharedInputSchema(OwnedInputSchema):
+    """An owned thing that is shared (a dashboard, a saved view): owned by ``userID``, shared
+    with ``shares`` (none sent: with nobody)."""
+
+    userID = ignored_id()
+    shares = fields.Nested(SharesSchema, load_default=lambda: SharesSchema().load({}))
+
+
+class OwnedSchema(Schema):
+    """What every answer about an owned thing holds besides its own fields."""
+
+    id = fields.String(required=True)
+    createdUtc = UtcTimestamp(required=True)
+    modifiedUtc = UtcTimestamp(required=True)
+    canWrite = fields.Boolean(required=True, metadata={
+        "description": "whether the caller may update it (owner or ADMIN)"})
+
+
+class SharedSchema(OwnedSchema):
+    """An answer about a shared thing: its owner and its shares besides."""
+
+    userID = fields.String(required=True)
+    shares = fields.Nested(SharesSchema, required=True)

@@ -21,12 +21,13 @@ from typing import Any
 from sqlalchemy import or_, select
 
 from labapp.access.actor import Actor
+from labapp.access.sharing import SHARE_FIELDS
 from labapp.db import db
 from labapp.model import User
 from labapp.model.access import ProjectAccess
 
-RECIPIENT_KINDS = {"userIDs": "user", "departmentIDs": "department", "projectIDs": "project",
-                   "userRoles": "role"}
+# The kind of party each recipient list names ("departmentIDs": "department").
+RECIPIENT_KINDS = {field: kind for field, (kind, _) in SHARE_FIELDS.items()}
 
 
 def _users_within(owner: Actor, users: Iterable[str]) -> set[str]:

@@ -9,12 +9,11 @@ from labapp.model.alerts import CADENCES, CHANNELS
 from labapp.reading.schemas import ENTITY_CLASS
 from labapp.schemafields import (
     NoControlCharacters,
+    OwnedInputSchema,
+    OwnedSchema,
     SharesSchema,
-    UtcTimestamp,
-    WriteBackSchema,
+    ignored_id,
 )
-
-_ID = validate.Length(min=1, max=64)
 
 
 class JsonBoolean(fields.Boolean):
@@ -31,14 +30,11 @@ class RecipientsSchema(SharesSchema):
     project (users and departments granted access to it), every holder of a role."""
 
 
-class AlertRuleInputSchema(WriteBackSchema):
-    """``POST``/``PUT /api/alert-rule``: a whole rule. ``id`` and ``ownerID`` may be sent
-    back as read; they are ignored (the path names the rule, the owner never changes)."""
+class AlertRuleInputSchema(OwnedInputSchema):
+    """``POST``/``PUT /api/alert-rule``: a whole rule, which may be one as read
+    (:class:`OwnedInputSchema`: ``id``, ``ownerID`` and the read-only fields ignored)."""
 
-    id = fields.String(load_default=None, allow_none=True, validate=_ID,
-                       metadata={"description": "ignored (read-only)"})
-    ownerID = fields.String(load_default=None, allow_none=True, validate=_ID,
-                            metadata={"description": "ignored (read-only)"})
+    ownerID = ignored_id()
     name = fields.String(required=True, validate=(validate.Length(min=1, max=255),
                                                   NoControlCharacters()),
                          metadata={"description": "no control characters (it may head an "
@@ -57,9 +53,6 @@ class AlertRuleInputSchema(WriteBackSchema):
                            validate=validate.Length(min=1, max=len(CHANNELS)))
     cadence = fields.String(load_default="immediate", validate=validate.OneOf(CADENCES))
     active = JsonBoolean(load_default=True)
-    createdUtc = UtcTimestamp(dump_only=True)
-    modifiedUtc = UtcTimestamp(dump_only=True)
-    canWrite = fields.Boolean(dump_only=True)
 
     @validates("channels")
     def _distinct(self, value: list[str], **_kwargs: Any) -> None:
@@ -67,10 +60,9 @@ class AlertRuleInputSchema(WriteBackSchema):
             raise ValidationError("each channel at most once")
 
 
-class AlertRuleSchema(Schema):
+class AlertRuleSchema(OwnedSchema):
     """An alert rule as the API shows it."""
 
-    id = fields.String(required=True)
     name = fields.String(required=True)
     eClass = fields.String(required=True)
     filter = fields.String(allow_none=True)
@@ -79,9 +71,6 @@ class AlertRuleSchema(Schema):
     cadence = fields.String(required=True, validate=validate.OneOf(CADENCES))
     active = fields.Boolean(required=True)
     ownerID = fields.String(required=True)
-    createdUtc = UtcTimestamp(required=True)
-    modifiedUtc = UtcTimestamp(required=True)
-    canWrite = fields.Boolean(required=True)
 
 
 class MatchItemSchema(Schema):

@@ -1,34 +1,40 @@
 """Alert rules as the API and the pages keep them (decisions §16): who sees and changes a
 rule, storing it whole after checking every part, and what it matches now.
 
-A rule is seen and changed by its owner and by ADMIN; anyone else is answered 404, as for an
-id that never existed (no rule is shared, so none is seen but not changeable). Its
+Who reads, changes and deletes a rule is the rule of every owned thing
+(:mod:`labapp.access.owned`) for a kind never shared: its owner and ADMIN; anyone else is
+answered 404, as for an id that never existed (so none is seen but not changeable). Its
 recipients may also read it where its alerts lead (what it matches, a dashboard's widget).
 A rule is checked whole before anything is written: its class exists, its filter compiles
-against the class's fields, its recipients exist (400) and are within its owner's reach
-(403, :mod:`labapp.alerts.reach`), its channels and cadence are known. A rule naming no
-recipient tells its owner.
+against the class's fields, its recipients exist and may be named by the one saving it (400,
+:func:`labapp.access.sharing.unknown_parties`) and are within its owner's reach (403,
+:mod:`labapp.alerts.reach`), its channels and cadence are known. A rule naming no recipient
+tells its owner.
 """
 from __future__ import annotations
 
-import uuid
 from datetime import UTC, datetime, time, timedelta
 from typing import Any
 
-from sqlalchemy import ColumnElement, delete, select, true
+from sqlalchemy import delete, select
 
 from labapp.access.actor import Actor
+from labapp.access.owned import OwnedKind
+from labapp.access.sharing import SHARE_FIELDS, unknown_parties
 from labapp.alerts.matching import Actors, RuleBroken, condition, told_ids, visible_matches
 from labapp.alerts.reach import describe, out_of_reach
 from labapp.db import db
-from labapp.errors import Forbidden, InvalidInput, NotFound
-from labapp.model import AlertRule, AlertState, Department, Project, Role, User
+from labapp.errors import Forbidden, InvalidInput
+from labapp.model import AlertRule, AlertState
 from labapp.model.registry import find_class
 from labapp.model.types import utc_now
 
-RECIPIENT_FIELDS = {"userIDs": User.id, "departmentIDs": Department.id,
-                    "projectIDs": Project.id, "userRoles": Role.name}
+RECIPIENT_FIELDS = SHARE_FIELDS  # recipients are named by the four lists that name shares
 DIGEST_HOUR = 6  # digests go out at 06:00 UTC: daily each day, weekly on Mondays
+
+# Never shared; ADMIN deletes any; listed by name alone (ADMIN's list is everyone's rules).
+RULES = OwnedKind("alert rule", AlertRule, AlertRule.id, AlertRule.owner_id, AlertRule.name,
+                  "ownerID", admin_deletes=True, own_first=False)
 
 
 def next_digest(cadence: str, now: datetime) -> datetime | None:
@@ -46,40 +52,29 @@ def next_digest(cadence: str, now: datetime) -> datetime | None:
     return due
 
 
-def visible(actor: Actor) -> ColumnElement[bool]:
-    """SQL predicate: the rules the actor may see (and change): their own; ADMIN all."""
-    return true() if actor.is_admin else AlertRule.owner_id == actor.user_id
-
-
 def to_api(actor: Actor, rule: AlertRule) -> dict[str, Any]:
     """A rule as the API shows it."""
     return {"id": rule.id, "name": rule.name, "eClass": rule.eclass, "filter": rule.filter,
             "recipients": {field: sorted(rule.recipients.get(field) or ())
                            for field in RECIPIENT_FIELDS},
             "channels": list(rule.channels), "cadence": rule.cadence, "active": rule.active,
-            "ownerID": rule.owner_id, "createdUtc": rule.created_utc,
-            "modifiedUtc": rule.modified_utc,
-            "canWrite": actor.is_admin or rule.owner_id == actor.user_id}
+            **RULES.ownership(actor, rule)}
 
 
 def list_rules(actor: Actor) -> list[AlertRule]:
     """The rules the actor may see, by name."""
-    return list(db.session.scalars(select(AlertRule).where(visible(actor))
-                                   .order_by(AlertRule.name, AlertRule.id)))
+    return RULES.listed(actor)
 
 
 def get_visible(actor: Actor, rule_id: str) -> AlertRule:
     """The rule if the actor may see it; else 404."""
-    rule = db.session.scalar(select(AlertRule).where(AlertRule.id == rule_id, visible(actor)))
-    if rule is None:
-        raise NotFound(f"No alert rule {rule_id!r}.")
-    return rule
+    return RULES.get_visible(actor, rule_id)
 
 
 def is_told(actor: Actor, rule: AlertRule, actors: Actors | None = None) -> bool:
     """Whether the actor may read ``rule`` where its alerts lead: its owner, ADMIN, or one
     of the users it tells now (:func:`told_ids`)."""
-    return (actor.is_admin or rule.owner_id == actor.user_id
+    return (RULES.is_owner_or_admin(actor, rule)
             or (actor.user_id is not None
                 and actor.user_id in told_ids(rule, actors or Actors())))
 
@@ -95,7 +90,7 @@ def get_told(actor: Actor, rule_id: str) -> AlertRule:
     """The rule if the actor may read it (what its alerts link to); else 404."""
     rule = find_told(actor, rule_id)
     if rule is None:
-        raise NotFound(f"No alert rule {rule_id!r}.")
+        raise RULES.missing(rule_id)
     return rule
 
 
@@ -116,9 +111,11 @@ def skipped_recipients(rule: AlertRule) -> list[str]:
             for field, value in out_of_reach(owner[0] if owner else None, rule.recipients)]
 
 
-def _checked(data: dict[str, Any], now: datetime) -> tuple[str, dict[str, list[str]]]:
-    """The canonical class name and the recipients of a rule body; InvalidInput naming every
-    field that is wrong."""
+def _checked(actor: Actor, rule: AlertRule, data: dict[str, Any], now: datetime
+             ) -> tuple[str, dict[str, list[str]]]:
+    """The canonical class name and the recipients of a body for ``rule``; InvalidInput
+    naming every field that is wrong (a recipient the actor may not name is unknown, unless
+    the rule names it already)."""
     errors = []
     spec = find_class(data["eClass"])
     if spec is None:
@@ -130,12 +127,7 @@ def _checked(data: dict[str, Any], now: datetime) -> tuple[str, dict[str, list[s
             errors.append({"field": "filter", "message": error.detail})
     recipients = {field: sorted(set(data["recipients"].get(field) or ()))
                   for field in RECIPIENT_FIELDS}
-    for field, column in RECIPIENT_FIELDS.items():
-        wanted = recipients[field]
-        found = set(db.session.scalars(select(column).where(column.in_(wanted)))) if wanted \
-            else set()
-        errors += [{"field": f"recipients.{field}", "message": f"unknown {missing!r}"}
-                   for missing in wanted if missing not in found]
+    errors += unknown_parties(actor, recipients, "recipients", rule.recipients)
     if errors or spec is None:
         # A filter that does not compile is the usual mistake: its code says so.
         code = "invalid_filter" if any(e["field"] == "filter" for e in errors) else None
@@ -166,7 +158,7 @@ def _owner(actor: Actor, rule: AlertRule) -> Actor | None:
 
 
 def _apply(actor: Actor, rule: AlertRule, data: dict[str, Any], now: datetime) -> None:
-    eclass, recipients = _checked(data, now)
+    eclass, recipients = _checked(actor, rule, data, now)
     if not any(recipients.values()):
         recipients["userIDs"] = [rule.owner_id]  # a rule naming nobody tells its owner
     owner = _owner(actor, rule)
@@ -193,8 +185,8 @@ def create(actor: Actor, data: dict[str, Any]) -> AlertRule:
     """Store a new rule owned by the actor (InvalidInput, nothing written, if any part is
     wrong)."""
     now = utc_now()
-    rule = AlertRule(id=uuid.uuid4().hex, owner_id=actor.author_id, created_utc=now,
-                     eclass="", cadence=data["cadence"], digest_due_utc=None)
+    rule = RULES.new(actor, now, eclass="", recipients={}, cadence=data["cadence"],
+                     digest_due_utc=None)
     _apply(actor, rule, data, now)
     db.session.add(rule)
     db.session.flush()
@@ -203,7 +195,7 @@ def create(actor: Actor, data: dict[str, Any]) -> AlertRule:
 
 def update(actor: Actor, rule_id: str, data: dict[str, Any]) -> AlertRule:
     """Replace a rule (its owner or ADMIN; 404 for anyone else)."""
-    rule = get_visible(actor, rule_id)
+    rule = RULES.get_changeable(actor, rule_id)
     _apply(actor, rule, data, utc_now())
     db.session.flush()
     return rule
@@ -211,7 +203,7 @@ def update(actor: Actor, rule_id: str, data: dict[str, Any]) -> AlertRule:
 
 def set_active(actor: Actor, rule_id: str, active: bool) -> AlertRule:
     """Switch a rule on or off (its owner or ADMIN)."""
-    rule = get_visible(actor, rule_id)
+    rule = RULES.get_changeable(actor, rule_id)
     rule.active = active
     rule.modified_utc = utc_now()
     db.session.flush()
@@ -220,8 +212,7 @@ def set_active(actor: Actor, rule_id: str, active: bool) -> AlertRule:
 
 def delete_rule(actor: Actor, rule_id: str) -> None:
     """Delete a rule and its states (its owner or ADMIN; 404 for anyone else)."""
-    db.session.delete(get_visible(actor, rule_id))
-    db.session.flush()
+    RULES.delete(actor, rule_id)
 
 
 def matches(actor: Actor, rule: AlertRule, limit: int) -> dict[str, Any]:

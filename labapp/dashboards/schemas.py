@@ -11,7 +11,7 @@ from typing import Any
 from marshmallow import Schema, ValidationError, fields, post_load, validate, validates_schema
 
 from labapp.dashboards.widgets import APP, WIDGETS, load_config
-from labapp.schemafields import SharesSchema, UtcTimestamp, WriteBackSchema
+from labapp.schemafields import SharedInputSchema, SharedSchema
 
 GRID_COLUMNS = 12
 MAX_WIDGETS = 40
@@ -54,9 +54,6 @@ def too_narrow(widgets: list[dict[str, Any]],
     return errors
 
 
-_ID = validate.Length(min=1, max=64)
-
-
 class PluginSchema(Schema):
     app = fields.String(required=True, validate=validate.Equal(APP))
     plugin = fields.String(required=True, validate=validate.OneOf(sorted(WIDGETS)))
@@ -94,45 +91,23 @@ class WidgetSchema(Schema):
         return data
 
 
-class DashboardInputSchema(WriteBackSchema):
-    """``POST``/``PUT /api/dashboard``: a full dashboard. ``id`` and ``userID`` may be sent
-    back as read; they are ignored (the path names the dashboard, the owner never changes),
-    as are the read-only fields."""
+class DashboardInputSchema(SharedInputSchema):
+    """``POST``/``PUT /api/dashboard``: a full dashboard, which may be one as read
+    (:class:`SharedInputSchema`: ``id``, ``userID`` and the read-only fields ignored)."""
 
-    id = fields.String(load_default=None, allow_none=True, validate=_ID,
-                       metadata={"description": "ignored (read-only)"})
-    userID = fields.String(load_default=None, allow_none=True, validate=_ID,
-                           metadata={"description": "ignored (read-only)"})
     name = fields.String(required=True, validate=validate.Length(min=1, max=255))
     description = fields.String(load_default=None, allow_none=True,
                                 validate=validate.Length(max=4000))
     widgets = fields.List(fields.Nested(WidgetSchema), load_default=list,
                           validate=validate.Length(max=MAX_WIDGETS))
-    shares = fields.Nested(SharesSchema, load_default=dict)
-    createdUtc = UtcTimestamp(dump_only=True)
-    modifiedUtc = UtcTimestamp(dump_only=True)
-    canWrite = fields.Boolean(dump_only=True)
-
-    @post_load
-    def _complete(self, data: dict[str, Any], **_kwargs: Any) -> dict[str, Any]:
-        if isinstance(data["shares"], dict) and not data["shares"]:
-            data["shares"] = SharesSchema().load({})
-        return data
 
 
-class DashboardSchema(Schema):
+class DashboardSchema(SharedSchema):
     """A dashboard as the API shows it."""
 
-    id = fields.String(required=True)
     name = fields.String(required=True)
     description = fields.String(allow_none=True)
-    userID = fields.String(required=True)
     widgets = fields.List(fields.Nested(WidgetSchema), required=True)
-    shares = fields.Nested(SharesSchema, required=True)
-    createdUtc = UtcTimestamp(required=True)
-    modifiedUtc = UtcTimestamp(required=True)
-    canWrite = fields.Boolean(required=True, metadata={
-        "description": "whether the caller may update it (owner or ADMIN)"})
 
 
 class WidgetDataSchema(Schema):

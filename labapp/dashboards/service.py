@@ -1,65 +1,58 @@
 """Dashboards: who sees and changes them, storing them with their shares, widget data.
 
-A user sees the dashboards they own and those shared with them, with their home
-department, with a project they can read or with one of their roles; ADMIN sees all.
-Only the owner or ADMIN updates; only the owner deletes. A dashboard the actor cannot see
-is 404 (as an unknown id); one they see but may not change is 403.
+Who reads, changes and deletes a dashboard is the rule of every owned thing
+(:mod:`labapp.access.owned`): its owner, whoever it is shared with (a user, their home
+department, a project they can read, one of their roles) and ADMIN read it; the owner or
+ADMIN changes it; only the owner deletes it (decisions §12). One the actor cannot read is
+404 as an unknown id; one they read but may not change is 403.
 """
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
-from sqlalchemy import ColumnElement, select
+from sqlalchemy import select
 
 from labapp.access import sharing
 from labapp.access.actor import Actor
+from labapp.access.owned import OwnedKind
 from labapp.dashboards.schemas import REFUSED_NARROWER, too_narrow
 from labapp.dashboards.widgets import WIDGETS, ClassGone, check_alert_rules
 from labapp.db import db
-from labapp.errors import Forbidden, InvalidInput, NotFound
+from labapp.errors import InvalidInput, NotFound
 from labapp.model import Dashboard, DashboardShare
 from labapp.model.types import utc_now
 from labapp.notifications.service import DASHBOARD_SHARED, raise_for
 
 SHARE_FIELDS = sharing.SHARE_FIELDS  # the editor's form reads the share lists from here
 
-
-def visible(actor: Actor) -> ColumnElement[bool]:
-    """SQL predicate: the dashboards the actor may see (:func:`sharing.visible`)."""
-    return sharing.visible(actor, Dashboard.user_id, DashboardShare.kind,
-                           DashboardShare.target, DashboardShare.dashboard_id == Dashboard.id)
-
-
-def may_change(actor: Actor, dashboard: Dashboard) -> bool:
-    return actor.is_admin or dashboard.user_id == actor.user_id
+DASHBOARDS = OwnedKind(
+    "dashboard", Dashboard, Dashboard.id, Dashboard.user_id, Dashboard.name, "userID",
+    shares=sharing.ShareTable(Dashboard.shares, DashboardShare.kind, DashboardShare.target,
+                              DashboardShare.dashboard_id == Dashboard.id))
 
 
 def to_api(actor: Actor, dashboard: Dashboard) -> dict[str, Any]:
     """A dashboard as the API shows it, with ``canWrite`` for the actor."""
     return {"id": dashboard.id, "name": dashboard.name, "description": dashboard.description,
-            "userID": dashboard.user_id, "widgets": dashboard.widgets,
-            "shares": sharing.shares_of(dashboard.shares), "createdUtc": dashboard.created_utc,
-            "modifiedUtc": dashboard.modified_utc, "canWrite": may_change(actor, dashboard)}
+            "widgets": dashboard.widgets, **DASHBOARDS.ownership(actor, dashboard)}
 
 
 def list_dashboards(actor: Actor) -> list[Dashboard]:
     """Every dashboard the actor may see: their own first, then by name."""
-    return list(db.session.scalars(
-        select(Dashboard).where(visible(actor))
-        .order_by((Dashboard.user_id != actor.user_id), Dashboard.name, Dashboard.id)))
+    return DASHBOARDS.listed(actor)
 
 
 def get_visible(actor: Actor, dashboard_id: str) -> Dashboard:
     """The dashboard if the actor may see it; else 404."""
-    dashboard = db.session.scalar(select(Dashboard).where(Dashboard.id == dashboard_id,
-                                                          visible(actor)))
-    if dashboard is None:
-        raise NotFound(f"No dashboard {dashboard_id!r}.")
-    return dashboard
+    return DASHBOARDS.get_visible(actor, dashboard_id)
 
 
-def _apply(dashboard: Dashboard, data: dict[str, Any]) -> set[str]:
+def get_changeable(actor: Actor, dashboard_id: str) -> Dashboard:
+    """The dashboard if the actor may change it (owner or ADMIN); else 404 or 403."""
+    return DASHBOARDS.get_changeable(actor, dashboard_id)
+
+
+def _apply(actor: Actor, dashboard: Dashboard, data: dict[str, Any]) -> set[str]:
     """Write the fields and shares of ``data``; returns the users newly shared with.
 
     Any width the grid allows is stored for a chart, also one narrower than its kind's
@@ -70,14 +63,11 @@ def _apply(dashboard: Dashboard, data: dict[str, Any]) -> set[str]:
     narrow = too_narrow(data["widgets"], REFUSED_NARROWER)
     if narrow:
         raise InvalidInput("A widget is too narrow for its kind.", errors=narrow)
-    shares = data["shares"]
-    sharing.check_shares(shares, "dashboard")
+    newly_shared = DASHBOARDS.share(actor, dashboard, data["shares"])
     dashboard.name = data["name"]
     dashboard.description = data.get("description")
     dashboard.widgets = data["widgets"]
     dashboard.modified_utc = utc_now()
-    dashboard.shares, newly_shared = sharing.replace_shares(
-        dashboard.shares, shares, lambda kind, target: DashboardShare(kind=kind, target=target))
     return newly_shared
 
 
@@ -90,11 +80,9 @@ def _notify_shared(actor: Actor, dashboard: Dashboard, users: set[str]) -> None:
 
 def create(actor: Actor, data: dict[str, Any]) -> Dashboard:
     """Store a new dashboard owned by the actor; notifies the users it is shared with."""
-    now = utc_now()
-    dashboard = Dashboard(id=uuid.uuid4().hex, user_id=actor.user_id, created_utc=now,
-                          modified_utc=now, shares=[])
+    dashboard = DASHBOARDS.new(actor, utc_now())
     check_alert_rules(actor, data["widgets"])
-    newly_shared = _apply(dashboard, data)
+    newly_shared = _apply(actor, dashboard, data)
     db.session.add(dashboard)
     db.session.flush()
     _notify_shared(actor, dashboard, newly_shared)
@@ -103,11 +91,9 @@ def create(actor: Actor, data: dict[str, Any]) -> Dashboard:
 
 def update(actor: Actor, dashboard_id: str, data: dict[str, Any]) -> Dashboard:
     """Replace a dashboard (owner or ADMIN); notifies users it is newly shared with."""
-    dashboard = get_visible(actor, dashboard_id)
-    if not may_change(actor, dashboard):
-        raise Forbidden(f"Only the owner or ADMIN may change dashboard {dashboard_id!r}.")
+    dashboard = DASHBOARDS.get_changeable(actor, dashboard_id)
     check_alert_rules(actor, data["widgets"])
-    newly_shared = _apply(dashboard, data)
+    newly_shared = _apply(actor, dashboard, data)
     db.session.flush()
     _notify_shared(actor, dashboard, newly_shared)
     return dashboard
@@ -115,11 +101,7 @@ def update(actor: Actor, dashboard_id: str, data: dict[str, Any]) -> Dashboard:
 
 def delete(actor: Actor, dashboard_id: str) -> None:
     """Delete a dashboard; only its owner may."""
-    dashboard = get_visible(actor, dashboard_id)
-    if dashboard.user_id != actor.user_id:
-        raise Forbidden(f"Only the owner may delete dashboard {dashboard_id!r}.")
-    db.session.delete(dashboard)
-    db.session.flush()
+    DASHBOARDS.delete(actor, dashboard_id)
 
 
 def widget_data(actor: Actor, dashboard_id: str, index: int, page: int = 0) -> dict[str, Any]:
@@ -129,9 +111,9 @@ def widget_data(actor: Actor, dashboard_id: str, index: int, page: int = 0) -> d
     each of a page's widgets). A widget whose class a data-model sync has since removed
     answers ``{"problem": "..."}`` as its data, for the page to show instead of a chart."""
     widgets = db.session.scalar(select(Dashboard.widgets).where(Dashboard.id == dashboard_id,
-                                                                visible(actor)))
+                                                                DASHBOARDS.visible(actor)))
     if widgets is None:
-        raise NotFound(f"No dashboard {dashboard_id!r}.")
+        raise DASHBOARDS.missing(dashboard_id)
     if not 0 <= index < len(widgets):
         raise NotFound(f"Dashboard {dashboard_id!r} has no widget {index}.")
     widget = widgets[index]

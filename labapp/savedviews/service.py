@@ -1,25 +1,25 @@
 """Saved views (issue 21 §2): a list's filter, columns and sort stored under a name.
 
-Who sees and changes them is the dashboards' rule (:mod:`labapp.access.sharing`): the
-owner, whoever it is shared with (a user, their department, a project they can read, one of
-their roles) and ADMIN see it; the owner or ADMIN changes it; only the owner deletes it. A
-view the actor cannot see is 404, one they see but may not change 403. A view turns into a
-``saved-list`` widget appended to a dashboard the actor may change.
+Who reads, changes and deletes a view is the rule of every owned thing
+(:mod:`labapp.access.owned`), shared as dashboards are: the owner, whoever it is shared with
+(a user, their department, a project they can read, one of their roles) and ADMIN see it;
+the owner or ADMIN changes it; only the owner deletes it. A view the actor cannot see is
+404, one they see but may not change 403. A view turns into a ``saved-list`` widget
+appended to a dashboard the actor may change.
 """
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
 from marshmallow import ValidationError
-from sqlalchemy import ColumnElement, select
 
 from labapp.access import sharing
 from labapp.access.actor import Actor
+from labapp.access.owned import OwnedKind
 from labapp.dashboards import service as dashboards
 from labapp.dashboards.schemas import GRID_COLUMNS, DashboardInputSchema
 from labapp.db import db
-from labapp.errors import Forbidden, InvalidInput, NotFound, flatten_messages
+from labapp.errors import InvalidInput, flatten_messages
 from labapp.model import SavedView, SavedViewShare
 from labapp.model.registry import find_class
 from labapp.model.types import utc_now
@@ -30,42 +30,31 @@ from labapp.query.listing import parse_select, parse_sort_keys
 # The size of the saved-list widget a view becomes: half the grid, as the starter widgets.
 WIDGET_COLUMNS, WIDGET_ROWS = 6, 4
 
-
-def visible(actor: Actor) -> ColumnElement[bool]:
-    """SQL predicate: the saved views the actor may see (:func:`sharing.visible`)."""
-    return sharing.visible(actor, SavedView.user_id, SavedViewShare.kind,
-                           SavedViewShare.target, SavedViewShare.view_id == SavedView.id)
-
-
-def may_change(actor: Actor, view: SavedView) -> bool:
-    return actor.is_admin or view.user_id == actor.user_id
+SAVED_VIEWS = OwnedKind(
+    "saved view", SavedView, SavedView.id, SavedView.user_id, SavedView.name, "userID",
+    shares=sharing.ShareTable(SavedView.shares, SavedViewShare.kind, SavedViewShare.target,
+                              SavedViewShare.view_id == SavedView.id))
 
 
 def to_api(actor: Actor, view: SavedView) -> dict[str, Any]:
     """A saved view as the API shows it, with ``canWrite`` for the actor."""
     return {"id": view.id, "name": view.name, "eClass": view.eclass, "filter": view.filter,
-            "columns": list(view.columns), "orderby": view.orderby, "userID": view.user_id,
-            "shares": sharing.shares_of(view.shares), "createdUtc": view.created_utc,
-            "modifiedUtc": view.modified_utc, "canWrite": may_change(actor, view)}
+            "columns": list(view.columns), "orderby": view.orderby,
+            **SAVED_VIEWS.ownership(actor, view)}
 
 
 def list_views(actor: Actor, eclass: str | None = None) -> list[SavedView]:
     """The saved views the actor may see (of ``eclass`` when given): their own first, then
     by name. An unknown class has none."""
-    query = select(SavedView).where(visible(actor))
-    if eclass is not None:
-        spec = find_class(eclass)
-        query = query.where(SavedView.eclass == (spec.name if spec else eclass))
-    return list(db.session.scalars(query.order_by(
-        SavedView.user_id != actor.user_id, SavedView.name, SavedView.id)))
+    if eclass is None:
+        return SAVED_VIEWS.listed(actor)
+    spec = find_class(eclass)
+    return SAVED_VIEWS.listed(actor, SavedView.eclass == (spec.name if spec else eclass))
 
 
 def get_visible(actor: Actor, view_id: str) -> SavedView:
     """The saved view if the actor may see it; else 404."""
-    view = db.session.scalar(select(SavedView).where(SavedView.id == view_id, visible(actor)))
-    if view is None:
-        raise NotFound(f"No saved view {view_id!r}.")
-    return view
+    return SAVED_VIEWS.get_visible(actor, view_id)
 
 
 def _invalid(field: str, message: str, code: str = "invalid_input") -> InvalidInput:
@@ -104,19 +93,15 @@ def checked(actor: Actor, data: dict[str, Any]) -> dict[str, Any]:
 
 def _apply(actor: Actor, view: SavedView, data: dict[str, Any]) -> None:
     data = checked(actor, data)
-    sharing.check_shares(data["shares"], "saved view")
+    SAVED_VIEWS.share(actor, view, data["shares"])
     view.name, view.eclass = data["name"], data["eClass"]
     view.filter, view.columns, view.orderby = data["filter"], data["columns"], data["orderby"]
     view.modified_utc = utc_now()
-    view.shares, _ = sharing.replace_shares(
-        view.shares, data["shares"], lambda kind, target: SavedViewShare(kind=kind,
-                                                                         target=target))
 
 
 def create(actor: Actor, data: dict[str, Any]) -> SavedView:
     """Store a new saved view owned by the actor."""
-    now = utc_now()
-    view = SavedView(id=uuid.uuid4().hex, user_id=actor.user_id, created_utc=now, shares=[])
+    view = SAVED_VIEWS.new(actor, utc_now())
     _apply(actor, view, data)
     db.session.add(view)
     db.session.flush()
@@ -125,9 +110,7 @@ def create(actor: Actor, data: dict[str, Any]) -> SavedView:
 
 def update(actor: Actor, view_id: str, data: dict[str, Any]) -> SavedView:
     """Replace a saved view (its owner or ADMIN)."""
-    view = get_visible(actor, view_id)
-    if not may_change(actor, view):
-        raise Forbidden(f"Only the owner or ADMIN may change saved view {view_id!r}.")
+    view = SAVED_VIEWS.get_changeable(actor, view_id)
     _apply(actor, view, data)
     db.session.flush()
     return view
@@ -135,17 +118,13 @@ def update(actor: Actor, view_id: str, data: dict[str, Any]) -> SavedView:
 
 def delete(actor: Actor, view_id: str) -> None:
     """Delete a saved view; only its owner may."""
-    view = get_visible(actor, view_id)
-    if view.user_id != actor.user_id:
-        raise Forbidden(f"Only the owner may delete saved view {view_id!r}.")
-    db.session.delete(view)
-    db.session.flush()
+    SAVED_VIEWS.delete(actor, view_id)
 
 
 def editable_dashboards(actor: Actor) -> list[tuple[str, str]]:
     """``(id, name)`` of the dashboards the actor may add a widget to."""
     return [(board.id, board.name) for board in dashboards.list_dashboards(actor)
-            if dashboards.may_change(actor, board)]
+            if dashboards.DASHBOARDS.may_change(actor, board)]
 
 
 def free_position(widgets: list[dict[str, Any]], cols: int, rows: int) -> tuple[int, int]:
@@ -174,9 +153,7 @@ def add_to_dashboard(actor: Actor, view_id: str, dashboard_id: str) -> int:
     """Append the view as a ``saved-list`` widget at the dashboard's first free place (the
     dashboard's owner or ADMIN); returns the widget's index."""
     view = get_visible(actor, view_id)
-    board = dashboards.to_api(actor, dashboards.get_visible(actor, dashboard_id))
-    if not board["canWrite"]:
-        raise Forbidden(f"Only the owner or ADMIN may change dashboard {dashboard_id!r}.")
+    board = dashboards.to_api(actor, dashboards.get_changeable(actor, dashboard_id))
     x, y = free_position(board["widgets"], WIDGET_COLUMNS, WIDGET_ROWS)
     widget = {"plugin": {"app": "labapp", "plugin": "saved-list"},
               "gridster": {"x": x, "y": y, "cols": WIDGET_COLUMNS, "rows": WIDGET_ROWS},

@@ -35,6 +35,7 @@ def test_shares_decide_who_sees_it(member: Callable[..., ApiClient],
     erin = member("erin", department_id=chemistry)
     vaccine = project("Vaccine")
     grant.project(vaccine, "Read", user="erin")
+    grant.project(vaccine, "Read", user="alice")  # one shares only projects one can read
     created(alice, board("Private"))
     created(alice, board("To carol", userIDs=["carol"]))
     created(alice, board("To physics", departmentIDs=[physics]))

@@ -39,6 +39,7 @@ def test_shares_decide_who_sees_it(member: Callable[..., ApiClient],
     erin = member("erin", department_id=chemistry)
     vaccine = project("Vaccine")
     grant.project(vaccine, "Read", user="erin")
+    grant.project(vaccine, "Read", user="alice")  # one shares only projects one can read
     private = created(alice, view("Private"))
     created(alice, view("To carol", userIDs=["carol"]))
     created(alice, view("To physics", departmentIDs=[physics]))

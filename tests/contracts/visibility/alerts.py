@@ -3,7 +3,9 @@
 may read it; and an evaluation tells each recipient only of the items they may read, naming
 the rule's owner. Issue 32: a dashboard's alerts widget may name only a rule the caller may
 read (400 like an unknown rule otherwise), and a rule may address only whom its owner may
-(decisions §16 "who may address whom": 403 naming the recipient otherwise).
+(decisions §16 "who may address whom": 403 naming the recipient otherwise). Issue 33: a
+recipient the caller may not even name (a project they cannot read) is refused as one that
+does not exist (400), as a share is.
 
 The rules of :data:`RULES` are made by their owners the first time a path needs them (they
 live in tables of their own, so the entity expectations of the world are untouched); write
@@ -17,7 +19,13 @@ from typing import Any
 from labapp.alerts.evaluate import evaluate
 from labapp.alerts.wording import noun
 from tests.contracts.visibility import oracle
-from tests.contracts.visibility.boards import _like_unknown
+from tests.contracts.visibility.boards import (
+    PARTIES,
+    _like_unknown,
+    may_name,
+    naming,
+    refused_like_unknown,
+)
 from tests.contracts.visibility.build import LiveWorld
 from tests.contracts.visibility.paths import (
     UNKNOWN_ID,
@@ -25,13 +33,7 @@ from tests.contracts.visibility.paths import (
     Outcome,
     hidden_like_unknown,
 )
-from tests.contracts.visibility.world import (
-    DEPARTMENTS,
-    GRANTS,
-    PROJECT_OWNERS,
-    USER_BY_ID,
-    USERS,
-)
+from tests.contracts.visibility.world import GRANTS, USER_BY_ID, USERS
 
 RULES = {"R-ALICE": "alice", "R-BOB": "bob", "R-CAROL": "carol", "R-ADMIN": "admin"}
 RULE_KEYS = tuple(RULES)
@@ -197,15 +199,6 @@ def expect_widget(caller: str, key: str) -> Outcome:
     return 201 if sees(caller, key) else 400
 
 
-# Whom a rule may address: every user, department, project and role of the world.
-ADDRESSEES = (*(f"user:{user.id}" for user in USERS),
-              *(f"department:{department}" for department in DEPARTMENTS),
-              *(f"project:{project}" for project in PROJECT_OWNERS),
-              "role:ADMIN", "role:DATA_MANAGER")
-_FIELDS = {"user": "userIDs", "department": "departmentIDs", "project": "projectIDs",
-           "role": "userRoles"}
-
-
 def _project_members(project: str) -> set[str]:
     granted = [grant for grant in GRANTS if grant.on == "project" and grant.target == project]
     return {user.id for user in USERS for grant in granted
@@ -231,25 +224,30 @@ def may_address(caller: str, addressee: str) -> bool:
 
 
 def address(live: LiveWorld, caller: str, addressee: str) -> Outcome:
-    """A rule of the caller's addressing one recipient: made (201, then deleted) or 403
-    naming that recipient."""
-    kind, _, target = addressee.partition(":")
+    """A rule of the caller's addressing one recipient: made (201, then deleted), 403 naming
+    that recipient, or 400 exactly as for a recipient that does not exist."""
+    kind, _, _ = addressee.partition(":")
     client = live.client(caller)
-    recipients = {field: [] for field in _FIELDS.values()}
-    recipients[_FIELDS[kind]] = [live.id(target) if target in live.ids else target]
-    response = client.post("/api/alert-rule", json={**_body("addressing", caller),
-                                                    "recipients": recipients})
+    recipients = naming(live, addressee)
+    body = {**_body("addressing", caller), "recipients": recipients}
+    response = client.post("/api/alert-rule", json=body)
     if response.status_code == 201:
         assert client.delete(f"/api/alert-rule/{response.get_json()['id']}").status_code == 204
     elif response.status_code == 403:
         problem = response.get_json()
-        if f"{kind} {recipients[_FIELDS[kind]][0]!r}" not in problem["detail"]:
+        [named] = [value for values in recipients.values() for value in values]
+        if f"{kind} {named!r}" not in problem["detail"]:
             return ("403 not naming the recipient", problem)
+    elif response.status_code == 400:
+        return refused_like_unknown(live, caller, "/api/alert-rule", addressee, body,
+                                    "recipients", response)
     return response.status_code
 
 
 def expect_address(caller: str, addressee: str) -> Outcome:
-    return 201 if may_address(caller, addressee) else 403
+    if may_address(caller, addressee):
+        return 201
+    return 403 if may_name(caller, addressee) else 400
 
 
 ALERT_READ_PATHS: tuple[MatrixPath, ...] = (
@@ -262,5 +260,5 @@ ALERT_WRITE_PATHS: tuple[MatrixPath, ...] = (
     MatrixPath("alert-rule.delete", RULE_KEYS, expect_remove, remove),
     MatrixPath("alert-rule.told", ("mine",), expect_told, told),
     MatrixPath("alert-rule.widget", RULE_KEYS, expect_widget, widget),
-    MatrixPath("alert-rule.address", ADDRESSEES, expect_address, address),
+    MatrixPath("alert-rule.address", PARTIES, expect_address, address),
 )

@@ -4,6 +4,8 @@ Dashboards are not entities: the rule (decisions §12) is that a user sees those
 those shared with them, with their *home* department, with a project they can read or with
 one of their roles; ADMIN sees all. Only the owner or ADMIN updates; only the owner deletes;
 a dashboard one cannot see is 404 like an unknown id, one seen but not changeable 403.
+A dashboard may be shared with any user, department or role, and with the projects its saver
+can read: a project they cannot read is refused as one that does not exist (400, issue 33).
 Notifications are seen, changed and deleted by their owner only (404 for everyone else).
 
 The dashboards of :data:`BOARDS` are made by their owners the first time a path needs them
@@ -24,7 +26,13 @@ from tests.contracts.visibility.paths import (
     Outcome,
     hidden_like_unknown,
 )
-from tests.contracts.visibility.world import GRANTS, USER_BY_ID, USERS
+from tests.contracts.visibility.world import (
+    DEPARTMENTS,
+    GRANTS,
+    PROJECT_OWNERS,
+    USER_BY_ID,
+    USERS,
+)
 
 
 @dataclass(frozen=True)
@@ -223,6 +231,63 @@ def delete_one(live: LiveWorld, caller: str, owner: str) -> Outcome:
     return response.status_code
 
 
+# Every party a share or a rule's recipients may name: each user, department and project of
+# the world, and two roles.
+PARTIES = (*(f"user:{user.id}" for user in USERS),
+           *(f"department:{department}" for department in DEPARTMENTS),
+           *(f"project:{project}" for project in PROJECT_OWNERS),
+           "role:ADMIN", "role:DATA_MANAGER")
+PARTY_FIELDS = {"user": "userIDs", "department": "departmentIDs", "project": "projectIDs",
+                "role": "userRoles"}
+
+
+def may_name(caller: str, party: str) -> bool:
+    """Whether the caller may name ``party`` in shares or recipients: any user, department
+    and role (the directory), a project only when they see it (the Project entity)."""
+    kind, _, target = party.partition(":")
+    return kind != "project" or oracle.visible(caller, target)
+
+
+def naming(live: LiveWorld, party: str) -> dict[str, list[str]]:
+    """The four lists of parties, naming ``party`` alone."""
+    kind, _, target = party.partition(":")
+    lists: dict[str, list[str]] = {field: [] for field in PARTY_FIELDS.values()}
+    lists[PARTY_FIELDS[kind]] = [live.id(target) if target in live.ids else target]
+    return lists
+
+
+def refused_like_unknown(live: LiveWorld, caller: str, url: str, party: str,
+                         body: dict[str, Any], where: str, response: Any) -> Outcome:
+    """400, provided ``POST url`` of ``body`` naming an unknown party of the same kind (in
+    its ``where`` lists) answers the same: a party one may not name is never revealed."""
+    named = naming(live, party)
+    [target] = [value for values in named.values() for value in values]
+    unknown = {field: [UNKNOWN_ID if value == target else value for value in values]
+               for field, values in named.items()}
+    answer = live.client(caller).post(url, json={**body, where: unknown}).get_json()
+    if json.dumps(answer).replace(UNKNOWN_ID, target) != json.dumps(response.get_json()):
+        return ("400 unlike an unknown party", response.get_json(), answer)
+    return 400
+
+
+def share(live: LiveWorld, caller: str, party: str) -> Outcome:
+    """A dashboard of the caller's shared with one party: made (201, then deleted) or 400
+    exactly as for a party that does not exist."""
+    body = {"name": "sharing", "shares": naming(live, party)}
+    response = live.client(caller).post("/api/dashboard", json=body)
+    if response.status_code == 201:
+        url = f"/api/dashboard/{response.get_json()['id']}"
+        assert live.client(caller).delete(url).status_code == 204
+    elif response.status_code == 400:
+        return refused_like_unknown(live, caller, "/api/dashboard", party, body, "shares",
+                                    response)
+    return response.status_code
+
+
+def expect_share(caller: str, party: str) -> Outcome:
+    return 201 if may_name(caller, party) else 400
+
+
 def expect_owner_only(status: int) -> Any:
     return lambda caller, owner: status if caller == owner else 404
 
@@ -235,6 +300,7 @@ BOARD_READ_PATHS: tuple[MatrixPath, ...] = (
 BOARD_WRITE_PATHS: tuple[MatrixPath, ...] = (
     MatrixPath("dashboard.update", BOARD_KEYS, expect_change, change),
     MatrixPath("dashboard.delete", BOARD_KEYS, expect_remove, remove),
+    MatrixPath("dashboard.share", PARTIES, expect_share, share),
     MatrixPath("notification.status", OWNERS, expect_owner_only(200), set_status),
     MatrixPath("notification.delete", OWNERS, expect_owner_only(204), delete_one),
 )

@@ -2,13 +2,23 @@
 
 Each dashboard of :data:`boards.BOARDS` has a saved view with the same owner and shares
 (keyed ``V-`` and the board's key): the same callers see it, the owner or ADMIN changes it,
-the owner alone deletes it; one the caller cannot see is 404 like an unknown id.
+the owner alone deletes it; one the caller cannot see is 404 like an unknown id. A view is
+shared with the parties a dashboard may be (:func:`boards.may_name`).
 """
 from __future__ import annotations
 
 from typing import Any
 
-from tests.contracts.visibility.boards import BOARDS, BoardDef, _like_unknown, sees
+from tests.contracts.visibility.boards import (
+    BOARDS,
+    PARTIES,
+    BoardDef,
+    _like_unknown,
+    expect_share,
+    naming,
+    refused_like_unknown,
+    sees,
+)
 from tests.contracts.visibility.build import LiveWorld
 from tests.contracts.visibility.paths import MatrixPath, Outcome, hidden_like_unknown
 
@@ -103,6 +113,20 @@ def expect_remove(caller: str, key: str) -> Outcome:
     return 204 if caller == board.owner else 403
 
 
+def share(live: LiveWorld, caller: str, party: str) -> Outcome:
+    """A view of the caller's shared with one party: made (201, then deleted) or 400 exactly
+    as for a party that does not exist."""
+    body = {"name": "sharing", "eClass": "Sample", "shares": naming(live, party)}
+    response = live.client(caller).post("/api/saved-view", json=body)
+    if response.status_code == 201:
+        url = f"/api/saved-view/{response.get_json()['id']}"
+        assert live.client(caller).delete(url).status_code == 204
+    elif response.status_code == 400:
+        return refused_like_unknown(live, caller, "/api/saved-view", party, body, "shares",
+                                    response)
+    return response.status_code
+
+
 SAVED_VIEW_READ_PATHS: tuple[MatrixPath, ...] = (
     MatrixPath("saved-view.list", ("all",), expect_listed, listed),
     MatrixPath("saved-view.get", VIEW_KEYS, expect_get, get_one),
@@ -110,4 +134,5 @@ SAVED_VIEW_READ_PATHS: tuple[MatrixPath, ...] = (
 SAVED_VIEW_WRITE_PATHS: tuple[MatrixPath, ...] = (
     MatrixPath("saved-view.update", VIEW_KEYS, expect_change, change),
     MatrixPath("saved-view.delete", VIEW_KEYS, expect_remove, remove),
+    MatrixPath("saved-view.share", PARTIES, expect_share, share),
 )
