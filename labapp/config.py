@@ -164,6 +164,10 @@ SETTINGS: tuple[Setting, ...] = (
             "Seconds a worker waits for the search index's write lock (held by another "
             "worker) before leaving its queued changes to the next drain.",
             _parse_positive_int),
+    Setting("ALERT_TICK_SECONDS", 60,
+            "Seconds between two evaluations of the alert rules by the worker (each also "
+            "sends the e-mail due).",
+            _parse_positive_int),
     Setting("SQLITE_STATISTICS_SECONDS", 60,
             "How often the worker looks whether SQLite's planner statistics are due "
             "(`ANALYZE` once the data grew or shrank by a fifth); 0: it never does, and "

@@ -6,25 +6,41 @@ one function the feature exposes: the search queue drained into the index
 (:func:`labapp.dashboards.tally_folding.upkeep`, :func:`labapp.storage.counts.upkeep`), the queued
 spreadsheet imports run one at a time (:func:`labapp.imports.jobs.upkeep`, long finished
 ones removed hourly), the alert rules evaluated once a minute
-(:func:`labapp.alerts.evaluate.upkeep`) and SQLite's planner statistics gathered when the
-data has grown (:func:`labapp.sqlite_stats.upkeep`, looked at every
-``SQLITE_STATISTICS_SECONDS``; 0 turns that off). The loop runs the due upkeep in that order
-and looks again at once while any of them found work, else after :data:`POLL` seconds. An
-upkeep that fails, whatever it raised (the database refused it, or one bad row made it
-fail), is logged, its session rolled back, and it is tried again at its next turn: one job
-never stops the others, nor the worker.
-For its whole run the loop holds a lock file of its own (:func:`labapp.liveness.holding`):
+(:func:`labapp.alerts.evaluate.upkeep`, every ``ALERT_TICK_SECONDS``) and SQLite's planner
+statistics gathered when the data has grown (:func:`labapp.sqlite_stats.upkeep`, looked at
+every ``SQLITE_STATISTICS_SECONDS``; 0 turns that off).
+
+Lanes
+    The upkeep runs in three lanes (:func:`lanes`), each a thread with an application
+    context and a database session of its own, so a long job never starves a short one:
+    ``search`` drains the search queue and nothing else, ``upkeep`` runs the short periodic
+    jobs (folds, alert tick and its e-mail, statistics), ``imports`` runs the imports, whose
+    commit may last minutes. Within a lane the due jobs run in order, and the lane looks
+    again at once while any of them found work, else after :data:`POLL` seconds.
+    The search heartbeat (requests that see it fresh leave their queued changes to the
+    worker) is kept fresh only by the search lane's pulse (:mod:`labapp.search.upkeep`):
+    while that lane is stalled, requests index inline again, whatever the other lanes do.
+
+Failures
+    A job that fails, whatever it raised (the database refused it, or one bad row made it
+    fail), is logged, its lane's session rolled back, and it is tried again at its next
+    turn: one job never stops the others, nor its lane. A lane that ends for any other
+    reason stops the whole worker (SIGTERM, Ctrl-C too), each lane after the job in hand.
+
+For its whole run the worker holds a lock file of its own (:func:`labapp.liveness.holding`):
 the jobs it claims name it, and the kernel drops the lock when the process dies, so other
 workers fail those jobs at once and pages tell whether a worker runs.
 """
 from __future__ import annotations
 
+import functools
 import logging
 import signal
 import threading
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from contextlib import nullcontext
+from dataclasses import dataclass, field
 
 import click
 from flask import Flask, current_app
@@ -41,9 +57,9 @@ from labapp.search import upkeep as search_upkeep
 from labapp.serving import freeze_start_up
 from labapp.storage import counts as location_counts
 
-POLL = 0.15  # seconds between two looks when no upkeep found work
+POLL = 0.15  # seconds between two looks of a lane when none of its jobs found work
 PURGE_IMPORTS = 3600.0  # seconds between two removals of long finished imports
-ALERT_SECONDS = 60.0  # alert rules are evaluated (and due e-mail sent) once a minute
+SEARCH, UPKEEP, IMPORTS = "search", "upkeep", "imports"  # the lanes
 logger = logging.getLogger(__name__)
 
 
@@ -57,18 +73,32 @@ class Upkeep:
     every: float = 0.0
 
 
-def upkeeps(app: Flask) -> list[Upkeep]:
-    """Every feature's upkeep, in the order one look runs them."""
-    jobs = [Upkeep("search queue", search_upkeep.upkeep),
-            Upkeep("entity tallies", tally_folding.upkeep),
-            Upkeep("location counts", location_counts.upkeep),
-            Upkeep("spreadsheet imports", import_jobs.upkeep),
-            Upkeep("finished imports", import_jobs.purge_finished, PURGE_IMPORTS)]
-    jobs.append(Upkeep("alert rules", alerts.upkeep, ALERT_SECONDS))
+@dataclass(frozen=True)
+class Lane:
+    """Jobs that run one after another in a thread of their own. ``pulse``, when set, is
+    touched at each look: the lane drains the search queue and keeps its heartbeat fresh."""
+
+    name: str
+    jobs: Sequence[Upkeep]
+    pulse: search_upkeep.Pulse | None = field(default=None, compare=False)
+
+
+def lanes(app: Flask) -> list[Lane]:
+    """The worker's lanes and the upkeep each runs (see the module docstring)."""
+    pulse = search_upkeep.Pulse()
+    periodic = [Upkeep("entity tallies", tally_folding.upkeep),
+                Upkeep("location counts", location_counts.upkeep),
+                Upkeep("alert rules", alerts.upkeep,
+                       float(app.config["LABAPP"]["ALERT_TICK_SECONDS"]))]
     every = float(app.config["LABAPP"]["SQLITE_STATISTICS_SECONDS"])
     if every:
-        jobs.append(Upkeep("SQLite statistics", sqlite_stats.upkeep, every))
-    return jobs
+        periodic.append(Upkeep("SQLite statistics", sqlite_stats.upkeep, every))
+    return [Lane(SEARCH, [Upkeep("search queue", functools.partial(search_upkeep.upkeep,
+                                                                   pulse))], pulse),
+            Lane(UPKEEP, periodic),
+            Lane(IMPORTS, [Upkeep("spreadsheet imports", import_jobs.upkeep),
+                           Upkeep("finished imports", import_jobs.purge_finished,
+                                  PURGE_IMPORTS)])]
 
 
 def run_once(job: Upkeep) -> bool:
@@ -76,8 +106,8 @@ def run_once(job: Upkeep) -> bool:
 
     Any exception of the job is caught here: a database that is busy is an everyday
     warning, anything else an error logged with its traceback. Either way the session is
-    rolled back and the worker goes on, since a job that stopped the loop would stop search
-    indexing, imports, tallies and alerts with it (and, failing on the same row again,
+    rolled back and the lane goes on, since a job that stopped its lane would stop search
+    indexing, imports, tallies or alerts with it (and, failing on the same row again,
     after every restart)."""
     try:
         return job.run()
@@ -99,40 +129,84 @@ def _roll_back(job: Upkeep) -> None:
         db.session.remove()
 
 
-def run(stop: threading.Event, jobs: list[Upkeep] | None = None) -> None:
-    """Run the upkeep until ``stop`` is set (in an application context); ``jobs`` defaults
-    to :func:`upkeeps`. The search heartbeat and the worker's lock file are up for the
-    whole run."""
-    jobs = upkeeps(current_app) if jobs is None else jobs
-    due = dict.fromkeys(range(len(jobs)), time.monotonic())
+def run_lane(stop: threading.Event, lane: Lane) -> None:
+    """Run the lane's jobs until ``stop`` is set (in an application context of the lane's
+    own); ``stop`` is set when the lane ends, however it ends, so the others end too."""
+    due = dict.fromkeys(range(len(lane.jobs)), time.monotonic())
     try:
-        with search_upkeep.heartbeat(), liveness.holding():
-            while not stop.is_set():
-                worked = False
-                for number, job in enumerate(jobs):
-                    if stop.is_set() or time.monotonic() < due[number]:
-                        continue
-                    worked = run_once(job) or worked
-                    if job.every:
-                        due[number] = time.monotonic() + job.every
-                if not worked:
-                    stop.wait(POLL)
+        while not stop.is_set():
+            if lane.pulse is not None:
+                lane.pulse.touch()
+            worked = False
+            for number, job in enumerate(lane.jobs):
+                if stop.is_set() or time.monotonic() < due[number]:
+                    continue
+                worked = run_once(job) or worked
+                if job.every:
+                    due[number] = time.monotonic() + job.every
+            if not worked:
+                stop.wait(POLL)
     finally:
         stop.set()
         db.session.remove()
+
+
+def run(stop: threading.Event, jobs: Sequence[Upkeep] | None = None, *,
+        in_lanes: Sequence[Lane] | None = None) -> None:
+    """Run the worker until ``stop`` is set (in an application context): each lane of
+    ``in_lanes`` (default: :func:`lanes`) in a thread of its own, this thread waiting for
+    them. ``jobs`` instead runs those jobs as one lane in this thread. The worker's lock
+    file is held for the whole run, the search heartbeat while the search lane runs."""
+    app = current_app._get_current_object()  # type: ignore[attr-defined]
+    try:
+        with liveness.holding():
+            if jobs is not None:
+                run_lane(stop, Lane(UPKEEP, jobs))
+                return
+            _run_lanes(app, stop, list(lanes(app) if in_lanes is None else in_lanes))
+    finally:
+        stop.set()
+        db.session.remove()
+
+
+def _run_lanes(app: Flask, stop: threading.Event, running: list[Lane]) -> None:
+    pulses = [lane.pulse for lane in running if lane.pulse is not None]
+    threads = [threading.Thread(target=_lane_thread, args=(app, stop, lane),
+                                name=f"worker-{lane.name}") for lane in running]
+    for thread in threads:
+        thread.start()
+    try:
+        with search_upkeep.heartbeat(pulses[0]) if pulses else nullcontext():
+            # Waiting in slices keeps this thread free to take SIGTERM and Ctrl-C.
+            while not stop.wait(POLL):
+                pass
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join()
+
+
+def _lane_thread(app: Flask, stop: threading.Event, lane: Lane) -> None:
+    with app.app_context():
+        try:
+            run_lane(stop, lane)
+        except BaseException:
+            logger.exception("worker lane %s ended; the worker stops", lane.name)
+            raise
 
 
 @click.command("worker")
 @with_appcontext
 def worker_command() -> None:
     """Keep up the search index, the dashboard tallies and SQLite's statistics as the data
-    changes (run it beside the web server; `make run` does). Stops on SIGTERM or Ctrl-C
-    after the work in hand."""
+    changes, run the imports and the alert rules (run it beside the web server; `make run`
+    does). Stops on SIGTERM or Ctrl-C after the work in hand."""
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
     click.echo(f"worker: indexing queued changes into {indexer.index_path()}, folding "
-               "tallies, gathering SQLite statistics")
+               "tallies, gathering SQLite statistics, running imports and alert rules in "
+               f"lanes: {', '.join(lane.name for lane in lanes(current_app))}")
     click.echo(f"worker: {freeze_start_up():,} start-up objects frozen out of garbage "
                "collection")
     run(stop)

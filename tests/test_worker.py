@@ -19,27 +19,31 @@ from labapp.dashboards import tally_folding
 from labapp.db import db
 from labapp.imports import jobs as import_jobs
 from labapp.model import EntityCountChange, SearchQueue
-from labapp.search import upkeep as search_upkeep
 from labapp.search.cli import search_cli
 from labapp.search.indexer import beat, heartbeat_path, worker_alive
 from labapp.storage import counts as location_counts
-from labapp.worker import Upkeep, run, upkeeps, worker_command
+from labapp.worker import Upkeep, lanes, run, worker_command
 from tests.conftest import BACKEND, run_init
 from tests.search.test_workers import ADMIN, wait_for
 
 
-def test_each_feature_gives_one_upkeep(fresh_app: Callable[..., Flask]) -> None:
-    assert [(job.name, job.run, job.every) for job in upkeeps(fresh_app())] == [
-        ("search queue", search_upkeep.upkeep, 0.0),
-        ("entity tallies", tally_folding.upkeep, 0.0),
-        ("location counts", location_counts.upkeep, 0.0),
-        ("spreadsheet imports", import_jobs.upkeep, 0.0),
-        ("finished imports", import_jobs.purge_finished, 3600.0),
-        ("alert rules", alerts.upkeep, 60.0),
-        ("SQLite statistics", sqlite_stats.upkeep, 60.0)]
-    assert [job.name for job in upkeeps(fresh_app(SQLITE_STATISTICS_SECONDS=0))] == [
-        "search queue", "entity tallies", "location counts", "spreadsheet imports",
-        "finished imports", "alert rules"]
+def _lanes(app: Flask) -> list[tuple[str, list[tuple[str, float]]]]:
+    return [(lane.name, [(job.name, job.every) for job in lane.jobs]) for lane in lanes(app)]
+
+
+def test_each_feature_gives_one_upkeep_in_its_lane(fresh_app: Callable[..., Flask]) -> None:
+    assert _lanes(fresh_app()) == [
+        ("search", [("search queue", 0.0)]),
+        ("upkeep", [("entity tallies", 0.0), ("location counts", 0.0),
+                    ("alert rules", 60.0), ("SQLite statistics", 60.0)]),
+        ("imports", [("spreadsheet imports", 0.0), ("finished imports", 3600.0)])]
+    search, upkeep, imports = lanes(fresh_app())
+    assert search.pulse is not None and upkeep.pulse is None and imports.pulse is None
+    assert [job.run for job in upkeep.jobs] == [
+        tally_folding.upkeep, location_counts.upkeep, alerts.upkeep, sqlite_stats.upkeep]
+    assert [job.run for job in imports.jobs] == [import_jobs.upkeep, import_jobs.purge_finished]
+    assert _lanes(fresh_app(SQLITE_STATISTICS_SECONDS=0, ALERT_TICK_SECONDS=5))[1] == (
+        "upkeep", [("entity tallies", 0.0), ("location counts", 0.0), ("alert rules", 5.0)])
 
 
 def _waiting(app: Flask) -> tuple[int, int]:

@@ -22,7 +22,7 @@ import os
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -170,10 +170,11 @@ def queue_length() -> int:
     return db.session.scalar(select(func.count()).select_from(SearchQueue)) or 0
 
 
-def drain() -> int:
+def drain(on_batch: Callable[[], None] | None = None) -> int:
     """Index every queued change, :data:`BATCH` rows per index commit; return how many
-    queue rows were indexed. Without an index (never built, or damaged) nothing is done:
-    the rows wait for ``flask --app labapp search rebuild``."""
+    queue rows were indexed (``on_batch`` is called after each commit). Without an index
+    (never built, or damaged) nothing is done: the rows wait for
+    ``flask --app labapp search rebuild``."""
     path = index_path()
     if not index.exists(path):
         return 0
@@ -188,6 +189,8 @@ def drain() -> int:
             return done
         rows = _drain_batch(path)
         done += len(rows)
+        if on_batch is not None:
+            on_batch()
         if len(rows) < BATCH:
             return done
 

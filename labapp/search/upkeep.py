@@ -8,12 +8,19 @@ rows deleted only after their commit, so a worker killed mid-batch loses nothing
 :data:`indexer.HEARTBEAT_EVERY` seconds. While the heartbeat is fresh, requests skip their
 inline drain; a worker that stops cleanly removes it, one that dies lets it go stale, and
 requests drain inline again.
+
+The heartbeat promises that the queue is being drained, so it is refreshed only while the
+one loop that drains it shows it does (its :class:`Pulse`: a look at the queue, or a batch
+indexed, within :data:`DRAIN_STALLED` seconds). Whatever else the worker does meanwhile (an
+import's commit of minutes) never keeps it fresh: a stalled drain lets the heartbeat go
+stale and requests index inline again.
 """
 from __future__ import annotations
 
 import logging
 import os
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -24,7 +31,27 @@ from labapp.db import db
 from labapp.model import SearchQueue
 from labapp.search import index, indexer
 
+# Seconds the draining loop may go without a look at the queue or a batch indexed before the
+# heartbeat stops: longer than a batch's index commit plus SQLite's busy timeout, far
+# shorter than an import's commit.
+DRAIN_STALLED = 15.0
 logger = logging.getLogger(__name__)
+
+
+class Pulse:
+    """When the loop that drains the search queue last showed it is alive (thread-safe: one
+    float written by that loop, read by the heartbeat thread)."""
+
+    def __init__(self) -> None:
+        self._at = time.monotonic()
+
+    def touch(self) -> None:
+        """The loop looked at the queue or indexed a batch now."""
+        self._at = time.monotonic()
+
+    def within(self, seconds: float) -> bool:
+        """Whether the loop showed it was alive in the last ``seconds``."""
+        return time.monotonic() - self._at < seconds
 
 
 def _waiting() -> bool:
@@ -34,13 +61,14 @@ def _waiting() -> bool:
         db.session.rollback()
 
 
-def upkeep() -> bool:
+def upkeep(pulse: Pulse | None = None) -> bool:
     """Drain the search queue into the index when changes wait; True when some did (an
-    index that is busy or unavailable is logged, and the next look tries again)."""
+    index that is busy or unavailable is logged, and the next look tries again). ``pulse``
+    is touched after each batch indexed."""
     if not _waiting():
         return False
     try:
-        indexer.drain()
+        indexer.drain(on_batch=None if pulse is None else pulse.touch)
     except index.IndexBusy:
         logger.warning("search index busy; trying again")
     except index.IndexUnavailable as error:
@@ -52,14 +80,15 @@ def upkeep() -> bool:
 
 
 @contextmanager
-def heartbeat() -> Iterator[None]:
+def heartbeat(pulse: Pulse) -> Iterator[None]:
     """Tell the requests a worker drains the queue: the heartbeat is written on entry,
-    refreshed by a thread of its own (a long drain must not let it go stale, or requests
-    would start draining too) and removed on the way out (in an application context)."""
+    refreshed by a thread of its own while ``pulse`` shows the draining loop alive within
+    :data:`DRAIN_STALLED` seconds (a long drain of many batches keeps it fresh, a stalled
+    one does not) and removed on the way out (in an application context)."""
     path = indexer.heartbeat_path()
     indexer.beat(path)
     stop = threading.Event()
-    beating = threading.Thread(target=_beat_until, args=(stop, path), daemon=True,
+    beating = threading.Thread(target=_beat_until, args=(stop, path, pulse), daemon=True,
                                name="search-heartbeat")
     beating.start()
     try:
@@ -70,9 +99,10 @@ def heartbeat() -> Iterator[None]:
         _remove_own(path)
 
 
-def _beat_until(stop: threading.Event, path: Path) -> None:
+def _beat_until(stop: threading.Event, path: Path, pulse: Pulse) -> None:
     while not stop.is_set():
-        indexer.beat(path)
+        if pulse.within(DRAIN_STALLED):
+            indexer.beat(path)
         stop.wait(indexer.HEARTBEAT_EVERY)
 
 
