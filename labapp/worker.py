@@ -169,9 +169,14 @@ def run(stop: threading.Event, jobs: Sequence[Upkeep] | None = None, *,
         db.session.remove()
 
 
+class LaneEnded(RuntimeError):
+    """A lane ended on something no job's failure explains (the worker stopped with it)."""
+
+
 def _run_lanes(app: Flask, stop: threading.Event, running: list[Lane]) -> None:
     pulses = [lane.pulse for lane in running if lane.pulse is not None]
-    threads = [threading.Thread(target=_lane_thread, args=(app, stop, lane),
+    ended: list[str] = []
+    threads = [threading.Thread(target=_lane_thread, args=(app, stop, lane, ended),
                                 name=f"worker-{lane.name}") for lane in running]
     for thread in threads:
         thread.start()
@@ -184,15 +189,19 @@ def _run_lanes(app: Flask, stop: threading.Event, running: list[Lane]) -> None:
         stop.set()
         for thread in threads:
             thread.join()
+    if ended:
+        raise LaneEnded(f"worker lanes ended: {', '.join(ended)}; see the log above")
 
 
-def _lane_thread(app: Flask, stop: threading.Event, lane: Lane) -> None:
+def _lane_thread(app: Flask, stop: threading.Event, lane: Lane, ended: list[str]) -> None:
+    """Run ``lane`` in an application context of its own; when it ends on something else
+    than ``stop``, it is logged and named in ``ended`` (the worker then stops)."""
     with app.app_context():
         try:
             run_lane(stop, lane)
         except BaseException:
             logger.exception("worker lane %s ended; the worker stops", lane.name)
-            raise
+            ended.append(lane.name)
 
 
 @click.command("worker")

@@ -19,11 +19,23 @@ from labapp.dashboards import tally_folding
 from labapp.db import db
 from labapp.imports import jobs as import_jobs
 from labapp.model import EntityCountChange, SearchQueue
+from labapp.search import upkeep as search_upkeep
 from labapp.search.cli import search_cli
 from labapp.search.indexer import beat, heartbeat_path, worker_alive
 from labapp.storage import counts as location_counts
-from labapp.worker import Upkeep, lanes, run, worker_command
+from labapp.worker import (
+    IMPORTS,
+    SEARCH,
+    UPKEEP,
+    Lane,
+    LaneEnded,
+    Upkeep,
+    lanes,
+    run,
+    worker_command,
+)
 from tests.conftest import BACKEND, run_init
+from tests.search.test_worker_process import alive
 from tests.search.test_workers import ADMIN, wait_for
 
 
@@ -165,3 +177,114 @@ def test_search_worker_is_the_old_name_of_the_worker(app: Flask) -> None:
     result = app.test_cli_runner().invoke(args=["search", "worker", "--help"])
     assert result.exit_code == 0, result.output
     assert "search index, the dashboard tallies and SQLite's statistics" in result.output
+
+
+def _searchable(app: Flask, term: str) -> set[str]:
+    response = app.test_client().get(f"/api/search/fulltext/{term}", headers=ADMIN)
+    assert response.status_code == 200, response.get_json()
+    return {item["name"] for item in response.get_json()["data"]}
+
+
+def test_a_long_job_in_one_lane_never_starves_the_others(
+        fresh_app: Callable[..., Flask]) -> None:
+    app = fresh_app()
+    run_init(app)
+    importing, released = threading.Event(), threading.Event()
+    ticks = [0]
+
+    def long_import() -> bool:
+        importing.set()
+        released.wait(timeout=120)  # the test releases it once the other lanes were seen
+        return False
+
+    def tick() -> bool:
+        ticks[0] += 1
+        return False
+
+    pulse = search_upkeep.Pulse()
+    stop = threading.Event()
+    in_lanes = [Lane(SEARCH, [Upkeep("search queue", lambda: search_upkeep.upkeep(pulse))],
+                     pulse),
+                Lane(UPKEEP, [Upkeep("tick", tick)]),
+                Lane(IMPORTS, [Upkeep("long import", long_import)])]
+
+    def work() -> None:
+        with app.app_context():
+            run(stop, in_lanes=in_lanes)
+
+    thread = threading.Thread(target=work, name="test-worker")
+    thread.start()
+    try:
+        wait_for(importing.is_set, "the long import to start")
+        wait_for(lambda: alive(app), "the search lane's heartbeat")
+        response = app.test_client().post("/api/entity", headers=ADMIN, json={
+            "entities": [{"eClass": "Sample", "name": "beside the import"}]})
+        assert response.status_code == 201, response.get_json()
+        wait_for(lambda: _searchable(app, "beside") == {"beside the import"},
+                 "the search lane to index the change while the import runs", timeout=30)
+        seen = ticks[0]
+        wait_for(lambda: ticks[0] > seen, "the upkeep lane to tick while the import runs")
+        assert not released.is_set() and thread.is_alive()
+    finally:
+        released.set()
+        stop.set()
+        thread.join(timeout=60)
+    assert not thread.is_alive(), "every lane stopped"
+    assert not alive(app), "a worker that stops removes its heartbeat"
+
+
+def test_a_stalled_search_lane_lets_the_heartbeat_go_stale(
+        fresh_app: Callable[..., Flask], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(search_upkeep, "DRAIN_STALLED", 0.5)
+    app = fresh_app()
+    draining, released = threading.Event(), threading.Event()
+    ticks = [0]
+
+    def stalled_drain() -> bool:
+        draining.set()
+        released.wait(timeout=120)
+        return False
+
+    def tick() -> bool:
+        ticks[0] += 1
+        return True
+
+    pulse = search_upkeep.Pulse()
+    stop = threading.Event()
+    in_lanes = [Lane(SEARCH, [Upkeep("search queue", stalled_drain)], pulse),
+                Lane(UPKEEP, [Upkeep("tick", tick)])]
+
+    def work() -> None:
+        with app.app_context():
+            run(stop, in_lanes=in_lanes)
+
+    thread = threading.Thread(target=work, name="test-worker")
+    thread.start()
+    try:
+        wait_for(draining.is_set, "the drain to stall")
+        wait_for(lambda: not alive(app), "the heartbeat of a stalled drain to go stale",
+                 timeout=30)
+        seen = ticks[0]
+        wait_for(lambda: ticks[0] > seen, "the other lane to go on", timeout=30)
+        released.set()
+        wait_for(lambda: alive(app), "the heartbeat once the drain goes on", timeout=30)
+    finally:
+        released.set()
+        stop.set()
+        thread.join(timeout=60)
+    assert not thread.is_alive()
+
+
+def test_a_lane_that_ends_stops_the_worker(fresh_app: Callable[..., Flask],
+                                           caplog: pytest.LogCaptureFixture) -> None:
+    app = fresh_app()
+    stop = threading.Event()
+
+    def broken() -> bool:
+        raise KeyboardInterrupt  # not an Exception: no job's failure, the lane ends
+
+    with app.app_context(), pytest.raises(LaneEnded, match="worker lanes ended: imports"):
+        run(stop, in_lanes=[Lane(IMPORTS, [Upkeep("broken", broken)]),
+                            Lane(UPKEEP, [Upkeep("idle", lambda: False)])])
+    assert stop.is_set()
+    assert "worker lane imports ended; the worker stops" in caplog.text

@@ -25,13 +25,15 @@ FRESH = 2.0  # seconds: the issue's freshness target
 
 
 @contextmanager
-def worker_process(app: Flask, command: tuple[str, ...] = ("worker",)
-                   ) -> Iterator[subprocess.Popen]:
+def worker_process(app: Flask, command: tuple[str, ...] = ("worker",),
+                   **overrides: str) -> Iterator[subprocess.Popen]:
     """``flask --app labapp worker`` (or ``command``) on ``app``'s database and instance,
-    once its heartbeat is up."""
+    with the settings ``overrides`` (``ALERT_TICK_SECONDS="1"``), once its heartbeat is
+    up."""
     settings = app.config["LABAPP"]
     env = {**os.environ, "LABAPP_INSTANCE_PATH": settings["INSTANCE_PATH"],
-           "LABAPP_DATABASE_URL": settings["DATABASE_URL"], "LABAPP_SECRET_KEY": SECRET_KEY}
+           "LABAPP_DATABASE_URL": settings["DATABASE_URL"], "LABAPP_SECRET_KEY": SECRET_KEY,
+           **{f"LABAPP_{name}": value for name, value in overrides.items()}}
     process = subprocess.Popen([sys.executable, "-m", "flask", "--app", "labapp", *command],
                                env=env, cwd=ROOT, start_new_session=True,
                                stdout=subprocess.DEVNULL)
