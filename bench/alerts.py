@@ -9,6 +9,10 @@ each matching 0.1–5 % of the samples. Measured, each with ``evaluate(now)``:
 2. steady ticks, nothing changed (the per-minute cost): median and worst of ``RUNS``;
 3. a tick after 200 samples changed (some start, some stop matching).
 
+On SQLite each tick's write units are timed too, from ``BEGIN IMMEDIATE`` (the write lock
+taken) to their commit: the longest is how long the tick kept other writers waiting
+(issue 33 §3: ≤ 250 ms).
+
 Run: ``python -m bench.alerts [--samples 100000] [--backend sqlite|postgresql]``.
 """
 from __future__ import annotations
@@ -18,7 +22,8 @@ import statistics
 import time
 from datetime import UTC, date, datetime, timedelta
 
-from sqlalchemy import func, select, update
+from sqlalchemy import event, func, select, update
+from sqlalchemy.engine import Connection, Engine
 
 from bench.harness import BATCH, READER, Bench, open_bench, timed
 from bench.write import core_insert, core_rows
@@ -65,6 +70,34 @@ def _seed(bench: Bench, total: int) -> None:
                                  "active": True})
 
 
+WRITE_UNIT_TARGET = 0.25  # seconds: the longest a write unit of the worker may hold the lock
+
+
+class WriteUnits:
+    """The durations of the write units (``BEGIN IMMEDIATE`` to commit or rollback) on an
+    SQLite engine, while :meth:`recording`."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.seconds: list[float] = []
+        event.listen(engine, "begin", self._begin)
+        event.listen(engine, "commit", self._end)
+        event.listen(engine, "rollback", self._end)
+
+    def _begin(self, connection: Connection) -> None:
+        if connection.get_execution_options().get("labapp_write"):
+            connection.info["bench.write_began"] = time.perf_counter()
+
+    def _end(self, connection: Connection) -> None:
+        began = connection.info.pop("bench.write_began", None)
+        if began is not None:
+            self.seconds.append(time.perf_counter() - began)
+
+    def take(self) -> list[float]:
+        """The durations recorded since the last take."""
+        taken, self.seconds = self.seconds, []
+        return taken
+
+
 def _tick(bench: Bench, now: datetime) -> tuple[float, Report]:
     with bench.app.app_context():
         seconds, report = timed(lambda: evaluate(now))
@@ -72,20 +105,35 @@ def _tick(bench: Bench, now: datetime) -> tuple[float, Report]:
     return seconds, report
 
 
+def _longest(units: list[float]) -> str:
+    if not units:
+        return "no write unit timed (PostgreSQL: no database-wide write lock)"
+    longest = max(units)
+    return (f"{len(units)} write units, longest {longest * 1000:.0f} ms (target ≤ "
+            f"{WRITE_UNIT_TARGET * 1000:.0f} ms: "
+            f"{'met' if longest <= WRITE_UNIT_TARGET else 'MISSED'})")
+
+
 def run(backend: str, total: int) -> dict[str, float]:
     """Seed, then time the first, steady and changed ticks; prints and returns them."""
     with open_bench(backend) as bench:
         _seed(bench, total)
+        with bench.app.app_context():
+            units = WriteUnits(db.engine)
         first, report = _tick(bench, NOW)
+        first_units = units.take()
         print(f"  [{backend}] first tick {first:.3f} s: {report.matching:,} matching items, "
-              f"{report.started:,} started, {report.notifications} bells")
+              f"{report.started:,} started, {report.notifications} bells; "
+              f"{_longest(first_units)}")
         steady = [_tick(bench, NOW + timedelta(seconds=60 * (run + 1)))[0]
                   for run in range(RUNS)]
         with bench.engine.begin() as connection:
             ids = connection.scalars(select(Sample.id).order_by(Sample.id).limit(200)).all()
             connection.execute(update(Sample).where(Sample.id.in_(ids[:100])).values(amount=1.0))
             connection.execute(update(Sample).where(Sample.id.in_(ids[100:])).values(amount=99.0))
+        steady_units = units.take()
         changed, report = _tick(bench, NOW + timedelta(minutes=RUNS + 1))
+        changed_units = units.take()
         with bench.app.app_context():
             states = db.session.scalar(select(func.count()).select_from(AlertState))
             bells = db.session.scalar(select(func.count()).select_from(Notification))
@@ -94,8 +142,12 @@ def run(backend: str, total: int) -> dict[str, float]:
               f"(target < {TARGET:.0f} s: {'met' if median < TARGET else 'MISSED'})")
         print(f"  [{backend}] tick after 200 changes {changed:.3f} s: {report.started} "
               f"started, {report.stopped} stopped; {states:,} states, {bells} bells in all")
+        print(f"  [{backend}] steady ticks: {_longest(steady_units)}; tick after changes: "
+              f"{_longest(changed_units)}")
         return {"first": first, "steady_median": median, "steady_worst": max(steady),
-                "changed": changed}
+                "changed": changed,
+                "longest_write_unit": max(first_units + steady_units + changed_units,
+                                          default=0.0)}
 
 
 def main() -> None:

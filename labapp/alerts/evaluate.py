@@ -11,6 +11,16 @@ naming its owner ("Expire within 14 days: 7 samples · rule of Alice Smith (alic
 a message listing the items with their expiry, their place and links. Rules with a daily or
 weekly cadence collect their new items and tell them in a digest when it is due; the worker
 that moves the rule's due time on is the one that sends it.
+
+A tick writes in short units, so it never holds SQLite's write lock for long (a rule's first
+tick once matched 22,368 items and held it 4.1 s): the rules and what they match are read
+first, outside any write unit; states are inserted or deleted :data:`CHUNK` at a time, each
+chunk a unit of its own, with ``alerted_utc`` empty ("not told yet"); then items are told
+:data:`TELL_CHUNK` at a time, each unit marking the states it tells (``UPDATE … WHERE
+alerted_utc IS NULL RETURNING``) in the same transaction as the bell lines and e-mails it
+raises. A tick that stops between two units leaves states not told yet, which the next tick
+tells: every item is told once, never twice, and a rule whose first tick tells more than
+:data:`TELL_CHUNK` items tells them in as many bell lines and e-mails.
 """
 from __future__ import annotations
 
@@ -19,6 +29,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
+from typing import Any
 
 from flask import current_app
 from sqlalchemy import delete, select, update
@@ -36,7 +47,8 @@ from labapp.model.registry import find_class
 from labapp.model.types import utc_now
 from labapp.notifications.service import ALERT, raise_for
 
-CHUNK = 500  # rows per INSERT or DELETE statement
+CHUNK = 500  # rows per INSERT or DELETE statement, and per write unit of the states
+TELL_CHUNK = 2000  # items told per write unit (of all rules)
 # The fields a message tells of an item, when its class has them: its expiry date, and where
 # it is stored (the location and the slot there).
 EXPIRY_FIELD, PLACE_FIELD, SLOT_FIELD = "expiryDate", "locationID", "position"
@@ -79,17 +91,16 @@ def _chunks(values: Sequence[str]) -> Iterable[list[str]]:
         yield list(values[start:start + CHUNK])
 
 
-def _claim(rule_id: str, entity_ids: Sequence[str], now: datetime,
-           alerted: datetime | None) -> set[str]:
-    """Insert the states of items that started matching; the ids this transaction really
-    added (another worker's or an earlier tick's rows are left, and not told again)."""
+def _claim(rule_id: str, entity_ids: Sequence[str], now: datetime) -> set[str]:
+    """Insert the states of items that started matching, not told yet; the ids this
+    transaction really added (another worker's or an earlier tick's rows are left)."""
     dialect = db.session.get_bind().dialect.name
     insert = postgresql_insert if dialect == "postgresql" else sqlite_insert
     claimed: set[str] = set()
     for chunk in _chunks(sorted(entity_ids)):
         statement = (insert(table_of(AlertState))
                      .values([{"rule_id": rule_id, "entity_id": entity_id,
-                               "matching_since": now, "alerted_utc": alerted}
+                               "matching_since": now, "alerted_utc": None}
                               for entity_id in chunk])
                      .on_conflict_do_nothing(index_elements=["rule_id", "entity_id"])
                      .returning(table_of(AlertState).c.entity_id))
@@ -243,73 +254,126 @@ def _due_digest(rule: AlertRule, now: datetime) -> bool:
         .values(digest_due_utc=next_digest(rule.cadence, now))) == 1
 
 
-def _collected(rule: AlertRule, matching: set[str], now: datetime) -> list[str]:
-    """The items a digest tells: those that started matching since the last digest and
-    still match; they are marked told."""
+def _take_untold(rule_id: str, now: datetime, limit: int) -> list[str]:
+    """Mark up to ``limit`` of the rule's states not told yet as told now; the ids this
+    transaction really marked (another worker's are left to it)."""
     states = table_of(AlertState)
-    waiting = [entity_id for entity_id in db.session.scalars(
-        select(states.c.entity_id).where(states.c.rule_id == rule.id,
-                                         states.c.alerted_utc.is_(None)))
-               if entity_id in matching]
+    waiting = list(db.session.scalars(
+        select(states.c.entity_id).where(states.c.rule_id == rule_id,
+                                         states.c.alerted_utc.is_(None))
+        .order_by(states.c.entity_id).limit(limit)))
+    taken: list[str] = []
     for chunk in _chunks(waiting):
-        db.session.execute(update(states).where(states.c.rule_id == rule.id,
-                                                states.c.entity_id.in_(chunk))
-                           .values(alerted_utc=now))
-    return waiting
+        taken += db.session.scalars(
+            update(states).where(states.c.rule_id == rule_id, states.c.entity_id.in_(chunk),
+                                 states.c.alerted_utc.is_(None))
+            .values(alerted_utc=now).returning(states.c.entity_id))
+    return sorted(taken)
 
 
-def _track(rule: AlertRule, matching: set[str], now: datetime, report: Report) -> list[str]:
-    """Bring the rule's states in line with what matches now; the ids of the items that
-    started matching in this transaction."""
+def _forget_inactive() -> None:
+    """A rule switched off forgets what it matched (switched on, it tells it afresh): its
+    states are deleted, :data:`CHUNK` per unit."""
     states = table_of(AlertState)
-    known = set(db.session.scalars(select(states.c.entity_id)
-                                   .where(states.c.rule_id == rule.id)))
+    inactive = select(AlertRule.id).where(AlertRule.active.is_(False))
+    while True:
+        with transaction():
+            chunk = db.session.execute(select(states.c.rule_id, states.c.entity_id)
+                                       .where(states.c.rule_id.in_(inactive))
+                                       .limit(CHUNK)).all()
+            for rule_id, entity_ids in _by_rule(chunk).items():
+                _forget(rule_id, entity_ids)
+        if len(chunk) < CHUNK:
+            return
+
+
+def _by_rule(rows: Iterable[Any]) -> dict[str, list[str]]:
+    found: dict[str, list[str]] = defaultdict(list)
+    for rule_id, entity_id in rows:
+        found[rule_id].append(entity_id)
+    return found
+
+
+def _track(rule_id: str, matching: set[str], now: datetime, report: Report) -> None:
+    """Bring the rule's states in line with what matches now, :data:`CHUNK` items per unit:
+    states of items that stopped matching deleted, of those that started inserted, not told
+    yet."""
+    states = table_of(AlertState)
+    try:
+        known = set(db.session.scalars(select(states.c.entity_id)
+                                       .where(states.c.rule_id == rule_id)))
+    finally:
+        db.session.rollback()
     stopped = sorted(known - matching)
-    _forget(rule.id, stopped)
-    alerted = now if rule.cadence == "immediate" else None
-    started = _claim(rule.id, sorted(matching - known), now, alerted)
+    for chunk in _chunks(stopped):
+        with transaction():
+            _forget(rule_id, chunk)
     report.stopped += len(stopped)
-    report.started += len(started)
-    return sorted(started)
+    for chunk in _chunks(sorted(matching - known)):
+        with transaction():
+            report.started += len(_claim(rule_id, chunk, now))
+
+
+def _tell_chunk(rule_ids: Sequence[str], digests: set[str], first: bool,
+                matched: dict[str, set[str]], now: datetime, mail: MailSettings,
+                report: Report) -> bool:
+    """One unit of telling: up to :data:`TELL_CHUNK` items not told yet, of the immediate
+    rules and of the digest rules whose digest this worker sends now (decided in the
+    ``first`` unit, which moves their due time on: ``digests`` collects them). Whether any
+    state was marked told."""
+    with transaction():
+        rules = list(db.session.scalars(select(AlertRule).where(
+            AlertRule.id.in_(rule_ids), AlertRule.active.is_(True)).order_by(AlertRule.id)))
+        telling: list[tuple[AlertRule, list[str]]] = []
+        budget = TELL_CHUNK
+        for rule in rules:
+            if rule.cadence != "immediate" and rule.id not in digests:
+                if not (first and _due_digest(rule, now)):
+                    continue
+                digests.add(rule.id)
+                report.digests += 1
+            if not budget:
+                continue
+            taken = _take_untold(rule.id, now, budget)
+            budget -= len(taken)
+            told = [entity_id for entity_id in taken if entity_id in matched[rule.id]]
+            if told:
+                telling.append((rule, told))
+        if telling:
+            teller = _Teller(mail, report)
+            items = placed(entity_id for _, ids in telling for entity_id in ids)
+            for rule, ids in telling:
+                teller.add(rule, rule.eclass, [items[entity_id] for entity_id in ids
+                                               if entity_id in items])
+            teller.tell(now)
+    return budget < TELL_CHUNK
 
 
 def evaluate(now: datetime | None = None, mail: MailSettings | None = None) -> Report:
     """One tick at ``now`` (default: the current time): track every active rule, tell the
     recipients of immediate rules about items that started matching, send the digests that
-    are due, then deliver the due e-mails. Runs in an application context; commits once
-    for the rules (and once per e-mail sent)."""
+    are due, then deliver the due e-mails. Runs in an application context; reads outside
+    any unit, then writes in short units (see the module docstring) and commits once per
+    e-mail sent."""
     now = utc_now() if now is None else now
     mail = mail or MailSettings(None, "labapp@localhost", "http://localhost:5000")
     report = Report()
-    with transaction():
-        # A rule switched off forgets what it matched: switched on, it tells it afresh.
-        db.session.execute(delete(table_of(AlertState)).where(
-            table_of(AlertState).c.rule_id.in_(
-                select(AlertRule.id).where(AlertRule.active.is_(False)))))
+    _forget_inactive()
+    try:
         rules = list(db.session.scalars(select(AlertRule).where(AlertRule.active.is_(True))
                                         .order_by(AlertRule.id)))
         matched, report.broken = scan(rules, now)
         report.rules = len(rules)
-        teller = _Teller(mail, report)
-        telling: list[tuple[AlertRule, list[str]]] = []
-        for rule in rules:
-            if rule.id not in matched:
-                continue
-            matching = matched[rule.id]
-            report.matching += len(matching)
-            started = _track(rule, matching, now, report)
-            if rule.cadence == "immediate" and started:
-                telling.append((rule, started))
-            elif _due_digest(rule, now):
-                report.digests += 1
-                collected = _collected(rule, matching, now)
-                if collected:
-                    telling.append((rule, collected))
-        items = placed(entity_id for _, ids in telling for entity_id in ids)
-        for rule, ids in telling:
-            teller.add(rule, rule.eclass, [items[entity_id] for entity_id in ids
-                                           if entity_id in items])
-        teller.tell(now)
+        rule_ids = [rule.id for rule in rules if rule.id in matched]
+    finally:
+        db.session.rollback()
+    for rule_id in rule_ids:
+        report.matching += len(matched[rule_id])
+        _track(rule_id, matched[rule_id], now, report)
+    digests: set[str] = set()
+    first = True
+    while _tell_chunk(rule_ids, digests, first, matched, now, mail, report):
+        first = False
     delivered = deliver(mail, now)
     report.sent, report.failed = delivered.sent, delivered.failed
     return report

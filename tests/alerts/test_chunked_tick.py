@@ -1,0 +1,132 @@
+"""A tick writes in short units (issue 33 §3): states are claimed and items told a chunk per
+transaction, so a tick stopped between two units leaves the rest to the next tick, which
+tells each item still untold once; nobody is told of an item twice."""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from datetime import UTC, datetime
+
+import pytest
+from flask import Flask
+from sqlalchemy import func, select
+
+from labapp.access.grant_sets import actor_for
+from labapp.alerts import evaluate as tick
+from labapp.alerts import service as rules
+from labapp.db import after_commit, db, transaction
+from labapp.entities.service import save_batch
+from labapp.model import AlertState, Notification, User
+from tests.alerts.conftest import rule_body
+from tests.conftest import run_init
+
+NOW = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)
+SAMPLES = 10
+
+
+class Stopped(Exception):
+    """The tick's process stopped here."""
+
+
+@pytest.fixture
+def lab(fresh_app: Callable[..., Flask], monkeypatch: pytest.MonkeyPatch) -> Iterator[Flask]:
+    """Ten low samples and one immediate rule telling the admin; chunks of 3 states and 4
+    told items, and every item a committed unit told recorded in ``app.extensions["told"]``."""
+    monkeypatch.setattr(tick, "CHUNK", 3)
+    monkeypatch.setattr(tick, "TELL_CHUNK", 4)
+    app = fresh_app()
+    run_init(app)
+    with app.app_context(), transaction():
+        admin = actor_for(db.session.get(User, "admin"), method=None)
+        save_batch(admin, [{"eClass": "Sample", "name": f"Tube {number}", "amount": 1.0}
+                           for number in range(SAMPLES)])
+        rules.create(admin, {**rule_body("Low", users=["admin"]), "filter": "amount le 5"})
+    told: list[str] = []
+    app.extensions["told"] = told
+    tell = tick._Teller.tell
+
+    def recording(self: tick._Teller, now: datetime) -> None:
+        telling = [item.id for parts in self.parts.values() for _, _, items in parts
+                   for item in items]
+        tell(self, now)
+        after_commit(lambda: told.extend(dict.fromkeys(telling)))
+
+    monkeypatch.setattr(tick._Teller, "tell", recording)
+    with app.app_context():
+        yield app
+        db.session.remove()
+
+
+def _states() -> tuple[int, int]:
+    """(states, states told)."""
+    try:
+        return (db.session.scalar(select(func.count()).select_from(AlertState)) or 0,
+                db.session.scalar(select(func.count()).select_from(AlertState)
+                                  .where(AlertState.alerted_utc.is_not(None))) or 0)
+    finally:
+        db.session.rollback()
+
+
+def _bells() -> int:
+    try:
+        return db.session.scalar(select(func.count()).select_from(Notification)
+                                 .where(Notification.kind == "Alert")) or 0
+    finally:
+        db.session.rollback()
+
+
+def _told_once(app: Flask) -> None:
+    told = app.extensions["told"]
+    assert len(told) == len(set(told)) == SAMPLES, "each item told once"
+
+
+def test_a_tick_tells_every_item_once_a_chunk_at_a_time(lab: Flask) -> None:
+    report = tick.evaluate(NOW)
+    assert (report.started, report.notifications) == (SAMPLES, 3)  # 4 + 4 + 2 items
+    assert _states() == (SAMPLES, SAMPLES) and _bells() == 3
+    _told_once(lab)
+    again = tick.evaluate(NOW)
+    assert (again.started, again.notifications) == (0, 0) and _bells() == 3
+
+
+def test_a_tick_stopped_between_tellings_leaves_the_rest_to_the_next(
+        lab: Flask, monkeypatch: pytest.MonkeyPatch) -> None:
+    tell = tick._Teller.tell
+    units = [0]
+
+    def stopping(self: tick._Teller, now: datetime) -> None:
+        units[0] += 1
+        if units[0] == 2:
+            raise Stopped
+        tell(self, now)
+
+    monkeypatch.setattr(tick._Teller, "tell", stopping)
+    with pytest.raises(Stopped):
+        tick.evaluate(NOW)
+    assert _states() == (SAMPLES, 4) and _bells() == 1, "the first unit stands, alone"
+    monkeypatch.setattr(tick._Teller, "tell", tell)
+    report = tick.evaluate(NOW)
+    assert (report.started, report.notifications) == (0, 2)
+    assert _states() == (SAMPLES, SAMPLES) and _bells() == 3
+    _told_once(lab)
+
+
+def test_a_tick_stopped_between_claims_leaves_the_rest_to_the_next(
+        lab: Flask, monkeypatch: pytest.MonkeyPatch) -> None:
+    claim = tick._claim
+    units = [0]
+
+    def stopping(rule_id: str, entity_ids: Sequence[str], now: datetime) -> set[str]:
+        units[0] += 1
+        if units[0] == 2:
+            raise Stopped
+        return claim(rule_id, entity_ids, now)
+
+    monkeypatch.setattr(tick, "_claim", stopping)
+    with pytest.raises(Stopped):
+        tick.evaluate(NOW)
+    assert _states() == (3, 0) and _bells() == 0, "claimed, nobody told yet"
+    monkeypatch.setattr(tick, "_claim", claim)
+    report = tick.evaluate(NOW)
+    assert (report.started, report.notifications) == (SAMPLES - 3, 3)
+    assert _states() == (SAMPLES, SAMPLES) and _bells() == 3
+    _told_once(lab)
