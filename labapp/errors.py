@@ -9,7 +9,8 @@ of its own (OData under ``/odata``) registers a renderer for its path prefix
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from flask import Flask, Response, current_app, render_template, request
@@ -233,10 +234,43 @@ def _handle_operational_error(error: OperationalError) -> Response:
     message = str(original).lower()
     if "database is locked" in message or "database is busy" in message:
         log.warning("database busy on %s %s", request.method, request.path)
+        holder = _busy_holder()
+        if holder is not None:
+            return _respond(503, "database_busy", "Database busy", holder.detail,
+                            headers={"Retry-After": str(holder.retry_after)})
         return _respond(503, "database_busy", "Database busy",
                         "The database was busy with other writes for too long; nothing was "
                         "saved. Send the request again.", headers={"Retry-After": RETRY_AFTER_BUSY})
     return _handle_unexpected(error)
+
+
+@dataclass(frozen=True)
+class BusyHolder:
+    """What holds the database's write lock for long, as a refused writer is told it:
+    ``detail`` names it, ``retry_after`` is the seconds to wait."""
+
+    detail: str
+    retry_after: int
+
+
+# app.extensions: callables telling what holds the write lock for long now (or None); a
+# feature with long write units registers one (imports: a commit being written).
+BUSY_HOLDERS = "labapp.errors.busy_holders"
+
+
+def _busy_holder() -> BusyHolder | None:
+    """The first long holder of the write lock a feature names; None when none does, or
+    when asking fails (the refused request is answered all the same)."""
+    holders: list[Callable[[], BusyHolder | None]] = current_app.extensions.get(BUSY_HOLDERS, [])
+    for holder in holders:
+        try:
+            found = holder()
+        except Exception:
+            log.exception("asking %r what holds the database failed", holder)
+            continue
+        if found is not None:
+            return found
+    return None
 
 
 def reject_nul_characters() -> None:

@@ -16,6 +16,7 @@ from sqlalchemy import func, select
 
 from labapp import liveness
 from labapp.db import db
+from labapp.errors import BUSY_HOLDERS, BusyHolder
 from labapp.model import ImportJob
 
 START = "flask --app labapp worker"
@@ -69,6 +70,32 @@ def waiting_problem() -> str | None:
     return f"{imports} and no worker is running; start one with `{START}`."
 
 
+RETRY_WHILE_WRITTEN = 5  # seconds a writer refused during an import's commit is told to wait
+
+
+def import_being_written() -> BusyHolder | None:
+    """For a write SQLite refused after its busy timeout: the import whose commit is being
+    written (it holds the write lock for its whole transaction, minutes for the largest
+    files), named so the writer knows why and how long; None when no commit runs. Read in
+    a session of its own: the refused request's has failed."""
+    session = db.session.session_factory()
+    try:
+        job = session.scalars(select(ImportJob).where(
+            ImportJob.status == "running", ImportJob.dry_run.is_(False))
+            .order_by(ImportJob.started_utc).limit(1)).first()
+    finally:
+        session.close()
+    if job is None:
+        return None
+    rows = "" if job.progress_total is None else f" of {job.progress_total:,} rows"
+    return BusyHolder(
+        f"An import{rows} ({job.filename}, import {job.id}) is being written and holds the "
+        "database until it ends; nothing was saved. Send the request again in a moment.",
+        RETRY_WHILE_WRITTEN)
+
+
 def init_app(app: Flask) -> None:
-    """Report imports waiting without a worker in ``/healthz`` (as ``worker``: degraded)."""
+    """Report imports waiting without a worker in ``/healthz`` (as ``worker``: degraded), and
+    name an import being written to the writers SQLite refused meanwhile."""
     app.extensions.setdefault("labapp.health.degraded", {})["worker"] = waiting_problem
+    app.extensions.setdefault(BUSY_HOLDERS, []).append(import_being_written)
