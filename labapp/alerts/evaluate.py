@@ -171,6 +171,22 @@ def _places(location_ids: Iterable[str]) -> dict[str, _Place]:
     return found
 
 
+@dataclass(frozen=True)
+class _Known:
+    """What the messages say of the items (and of their places), read before telling."""
+
+    items: dict[str, Item]
+    described: dict[str, _Described]
+    places: dict[str, _Place]
+
+    @classmethod
+    def read(cls, ids_by_class: dict[str, set[str]]) -> _Known:
+        described = _described(ids_by_class)
+        return cls(placed(entity_id for ids in ids_by_class.values() for entity_id in ids),
+                   described, _places(about.location_id for about in described.values()
+                                      if about.location_id))
+
+
 class _Teller:
     """Collects, per recipient, the items each rule tells them, then tells them: one bell
     line per rule, one e-mail per recipient and cadence."""
@@ -211,14 +227,16 @@ class _Teller:
         told.sort(key=lambda found: ((found.name or "").lower(), found.id))
         return wording.Told(rule, eclass, told, self._owner(rule))
 
-    def tell(self, now: datetime) -> None:
-        by_class: dict[str, set[str]] = defaultdict(set)
-        for parts in self.parts.values():
-            for _, eclass, items in parts:
-                by_class[eclass].update(item.id for item in items)
-        described = _described(by_class)
-        places = _places(about.location_id for about in described.values()
-                         if about.location_id)
+    def tell(self, now: datetime, read: _Known | None = None) -> None:
+        """Raise the bell lines and queue the e-mails of what was added; ``read`` holds what
+        was read of the items beforehand (outside the write unit), else it is read now."""
+        if read is None:
+            by_class: dict[str, set[str]] = defaultdict(set)
+            for parts in self.parts.values():
+                for _, eclass, items in parts:
+                    by_class[eclass].update(item.id for item in items)
+            read = _Known.read(by_class)
+        described, places = read.described, read.places
         today = now.astimezone(UTC).date()
         for (user_id, cadence), parts in sorted(self.parts.items()):
             known = self.actors.get(user_id)
@@ -314,13 +332,33 @@ def _track(rule_id: str, matching: set[str], now: datetime, report: Report) -> N
             report.started += len(_claim(rule_id, chunk, now))
 
 
+def _untold(rule_ids: Sequence[str], matched: dict[str, set[str]]) -> dict[str, set[str]]:
+    """Ids of up to :data:`TELL_CHUNK` states not told yet that still match, by class, read
+    before the unit that tells them (what is read then is not read under the write lock)."""
+    states = table_of(AlertState)
+    try:
+        eclass_of = dict(db.session.execute(select(AlertRule.id, AlertRule.eclass)
+                                            .where(AlertRule.id.in_(rule_ids))).all())
+        found: dict[str, set[str]] = defaultdict(set)
+        for rule_id, entity_id in db.session.execute(
+                select(states.c.rule_id, states.c.entity_id)
+                .where(states.c.rule_id.in_(rule_ids), states.c.alerted_utc.is_(None))
+                .order_by(states.c.rule_id, states.c.entity_id).limit(TELL_CHUNK)):
+            if entity_id in matched.get(rule_id, ()) and rule_id in eclass_of:
+                found[eclass_of[rule_id]].add(entity_id)
+        return found
+    finally:
+        db.session.rollback()
+
+
 def _tell_chunk(rule_ids: Sequence[str], digests: set[str], first: bool,
                 matched: dict[str, set[str]], now: datetime, mail: MailSettings,
                 report: Report) -> bool:
     """One unit of telling: up to :data:`TELL_CHUNK` items not told yet, of the immediate
     rules and of the digest rules whose digest this worker sends now (decided in the
-    ``first`` unit, which moves their due time on: ``digests`` collects them). Whether any
-    state was marked told."""
+    ``first`` unit, which moves their due time on: ``digests`` collects them). What the
+    messages say of the items is read before the unit. Whether any state was marked told."""
+    known = _Known.read(_untold(rule_ids, matched))
     with transaction():
         rules = list(db.session.scalars(select(AlertRule).where(
             AlertRule.id.in_(rule_ids), AlertRule.active.is_(True)).order_by(AlertRule.id)))
@@ -340,12 +378,18 @@ def _tell_chunk(rule_ids: Sequence[str], digests: set[str], first: bool,
             if told:
                 telling.append((rule, told))
         if telling:
+            missing = {entity_id for _, ids in telling for entity_id in ids
+                       if entity_id not in known.items}
+            if missing:  # taken, but not among those read before: read them all now
+                by_class: dict[str, set[str]] = defaultdict(set)
+                for rule, ids in telling:
+                    by_class[rule.eclass].update(ids)
+                known = _Known.read(by_class)
             teller = _Teller(mail, report)
-            items = placed(entity_id for _, ids in telling for entity_id in ids)
             for rule, ids in telling:
-                teller.add(rule, rule.eclass, [items[entity_id] for entity_id in ids
-                                               if entity_id in items])
-            teller.tell(now)
+                teller.add(rule, rule.eclass, [known.items[entity_id] for entity_id in ids
+                                               if entity_id in known.items])
+            teller.tell(now, known)
     return budget < TELL_CHUNK
 
 

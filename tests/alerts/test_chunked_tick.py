@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 from flask import Flask
@@ -44,10 +45,10 @@ def lab(fresh_app: Callable[..., Flask], monkeypatch: pytest.MonkeyPatch) -> Ite
     app.extensions["told"] = told
     tell = tick._Teller.tell
 
-    def recording(self: tick._Teller, now: datetime) -> None:
+    def recording(self: tick._Teller, now: datetime, read: Any = None) -> None:
         telling = [item.id for parts in self.parts.values() for _, _, items in parts
                    for item in items]
-        tell(self, now)
+        tell(self, now, read)
         after_commit(lambda: told.extend(dict.fromkeys(telling)))
 
     monkeypatch.setattr(tick._Teller, "tell", recording)
@@ -93,11 +94,11 @@ def test_a_tick_stopped_between_tellings_leaves_the_rest_to_the_next(
     tell = tick._Teller.tell
     units = [0]
 
-    def stopping(self: tick._Teller, now: datetime) -> None:
+    def stopping(self: tick._Teller, now: datetime, read: Any = None) -> None:
         units[0] += 1
         if units[0] == 2:
             raise Stopped
-        tell(self, now)
+        tell(self, now, read)
 
     monkeypatch.setattr(tick._Teller, "tell", stopping)
     with pytest.raises(Stopped):
