@@ -48,7 +48,7 @@ from labapp.model.types import utc_now
 from labapp.notifications.service import ALERT, raise_for
 
 CHUNK = 500  # rows per INSERT or DELETE statement, and per write unit of the states
-TELL_CHUNK = 2000  # items told per write unit (of all rules)
+TELL_CHUNK = 500  # items told per write unit (of all rules)
 # The fields a message tells of an item, when its class has them: its expiry date, and where
 # it is stored (the location and the slot there).
 EXPIRY_FIELD, PLACE_FIELD, SLOT_FIELD = "expiryDate", "locationID", "position"
