@@ -79,18 +79,29 @@ class WriteUnits:
 
     def __init__(self, engine: Engine) -> None:
         self.seconds: list[float] = []
+        self.longest = (0.0, "")  # the longest unit and its first write statement
         event.listen(engine, "begin", self._begin)
+        event.listen(engine, "before_cursor_execute", self._statement)
         event.listen(engine, "commit", self._end)
         event.listen(engine, "rollback", self._end)
 
     def _begin(self, connection: Connection) -> None:
         if connection.get_execution_options().get("labapp_write"):
             connection.info["bench.write_began"] = time.perf_counter()
+            connection.info["bench.first_write"] = ""
+
+    def _statement(self, connection: Connection, _cursor: object, statement: str,
+                   *_: object) -> None:
+        if connection.info.get("bench.first_write") == "" and not statement.startswith(
+                ("SELECT", "BEGIN")):
+            connection.info["bench.first_write"] = " ".join(statement.split())[:70]
 
     def _end(self, connection: Connection) -> None:
         began = connection.info.pop("bench.write_began", None)
+        first = connection.info.pop("bench.first_write", "")
         if began is not None:
             self.seconds.append(time.perf_counter() - began)
+            self.longest = max(self.longest, (self.seconds[-1], first))
 
     def take(self) -> list[float]:
         """The durations recorded since the last take."""
@@ -124,7 +135,7 @@ def run(backend: str, total: int) -> dict[str, float]:
         first_units = units.take()
         print(f"  [{backend}] first tick {first:.3f} s: {report.matching:,} matching items, "
               f"{report.started:,} started, {report.notifications} bells; "
-              f"{_longest(first_units)}")
+              f"{_longest(first_units)}; the longest began with: {units.longest[1]}")
         steady = [_tick(bench, NOW + timedelta(seconds=60 * (run + 1)))[0]
                   for run in range(RUNS)]
         with bench.engine.begin() as connection:
