@@ -2,14 +2,15 @@
 does not know them yet, the user's roles and grant sets.
 
 Each worker process keeps, per application, the roles and grant sets of the users it has
-seen, with the user's ``actor_version``: a number the database's triggers bump on any change
-of the user's roles, grants (their own or their home department's), account or home
-department (migration ``7b1d3f5a9c20``). The one statement that checks a credential also
-reads the user's row and version; only when the version differs from the remembered one do
-its correlated subqueries aggregate the roles and grants (a ``CASE`` evaluates them only
-then). Whatever another worker changed, the next request of any worker sees it: a revoked
-token, an ended login or a deactivated account fail the statement's own conditions, and a
-role or grant taken away bumps the version it compares.
+seen, with the user's ``actor_version``: a number the database's triggers replace by a
+never-used one on any change of the user's roles, grants (their own or their home
+department's), account or home department (migration ``7b1d3f5a9c20``), so that an equal
+number means an unchanged actor even across rolled-back transactions. The one statement
+that checks a credential also reads the user's row and version; only when the version
+differs from the remembered one do its correlated subqueries aggregate the roles and grants
+(a ``CASE`` evaluates them only then). Whatever another worker changed, the next request of
+any worker sees it: a revoked token, an ended login or a deactivated account fail the
+statement's own conditions, and a role or grant taken away renews the version it compares.
 """
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ from labapp.model.types import utc_now
 
 WRITE = "Write"
 _SEPARATOR = "\x1f"  # the ASCII unit separator: in no role name and no id
-_UNKNOWN = -1  # a version no user has: the statement aggregates everything
+_UNKNOWN = -1  # a version no user has (they are never negative): aggregate everything
 _EXTENSION = "labapp.actor_grants"
 
 _user = User.__table__

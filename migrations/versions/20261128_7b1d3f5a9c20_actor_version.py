@@ -1,9 +1,12 @@
 """actor version (issue 33 §6)
 
-``app_user.actor_version``: a number the database bumps on every change of what a user's
-actor is made of, so that each worker process may keep the actor's roles and grant sets
-in memory and know, from the one statement that authenticates a request, whether they are
-still true (``labapp.auth.actors``). Triggers bump it, whatever path makes the change:
+``app_user.actor_version``: a number the database replaces by a new one on every change of
+what a user's actor is made of, so that each worker process may keep the actor's roles and
+grant sets in memory and know, from the one statement that authenticates a request,
+whether they are still true (``labapp.auth.actors``). A new number is never one used
+before, even after a rolled-back transaction brought an older state back (with its own
+number): PostgreSQL takes it from a sequence, which no rollback rewinds; SQLite draws 62
+random bits. Triggers set it when a user is inserted and whatever path makes a change:
 
 - a role given to, taken from or changed on the user (``user_role``);
 - a grant to the user, or to the user's home department (``department_access``,
@@ -12,7 +15,7 @@ still true (``labapp.auth.actors``). Triggers bump it, whatever path makes the c
   changed (``entity``, rows of class User).
 
 SQLite: row triggers per table and operation. PostgreSQL: a row trigger per table on a
-plpgsql function (a BEFORE trigger on ``app_user`` itself, sparing a second update of the
+plpgsql function (BEFORE triggers on ``app_user`` itself, sparing a second update of the
 row); an entity update that changes no user's name or department fires nothing, thanks to
 the trigger's WHEN.
 
@@ -30,7 +33,11 @@ down_revision = '5e3d9a7c1f42'
 branch_labels = None
 depends_on = None
 
-BUMP = "UPDATE app_user SET actor_version = actor_version + 1 WHERE "
+SEQUENCE = "actor_version_seq"
+# A number never used before: 62 random bits on SQLite (no sequences there), a sequence's
+# next value on PostgreSQL.
+SQLITE_NEW = "(random() & 4611686018427387903)"
+POSTGRESQL_NEW = f"nextval('{SEQUENCE}')"
 # The grant tables and the column naming a grantee department (its members hold the grant).
 GRANT_TABLES = {"department_access": "access_department_id", "project_access": "department_id"}
 USER_CHANGES = ("old.department_id IS NOT new.department_id OR old.name IS NOT new.name")
@@ -42,37 +49,45 @@ def _grantees(row: str, department_column: str) -> str:
             f"app_user.id AND entity.department_id = {row}.{department_column})")
 
 
+def _bump(new: str) -> str:
+    return f"UPDATE app_user SET actor_version = {new} WHERE "
+
+
 def _sqlite_triggers() -> list[str]:
+    bump = _bump(SQLITE_NEW)
     statements = [
+        "CREATE TRIGGER actor_version_app_user_insert AFTER INSERT ON app_user "
+        f"BEGIN {bump}id = new.id; END",
         "CREATE TRIGGER actor_version_user_role_insert AFTER INSERT ON user_role "
-        f"BEGIN {BUMP}id = new.user_id; END",
+        f"BEGIN {bump}id = new.user_id; END",
         "CREATE TRIGGER actor_version_user_role_delete AFTER DELETE ON user_role "
-        f"BEGIN {BUMP}id = old.user_id; END",
+        f"BEGIN {bump}id = old.user_id; END",
         "CREATE TRIGGER actor_version_user_role_update AFTER UPDATE ON user_role "
-        f"BEGIN {BUMP}id IN (old.user_id, new.user_id); END",
+        f"BEGIN {bump}id IN (old.user_id, new.user_id); END",
         "CREATE TRIGGER actor_version_app_user_active AFTER UPDATE OF is_active ON app_user "
-        f"WHEN old.is_active IS NOT new.is_active BEGIN {BUMP}id = new.id; END",
+        f"WHEN old.is_active IS NOT new.is_active BEGIN {bump}id = new.id; END",
         "CREATE TRIGGER actor_version_entity_user AFTER UPDATE OF department_id, name ON "
-        f"entity WHEN new.eclass = 'User' AND ({USER_CHANGES}) BEGIN {BUMP}id = new.id; END",
+        f"entity WHEN new.eclass = 'User' AND ({USER_CHANGES}) BEGIN {bump}id = new.id; END",
     ]
     for table, column in GRANT_TABLES.items():
         statements += [
             f"CREATE TRIGGER actor_version_{table}_insert AFTER INSERT ON {table} "
-            f"BEGIN {BUMP}{_grantees('new', column)}; END",
+            f"BEGIN {bump}{_grantees('new', column)}; END",
             f"CREATE TRIGGER actor_version_{table}_delete AFTER DELETE ON {table} "
-            f"BEGIN {BUMP}{_grantees('old', column)}; END",
+            f"BEGIN {bump}{_grantees('old', column)}; END",
             f"CREATE TRIGGER actor_version_{table}_update AFTER UPDATE ON {table} "
-            f"BEGIN {BUMP}{_grantees('old', column)}; {BUMP}{_grantees('new', column)}; END",
+            f"BEGIN {bump}{_grantees('old', column)}; {bump}{_grantees('new', column)}; END",
         ]
     return statements
 
 
 def _pg_function(name: str, old: str, new: str) -> str:
+    bump = _bump(POSTGRESQL_NEW)
     return f"""
 CREATE FUNCTION {name}() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    IF TG_OP <> 'INSERT' THEN {BUMP}{old}; END IF;
-    IF TG_OP <> 'DELETE' THEN {BUMP}{new}; END IF;
+    IF TG_OP <> 'INSERT' THEN {bump}{old}; END IF;
+    IF TG_OP <> 'DELETE' THEN {bump}{new}; END IF;
     RETURN NULL;
 END $$"""
 
@@ -85,9 +100,11 @@ def _postgresql_triggers() -> list[str]:
         """
 CREATE FUNCTION actor_version_app_user() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    NEW.actor_version := OLD.actor_version + 1;
+    NEW.actor_version := nextval('actor_version_seq');
     RETURN NEW;
 END $$""",
+        "CREATE TRIGGER actor_version_insert BEFORE INSERT ON app_user FOR EACH ROW "
+        "EXECUTE FUNCTION actor_version_app_user()",
         "CREATE TRIGGER actor_version BEFORE UPDATE OF is_active ON app_user FOR EACH ROW "
         "WHEN (OLD.is_active IS DISTINCT FROM NEW.is_active) "
         "EXECUTE FUNCTION actor_version_app_user()",
@@ -108,20 +125,24 @@ END $$""",
 
 
 def upgrade():
-    op.add_column('app_user', sa.Column('actor_version', sa.Integer(), nullable=False,
+    op.add_column('app_user', sa.Column('actor_version', sa.BigInteger(), nullable=False,
                                         server_default=sa.text('0')))
     postgresql = op.get_bind().dialect.name == "postgresql"
+    if postgresql:
+        op.execute(f"CREATE SEQUENCE {SEQUENCE}")
     for statement in _postgresql_triggers() if postgresql else _sqlite_triggers():
         op.execute(statement)
 
 
 def downgrade():
     if op.get_bind().dialect.name == "postgresql":
+        op.execute("DROP TRIGGER actor_version_insert ON app_user")
         for table in ("user_role", "app_user", "entity", *GRANT_TABLES):
             op.execute(f"DROP TRIGGER actor_version ON {table}")
             op.execute(f"DROP FUNCTION actor_version_{table}()")
+        op.execute(f"DROP SEQUENCE {SEQUENCE}")
     else:
-        triggers = ["user_role_insert", "user_role_delete", "user_role_update",
+        triggers = ["app_user_insert", "user_role_insert", "user_role_delete", "user_role_update",
                     "app_user_active", "entity_user"]
         triggers += [f"{table}_{operation}" for table in GRANT_TABLES
                      for operation in ("insert", "delete", "update")]
