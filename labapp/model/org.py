@@ -82,7 +82,7 @@ class User(Entity):
     # any change of their roles, grants, account or home department (migration
     # 7b1d3f5a9c20); labapp.auth.actors keys its memory on it.
     actor_version: Mapped[int] = mapped_column(BigInteger, server_default=text("0"),
-                                               info={"hidden": True})
+                                               info={"hidden": True, "local": True})
 
     role_links: Mapped[list[UserRole]] = relationship(
         UserRole, cascade="all, delete-orphan", lazy="selectin")
