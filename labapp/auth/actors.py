@@ -16,10 +16,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from functools import cache
 from typing import Any
 
 from flask import current_app
-from sqlalchemy import ColumnElement, Row, Select, and_, case, func, or_, select
+from sqlalchemy import (
+    ColumnElement,
+    Row,
+    Select,
+    and_,
+    bindparam,
+    case,
+    func,
+    or_,
+    select,
+)
 from sqlalchemy.orm import InstrumentedAttribute
 
 from labapp.access.actor import Actor
@@ -66,9 +77,9 @@ def _aggregated(column: ColumnElement[Any] | InstrumentedAttribute[Any],
         .scalar_subquery()
 
 
-def _grant_columns(known_version: int) -> list[Any]:
+def _grant_columns() -> list[Any]:
     """Roles, department grants and project grants as ``access:target`` strings, each
-    aggregated only when the user's version is not ``known_version``."""
+    aggregated only when the user's version is not the ``known_version`` parameter."""
     home = _entity.c.department_id
     department_grants = _aggregated(
         DepartmentAccess.access_type + ":" + DepartmentAccess.department_id,
@@ -78,19 +89,52 @@ def _grant_columns(known_version: int) -> list[Any]:
         ProjectAccess.access_type + ":" + ProjectAccess.project_id,
         or_(ProjectAccess.user_id == _user.c.id, ProjectAccess.department_id == home))
     roles = _aggregated(UserRole.role_name, UserRole.user_id == _user.c.id)
-    known = _user.c.actor_version == known_version
+    known = _user.c.actor_version == bindparam("known_version")
     return [case((known, None), else_=subquery).label(name) for name, subquery in (
         ("roles", roles), ("department_grants", department_grants),
         ("project_grants", project_grants))]
 
 
-def _statement(user_id: str, *columns: Any) -> Select[Any]:
-    """The user's row joined with ``columns``' tables, plus the grant columns."""
-    version = _remembered().get(user_id, (_UNKNOWN, None))[0]
+def _statement(*columns: Any) -> Select[Any]:
+    """The row of the ``user_id`` parameter's user joined with ``columns``' tables, plus the
+    grant columns. Built once per statement kind (:func:`functools.cache`): building it
+    cost more than running it."""
     return (select(_user.c.id, _entity.c.name, _entity.c.department_id, _user.c.is_active,
-                   _user.c.actor_version, *_grant_columns(version), *columns)
+                   _user.c.actor_version, *_grant_columns(), *columns)
             .select_from(_user.join(_entity, _entity.c.id == _user.c.id))
-            .where(_user.c.id == user_id))
+            .where(_user.c.id == bindparam("user_id")))
+
+
+def _parameters(user_id: str, **others: Any) -> dict[str, Any]:
+    """The parameters of a statement of :func:`_statement`: the user and the version this
+    worker remembers of them."""
+    return {"user_id": user_id,
+            "known_version": _remembered().get(user_id, (_UNKNOWN, None))[0], **others}
+
+
+@cache
+def _pat_statement() -> Select[Any]:
+    token = PersonalAccessToken.__table__
+    return (_statement(token.c.id.label("token_id"), token.c.last_used_utc)
+            .join(token, token.c.user_id == _user.c.id)
+            .where(token.c.token_hash == bindparam("token_hash"),
+                   token.c.revoked_utc.is_(None),
+                   or_(token.c.expires_utc.is_(None), token.c.expires_utc > bindparam("now")),
+                   _user.c.is_active.is_(True)))
+
+
+@cache
+def _login_statement() -> Select[Any]:
+    login = LoginSession.__table__
+    return (_statement().join(login, and_(login.c.user_id == _user.c.id,
+                                          login.c.id == bindparam("session_id")))
+            .where(login.c.revoked_utc.is_(None), login.c.expires_utc > bindparam("now"),
+                   _user.c.is_active.is_(True)))
+
+
+@cache
+def _password_statement() -> Select[Any]:
+    return _statement(_user.c.password_hash)
 
 
 def _split(aggregated: str | None) -> list[str]:
@@ -144,13 +188,8 @@ def actor_for_pat(username: str, value: str) -> PatUse | None:
     """The actor of the active owner of a valid, unexpired, unrevoked PAT, or None: one
     statement."""
     now = utc_now()
-    token = PersonalAccessToken.__table__
-    row = db.session.execute(
-        _statement(username, token.c.id.label("token_id"), token.c.last_used_utc)
-        .join(token, token.c.user_id == _user.c.id)
-        .where(token.c.token_hash == tokens.token_hash(value), token.c.revoked_utc.is_(None),
-               or_(token.c.expires_utc.is_(None), token.c.expires_utc > now),
-               _user.c.is_active.is_(True))).first()
+    row = db.session.execute(_pat_statement(), _parameters(
+        username, token_hash=tokens.token_hash(value), now=now)).first()
     if row is None:
         return None
     last_used: datetime | None = row.last_used_utc
@@ -161,12 +200,8 @@ def actor_for_pat(username: str, value: str) -> PatUse | None:
 def actor_for_login(user_id: str, session_id: str, method: str) -> Actor | None:
     """The actor of an active user's login that is neither revoked nor expired, or None:
     one statement (a Bearer token's or a browser cookie's login)."""
-    login = LoginSession.__table__
-    row = db.session.execute(
-        _statement(user_id).join(login, and_(login.c.user_id == _user.c.id,
-                                             login.c.id == session_id))
-        .where(login.c.revoked_utc.is_(None), login.c.expires_utc > utc_now(),
-               _user.c.is_active.is_(True))).first()
+    row = db.session.execute(_login_statement(), _parameters(
+        user_id, session_id=session_id, now=utc_now())).first()
     return actor_of(row, method, session_id) if row is not None else None
 
 
@@ -175,4 +210,4 @@ def user_with_password(username: str) -> Row[Any] | None:
     statement, whose row :func:`actor_of` turns into the actor."""
     if not username:
         return None
-    return db.session.execute(_statement(username, _user.c.password_hash)).first()
+    return db.session.execute(_password_statement(), _parameters(username)).first()
