@@ -41,16 +41,17 @@ class Server:
 
 
 @contextmanager
-def gunicorn(environment: dict[str, str], workers: int = WORKERS) -> Iterator[Server]:
-    """Serve ``labapp:create_app()`` as ``make run`` does (its settings module,
-    ``labapp.serving``) with ``environment`` added to this process's; stopped (SIGTERM, then
-    waited for) on exit."""
+def gunicorn(environment: dict[str, str], workers: int = WORKERS,
+             application: str = "labapp:create_app()") -> Iterator[Server]:
+    """Serve ``application`` (by default ``labapp:create_app()``) as ``make run`` does (its
+    settings module, ``labapp.serving``) with ``environment`` added to this process's;
+    stopped (SIGTERM, then waited for) on exit."""
     port = free_port()
     env = {**os.environ, **environment}
     process = subprocess.Popen(
         [sys.executable, "-m", "gunicorn", "-c", "python:labapp.serving", "--bind",
          f"127.0.0.1:{port}", "--workers", str(workers), "--log-level", "warning",
-         "labapp:create_app()"],
+         application],
         env=env, cwd=Path(__file__).resolve().parent.parent)
     server = Server("127.0.0.1", port, process.pid)
     try:

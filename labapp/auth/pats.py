@@ -11,11 +11,11 @@ from labapp.access.actor import Actor
 from labapp.auth import secrets as tokens
 from labapp.db import db
 from labapp.errors import InvalidInput, NotFound
-from labapp.model import PersonalAccessToken, User
+from labapp.model import PersonalAccessToken
 from labapp.model.types import utc_now
 
 # Writing last-used on every request would turn every read into a write.
-_LAST_USED_RESOLUTION = timedelta(minutes=1)
+LAST_USED_RESOLUTION = timedelta(minutes=1)
 
 
 @dataclass(frozen=True)
@@ -55,30 +55,6 @@ def revoke(actor: Actor, token_id: str) -> None:
     if token is None or token.user_id != actor.user_id or token.revoked_utc is not None:
         raise NotFound(f"No personal access token {token_id!r}.")
     token.revoked_utc = utc_now()
-
-
-@dataclass(frozen=True)
-class PatMatch:
-    """The owner of a valid PAT; ``stale_use`` when its last-used time needs writing."""
-
-    user: User
-    token_id: str
-    stale_use: bool
-
-
-def user_for_pat(username: str, value: str) -> PatMatch | None:
-    """The active owner of a valid, unexpired, unrevoked PAT, or None. Reads only."""
-    now = utc_now()
-    token = db.session.scalar(select(PersonalAccessToken).where(
-        PersonalAccessToken.token_hash == tokens.token_hash(value)))
-    if (token is None or token.user_id != username or token.revoked_utc is not None
-            or (token.expires_utc is not None and token.expires_utc <= now)):
-        return None
-    user = db.session.get(User, username)
-    if user is None or not user.is_active:
-        return None
-    stale = token.last_used_utc is None or now - token.last_used_utc > _LAST_USED_RESOLUTION
-    return PatMatch(user, token.id, stale)
 
 
 def record_use(token_id: str) -> None:

@@ -227,33 +227,23 @@ def session_cookie_value(session_id: str, user_id: str) -> str:
     return _serializer(_COOKIE_SALT).dumps({"u": user_id, "s": session_id})
 
 
-def _active_session_user(user_id: str, session_id: str) -> User | None:
-    now = utc_now()
-    return db.session.scalar(
-        select(User).join(LoginSession, LoginSession.user_id == User.id)
-        .where(LoginSession.id == session_id, LoginSession.user_id == user_id,
-               LoginSession.revoked_utc.is_(None), LoginSession.expires_utc > now,
-               User.is_active.is_(True)))
-
-
-def user_for_access_token(token: str) -> tuple[User, str]:
-    """The user and login of a valid access token; raises :class:`InvalidToken`."""
+def access_token_login(token: str) -> tuple[str, str]:
+    """``(user id, login id)`` of a well-signed, unexpired access token; raises
+    :class:`InvalidToken`. Whether the login still holds is for
+    :func:`labapp.auth.actors.actor_for_login`, which reads it with the user."""
     try:
         claims = _serializer(_ACCESS_SALT).loads(token, max_age=ACCESS_TOKEN_SECONDS)
     except BadSignature:
         raise InvalidToken("The access token is invalid or has expired.") from None
-    user = _active_session_user(claims.get("u", ""), claims.get("s", ""))
-    if user is None:
-        raise InvalidToken("The access token has been revoked.")
-    return user, claims["s"]
+    return str(claims.get("u", "")), str(claims.get("s", ""))
 
 
-def user_for_session_cookie(cookie: str) -> tuple[User, str] | None:
-    """The user and login behind a browser cookie, or None when it is stale or forged."""
+def session_cookie_login(cookie: str) -> tuple[str, str] | None:
+    """``(user id, login id)`` of a well-signed browser cookie, or None when it is stale or
+    forged (whether the login still holds: as for :func:`access_token_login`)."""
     try:
         claims = _serializer(_COOKIE_SALT).loads(
             cookie, max_age=int(KEEP_ALIVE_LIFETIME.total_seconds()))
     except BadSignature:
         return None
-    user = _active_session_user(claims.get("u", ""), claims.get("s", ""))
-    return (user, claims["s"]) if user is not None else None
+    return str(claims.get("u", "")), str(claims.get("s", ""))

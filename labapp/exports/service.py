@@ -84,8 +84,10 @@ def exported_tables() -> list[Table]:
 
 def exported_columns(table: Table) -> list[Column[Any]]:
     """The columns of ``table`` in the current data model, extension fields included (a
-    field a later model dropped stays mapped in a running process, and is left out)."""
-    return expected_columns(table)
+    field a later model dropped stays mapped in a running process, and is left out), but
+    not the numbers a database keeps of its own (``info={"local": True}``: a user's
+    ``actor_version``, which the database renews when the row is restored)."""
+    return [column for column in expected_columns(table) if not column.info.get("local")]
 
 
 def present_columns(connection: Connection, tables: list[Table]) -> dict[str, list[Column[Any]]]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 from datetime import date, datetime
 from typing import Any
 
-from sqlalchemy import Boolean, Date, ForeignKey, String
+from sqlalchemy import BigInteger, Boolean, Date, ForeignKey, String, text
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from labapp.db import Model
@@ -78,6 +78,11 @@ class User(Entity):
     password_hash: Mapped[str | None] = mapped_column(String(255), info={"hidden": True})
     settings: Mapped[dict[str, Any]] = mapped_column(JsonObject, default=dict,
                                                      info={"hidden": True})
+    # Set to a never-used number by the database's triggers when the user is inserted and on
+    # any change of their roles, grants, account or home department (migration
+    # 7b1d3f5a9c20); labapp.auth.actors keys its memory on it.
+    actor_version: Mapped[int] = mapped_column(BigInteger, server_default=text("0"),
+                                               info={"hidden": True, "local": True})
 
     role_links: Mapped[list[UserRole]] = relationship(
         UserRole, cascade="all, delete-orphan", lazy="selectin")

@@ -24,13 +24,11 @@ from flask_login import LoginManager, current_user
 from werkzeug.wrappers import Response as BaseResponse
 
 from labapp.access.actor import ANONYMOUS, Actor
-from labapp.access.grant_sets import actor_for
-from labapp.auth import basic_cache, pats, sessions, throttle
+from labapp.auth import actors, basic_cache, pats, sessions, throttle
 from labapp.auth.secrets import PAT_PREFIX, same
 from labapp.auth.sessions import TokenPair
-from labapp.db import db, transaction
+from labapp.db import transaction
 from labapp.errors import Forbidden, NotAuthenticated, wants_problem_json
-from labapp.model import User
 
 View = Callable[..., Any]
 
@@ -52,11 +50,6 @@ def client_address() -> str:
     return request.remote_addr or "unknown"
 
 
-def _actor(user: User, method: str, session_id: str | None = None) -> Actor:
-    return actor_for(user, method=method, session_id=session_id,
-                     on_premises=current_app.config["LABAPP"]["ON_PREMISES"])
-
-
 def _from_basic_password(username: str, password: str) -> Actor:
     """Basic ``username:password``; a success is remembered briefly (:mod:`basic_cache`).
 
@@ -65,32 +58,32 @@ def _from_basic_password(username: str, password: str) -> Actor:
     address = client_address()
     pair_failures = throttle.check(username, address)
     memory = basic_cache.memory()
-    user = db.session.get(User, username)
+    user = actors.user_with_password(username)
     if (user is not None and user.is_active and user.password_hash
             and memory.recalls(username, password, user.password_hash)):
-        return _actor(user, "basic")
+        return actors.actor_of(user, "basic")
     verified = sessions.check_password_recording_failure(username, password, address)
     if verified.fresh_hash is not None or pair_failures:
         with transaction():
             sessions.store_fresh_hash(verified)
             throttle.clear(username, address)
     memory.remember(username, password, verified.fresh_hash or verified.password_hash)
-    verified_user = db.session.get(User, verified.user_id)
+    verified_user = actors.user_with_password(verified.user_id)
     if verified_user is None:  # removed since its password was checked
         raise NotAuthenticated()
-    return _actor(verified_user, "basic")
+    return actors.actor_of(verified_user, "basic")
 
 
 def _from_basic(username: str, secret: str) -> Actor:
     """A valid PAT is never throttled; anything else is checked as a password (so a wrong PAT
     counts as a failed login)."""
     if secret.startswith(PAT_PREFIX):
-        match = pats.user_for_pat(username, secret)
-        if match is not None:
-            if match.stale_use:
+        use = actors.actor_for_pat(username, secret)
+        if use is not None:
+            if use.stale_use:
                 with transaction():
-                    pats.record_use(match.token_id)
-            return _actor(match.user, "pat")
+                    pats.record_use(use.token_id)
+            return use.actor
     return _from_basic_password(username, secret)
 
 
@@ -115,8 +108,11 @@ def _from_header() -> Actor:
         raise NotAuthenticated("The Authorization header is malformed or uses an unsupported "
                                "scheme; use Bearer or Basic.", code="invalid_authorization")
     if auth.type == "bearer":
-        user, session_id = sessions.user_for_access_token(auth.token or "")
-        return _actor(user, "bearer", session_id)
+        user_id, session_id = sessions.access_token_login(auth.token or "")
+        actor = actors.actor_for_login(user_id, session_id, "bearer")
+        if actor is None:
+            raise sessions.InvalidToken("The access token has been revoked.")
+        return actor
     credentials = _basic_credentials()
     if credentials is None:
         raise NotAuthenticated("The Basic credentials are malformed; send "
@@ -126,11 +122,9 @@ def _from_header() -> Actor:
 
 def _from_cookie() -> Actor:
     cookie = request.cookies.get(SESSION_COOKIE)
-    found = sessions.user_for_session_cookie(cookie) if cookie else None
-    if found is None:
-        return ANONYMOUS
-    user, session_id = found
-    return _actor(user, "cookie", session_id)
+    login = sessions.session_cookie_login(cookie) if cookie else None
+    actor = actors.actor_for_login(*login, "cookie") if login is not None else None
+    return actor if actor is not None else ANONYMOUS
 
 
 def _authenticate() -> None:

@@ -20,6 +20,7 @@ from bench import (
     odata,
     readlock,
     report,
+    request_cost,
     search,
     storage,
     sync,
@@ -30,7 +31,7 @@ RUNS = PAGE.parent / "runs"
 TOPICS = [(report.TOPIC, report.TITLE), (report.QUERY_TOPIC, report.QUERY_TITLE),
           *((module.TOPIC, module.TITLE) for module in (
               auth, search, storage, dashboards, odata, sync, readlock, export, imports,
-              million_report))]
+              million_report, request_cost))]
 DAY = datetime(2026, 11, 28, 9, 30, tzinfo=UTC)
 FACTS = ["- Date: 2026-11-28 09:30 UTC; command: `python -m bench --search-only`",
          "- CPU: 2 × AMD EPYC; RAM: 24 GiB",
