@@ -39,11 +39,17 @@ from labapp.users.service import create_user
 
 # BACKEND is imported from here by many tests.
 from tests.databases import BACKEND, new_database, settle  # noqa: F401
+from tests.helpers.database_marker import mark_database_tests
 
 ADMIN_PASSWORD = "admin-password-for-tests"
 PASSWORD = "correct horse battery"
 SECRET_KEY = "test-secret-key-not-for-production"
 DEFAULT_DEPARTMENT = "DEP00001"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark the tests that touch a database ``db`` (see ``tests/helpers/database_marker.py``)."""
+    mark_database_tests(items)
 
 
 def build_app(instance: Path, database_url: str, **overrides: Any) -> Flask:
