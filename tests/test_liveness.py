@@ -16,7 +16,7 @@ import pytest
 from flask import Flask
 
 from labapp import liveness
-from tests.search.test_workers import ROOT
+from tests.helpers.processes import ROOT
 
 HOLD = ("import sys; from pathlib import Path; from labapp.liveness import Lock; "
         "lock = Lock(Path(sys.argv[1]), sys.argv[2]); print(lock.id, flush=True); "

@@ -25,7 +25,7 @@ from labapp.search.indexer import beat, heartbeat_path, worker_alive
 from labapp.storage import counts as location_counts
 from labapp.worker import Upkeep, run, upkeeps, worker_command
 from tests.conftest import BACKEND, run_init
-from tests.search.test_workers import ADMIN, wait_for
+from tests.helpers.processes import ADMIN, wait_for
 
 
 def test_each_feature_gives_one_upkeep(fresh_app: Callable[..., Flask]) -> None:

@@ -7,10 +7,8 @@ from __future__ import annotations
 import os
 import signal
 import sqlite3
-import subprocess
-import sys
-from collections.abc import Callable, Iterator
-from contextlib import ExitStack, contextmanager
+from collections.abc import Callable
+from contextlib import ExitStack
 
 import psycopg
 from flask import Flask
@@ -21,39 +19,23 @@ from labapp import liveness
 from labapp.db import db
 from labapp.imports import workers
 from labapp.model import ImportJob, ImportRow, Sample
-from tests.conftest import BACKEND, SECRET_KEY, run_init
+from tests.conftest import BACKEND, run_init
+from tests.helpers.processes import wait_for, worker_process
 from tests.imports.uploading import GOOD_CSV, queue_job
-from tests.search.test_workers import ROOT, wait_for
 
 ROWS = 10_000  # a commit of this many rows writes for seconds on either database
 FAILED_WITHIN = 60.0  # seconds: the issue's deadline
 STEADY_PROBES = 10  # a commit, not a short write, holds the lock this many probes in a row
 
 
-@contextmanager
-def worker_process(app: Flask) -> Iterator[subprocess.Popen]:
-    """``flask --app labapp worker`` on ``app``'s database and instance, once it holds its
-    lock file."""
-    settings = app.config["LABAPP"]
-    env = {**os.environ, "LABAPP_INSTANCE_PATH": settings["INSTANCE_PATH"],
-           "LABAPP_DATABASE_URL": settings["DATABASE_URL"], "LABAPP_SECRET_KEY": SECRET_KEY}
-    process = subprocess.Popen([sys.executable, "-m", "flask", "--app", "labapp", "worker"],
-                               env=env, cwd=ROOT, start_new_session=True,
-                               stdout=subprocess.DEVNULL)
-    try:
-        wait_for(lambda: process.pid in _worker_pids(app) or process.poll() is not None,
-                 "the worker's lock")
-        assert process.poll() is None, "the worker exited"
-        yield process
-    finally:
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-        process.wait(timeout=60)
-
-
 def _worker_pids(app: Flask) -> set[int]:
     with app.app_context():
         return {worker.pid for worker in liveness.alive()}
+
+
+def holds_its_lock(app: Flask, pid: int) -> bool:
+    """Whether the worker ``pid`` holds its lock file (what it takes before any job)."""
+    return pid in _worker_pids(app)
 
 
 def _job(app: Flask, job_id: str) -> ImportJob:
@@ -122,7 +104,8 @@ def test_a_worker_killed_mid_commit_fails_its_job_and_writes_nothing(
     run_init(app)
     rows = "Name\n" + "".join(f"K-{number}\n" for number in range(1, ROWS + 1))
     with ExitStack() as running:
-        started = [running.enter_context(worker_process(app)) for _ in range(2)]
+        started = [running.enter_context(worker_process(
+            app, ready=holds_its_lock, what="the worker's lock")) for _ in range(2)]
         job_id = queue_job(app, rows, dry_run=False)
         # Whichever worker took the job: its process id is in the job's worker id.
         claimed = wait_for(lambda: _job(app, job_id).worker, "a worker to claim the job")
