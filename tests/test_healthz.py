@@ -14,8 +14,8 @@ from sqlalchemy import update
 from labapp import liveness
 from labapp.db import db, transaction
 from labapp.model import ImportJob
+from tests.helpers.processes import held_lock, killed
 from tests.imports.uploading import queue_job
-from tests.test_liveness import held_lock, killed
 
 
 def test_healthy_when_initialised(client: FlaskClient) -> None:

@@ -20,7 +20,7 @@ from tests.conftest import ApiClient
 from tests.dashboards.conftest import board, created, widget
 from tests.entities.conftest import body_of, save
 from tests.helpers.dates import days_from_today
-from tests.web.test_pages import page_login
+from tests.helpers.pages import page_login
 
 SAMPLE_HEADERS = ["ID", "Name", "Barcode", "Status", "Amount", "Location", "Expiry date"]
 

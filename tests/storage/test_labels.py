@@ -26,8 +26,8 @@ from labapp.storage.labels import (
 )
 from labapp.users.service import create_user
 from tests.conftest import DEFAULT_DEPARTMENT, PASSWORD, ApiClient
+from tests.helpers.pages import page_login
 from tests.storage.conftest import make_items
-from tests.web.test_pages import page_login
 
 CLONE_7 = "pLentiCRISPRv2-sgRNA-BRCA1-clone7"
 CLONE_8 = "pLentiCRISPRv2-sgRNA-BRCA1-clone8"
