@@ -70,7 +70,7 @@ lint: $(TEST_STAMP) ## ruff (pyflakes, pycodestyle, isort, bugbear), the import 
 	$(BIN)/lint-imports --no-cache
 	$(BIN)/mypy
 
-test: lint ## lint, then run the suite on SQLite, then on PostgreSQL (skipped if unreachable, unless CI=true)
+test: lint ## lint, then run the suite on SQLite, then its database tests (marked db) on PostgreSQL (skipped if unreachable, unless CI=true); prints each pass's time
 	@shown_url=$$(sed -E 's#(://[^:/@]*):[^@]*@#\1:***@#' <<<"$$LABAPP_TEST_POSTGRES_URL"); \
 	if reason=$$($(BIN)/python -c "$$PG_PROBE_PY" 2>&1); then pg=yes; else \
 	  pg=no; \
@@ -83,11 +83,16 @@ test: lint ## lint, then run the suite on SQLite, then on PostgreSQL (skipped if
 	  echo "    ($$reason)"; \
 	fi; \
 	echo "=== pass 1/2: SQLite (LABAPP_TEST_BACKEND=sqlite, browser tests included) ==="; \
+	started=$$SECONDS; \
 	LABAPP_TEST_BACKEND=sqlite $(BIN)/python -m pytest -n $(PYTEST_WORKERS) $(PYTEST_ARGS); \
+	sqlite_took=$$((SECONDS - started)); \
+	echo "=== pass 1/2: SQLite passed in $${sqlite_took}s ==="; \
 	if [ "$$pg" = yes ]; then \
-	  echo "=== pass 2/2: PostgreSQL (LABAPP_TEST_BACKEND=postgresql at $$shown_url, browser tests excluded) ==="; \
-	  LABAPP_TEST_BACKEND=postgresql $(BIN)/python -m pytest -n $(PYTEST_WORKERS) -m "not browser" $(PYTEST_ARGS); \
-	  echo "=== both passes (SQLite, PostgreSQL) passed ==="; \
+	  echo "=== pass 2/2: PostgreSQL (LABAPP_TEST_BACKEND=postgresql at $$shown_url, the tests marked db, browser tests excluded) ==="; \
+	  started=$$SECONDS; \
+	  LABAPP_TEST_BACKEND=postgresql $(BIN)/python -m pytest -n $(PYTEST_WORKERS) -m "db and not browser" $(PYTEST_ARGS); \
+	  echo "=== pass 2/2: PostgreSQL passed in $$((SECONDS - started))s ==="; \
+	  echo "=== both passes (SQLite $${sqlite_took}s, PostgreSQL $$((SECONDS - started))s) passed ==="; \
 	else \
 	  echo "*** PostgreSQL not reachable at $$shown_url: SKIPPING the PostgreSQL pass ***"; \
 	fi

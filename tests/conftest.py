@@ -5,14 +5,21 @@ The backend comes from ``LABAPP_TEST_BACKEND`` (``sqlite``, the default, or ``po
 the benchmarks alike. One database per run is created and brought up with the real
 ``flask --app labapp init``; every test then runs inside an outer transaction that is rolled
 back afterwards, while the code under test commits to savepoints as it would in production.
+
+A test that needs a database of its own asks ``fresh_app`` for one: empty, for tests of
+``flask init`` itself, or ``initialised=True``, a copy of a template that each test process
+initialises once with the real ``flask init`` (an SQLite file copy, ``CREATE DATABASE …
+TEMPLATE`` on PostgreSQL, and the search index folder beside it).
 """
 from __future__ import annotations
 
 import base64
 import secrets
+import shutil
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -27,15 +34,22 @@ from werkzeug.serving import WSGIRequestHandler, make_server
 from labapp import create_app
 from labapp.auth import secrets as password_secrets
 from labapp.db import db, transaction
+from labapp.search.indexer import index_path
 from labapp.users.service import create_user
 
 # BACKEND is imported from here by many tests.
-from tests.databases import BACKEND, new_database  # noqa: F401
+from tests.databases import BACKEND, new_database, settle  # noqa: F401
+from tests.helpers.database_marker import mark_database_tests
 
 ADMIN_PASSWORD = "admin-password-for-tests"
 PASSWORD = "correct horse battery"
 SECRET_KEY = "test-secret-key-not-for-production"
 DEFAULT_DEPARTMENT = "DEP00001"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark the tests that touch a database ``db`` (see ``tests/helpers/database_marker.py``)."""
+    mark_database_tests(items)
 
 
 def build_app(instance: Path, database_url: str, **overrides: Any) -> Flask:
@@ -61,12 +75,46 @@ def run_init(app: Flask) -> str:
     return result.output
 
 
-@pytest.fixture(autouse=True)
-def _cheap_argon2(monkeypatch: pytest.MonkeyPatch) -> None:
+def cheap_hasher() -> PasswordHasher:
     """Argon2id at minimal cost: at production cost (50-150 ms a hash) hashing would be most
     of the suite's run time. ``tests/auth/test_storage.py`` checks the production parameters."""
-    monkeypatch.setattr(password_secrets, "hasher",
-                        PasswordHasher(time_cost=1, memory_cost=1024, parallelism=1))
+    return PasswordHasher(time_cost=1, memory_cost=1024, parallelism=1)
+
+
+@pytest.fixture(autouse=True)
+def _cheap_argon2(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(password_secrets, "hasher", cheap_hasher())
+
+
+@dataclass(frozen=True)
+class InitialisedTemplate:
+    """A database and instance folder brought up by ``flask init``, idle, to be copied."""
+
+    instance: Path
+    url: str
+    search_index: Path
+
+
+# Settings ``flask init`` reads: a copy of the template made with other values would not be
+# what init makes of them, so applications with these overrides run the real init.
+SETTINGS_INIT_READS = frozenset({"ADMIN_PASSWORD", "DATABASE_URL", "INSTANCE_PATH"})
+
+
+@pytest.fixture(scope="session")
+def initialised_template(tmp_path_factory: pytest.TempPathFactory
+                         ) -> Iterator[InitialisedTemplate]:
+    """This test process's template for ``fresh_app(initialised=True)``: made on first use."""
+    instance = tmp_path_factory.mktemp("template-instance")
+    with new_database(instance, prefix="labapp_template") as url, \
+            pytest.MonkeyPatch.context() as patch:
+        patch.setattr(password_secrets, "hasher", cheap_hasher())
+        application = build_app(instance, url)
+        run_init(application)
+        with application.app_context():
+            search_index = index_path()
+        dispose(application)
+        settle(url)
+        yield InitialisedTemplate(instance, url, search_index)
 
 
 @pytest.fixture(scope="session")
@@ -112,15 +160,29 @@ def _rolled_back(request: pytest.FixtureRequest) -> Iterator[None]:
 
 
 @pytest.fixture
-def fresh_app(tmp_path: Path) -> Iterator[Callable[..., Flask]]:
-    """Factory of applications on new, empty (un-initialised) databases."""
+def fresh_app(tmp_path: Path, request: pytest.FixtureRequest
+              ) -> Iterator[Callable[..., Flask]]:
+    """Factory of applications on new databases of their own: empty (un-initialised), or with
+    ``initialised=True`` as ``flask init`` leaves them (a copy of the process's template, for
+    tests not about init itself)."""
     with ExitStack() as cleanup:
 
-        def make(**overrides: Any) -> Flask:
+        def make(*, initialised: bool = False, **overrides: Any) -> Flask:
             instance = tmp_path / f"instance-{secrets.token_hex(4)}"
-            url = cleanup.enter_context(new_database(instance))
+            if not initialised:
+                url = cleanup.enter_context(new_database(instance))
+                application = build_app(instance, url, **overrides)
+                cleanup.callback(dispose, application)
+                return application
+            refused = SETTINGS_INIT_READS & overrides.keys()
+            if refused:
+                raise ValueError(f"init reads {sorted(refused)}: run the real init instead")
+            template: InitialisedTemplate = request.getfixturevalue("initialised_template")
+            url = cleanup.enter_context(new_database(instance, template=template.url))
             application = build_app(instance, url, **overrides)
             cleanup.callback(dispose, application)
+            with application.app_context():
+                shutil.copytree(template.search_index, index_path())
             return application
 
         yield make

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import os
 import secrets
+import shutil
+import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -27,21 +29,45 @@ def _server_dsn() -> str:
 
 
 @contextmanager
-def new_database(directory: Path, backend: str = BACKEND,
-                 prefix: str = "labapp_test") -> Iterator[str]:
-    """The URL of a brand-new, empty database of ``backend``: an SQLite file in
-    ``directory``, or a PostgreSQL database ``<prefix>_<random>`` on the server of
-    ``LABAPP_TEST_POSTGRES_URL``, dropped afterwards."""
+def new_database(directory: Path, backend: str = BACKEND, prefix: str = "labapp_test",
+                 template: str | None = None) -> Iterator[str]:
+    """The URL of a brand-new database of ``backend``: an SQLite file in ``directory``, or a
+    PostgreSQL database ``<prefix>_<random>`` on the server of ``LABAPP_TEST_POSTGRES_URL``,
+    dropped afterwards. Empty, or a copy of the database at the URL ``template`` (of the same
+    backend, with no open connection: PostgreSQL copies only an idle template)."""
     if backend not in BACKENDS:
         raise RuntimeError(f"LABAPP_TEST_BACKEND must be sqlite or postgresql, not {backend!r}")
     if backend == "sqlite":
-        yield f"sqlite:///{directory / 'labapp.db'}"
+        target = directory / "labapp.db"
+        if template is not None:
+            directory.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(sqlite_file(template), target)
+        yield f"sqlite:///{target}"
         return
     name = f"{prefix}_{secrets.token_hex(6)}"
+    copying = "" if template is None else f' TEMPLATE "{make_url(template).database}"'
     with psycopg.connect(_server_dsn(), autocommit=True) as server:
-        server.execute(f'CREATE DATABASE "{name}"')
+        server.execute(f'CREATE DATABASE "{name}"{copying}')
     try:
         yield make_url(POSTGRES_URL).set(database=name).render_as_string(hide_password=False)
     finally:
         with psycopg.connect(_server_dsn(), autocommit=True) as server:
             server.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def sqlite_file(url: str) -> Path:
+    """The file of the SQLite database at ``url``."""
+    database = make_url(url).database
+    if not database:
+        raise RuntimeError(f"{url!r} names no SQLite file")
+    return Path(database)
+
+
+def settle(url: str) -> None:
+    """Make the idle database at ``url`` whole in one file, ready to be copied: SQLite moves
+    its write-ahead log into the main file; a PostgreSQL database is one already."""
+    if make_url(url).get_backend_name() != "sqlite":
+        return
+    with sqlite3.connect(sqlite_file(url)) as connection:
+        connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    connection.close()

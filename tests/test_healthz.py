@@ -14,9 +14,8 @@ from sqlalchemy import update
 from labapp import liveness
 from labapp.db import db, transaction
 from labapp.model import ImportJob
-from tests.conftest import run_init
+from tests.helpers.processes import held_lock, killed
 from tests.imports.uploading import queue_job
-from tests.test_liveness import held_lock, killed
 
 
 def test_healthy_when_initialised(client: FlaskClient) -> None:
@@ -61,8 +60,7 @@ def test_the_migration_scripts_are_read_once(client: FlaskClient,
 
 def test_degraded_while_imports_wait_and_no_worker_runs(
         fresh_app: Callable[..., Flask]) -> None:
-    app = fresh_app()
-    run_init(app)
+    app = fresh_app(initialised=True)
     client = app.test_client()
     idle = client.get("/healthz")
     assert idle.status_code == 200 and idle.get_json()["status"] == "ok"

@@ -3,47 +3,14 @@ lives and dropped by the kernel when it dies, ``kill -9`` included; probing it n
 the lock from its holder, and a worker that stops removes its file."""
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
 import threading
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from pathlib import Path
 
 import pytest
 from flask import Flask
 
 from labapp import liveness
-from tests.search.test_workers import ROOT
-
-HOLD = ("import sys; from pathlib import Path; from labapp.liveness import Lock; "
-        "lock = Lock(Path(sys.argv[1]), sys.argv[2]); print(lock.id, flush=True); "
-        "sys.stdin.read()")
-
-
-@contextmanager
-def held_lock(folder: Path, role: str = liveness.WORKER) -> Iterator[tuple[str, subprocess.Popen]]:
-    """Another process holding a lock of ``role`` in ``folder``: (its id, the process). It
-    holds it until its stdin closes; kill it to see the lock dropped."""
-    process = subprocess.Popen([sys.executable, "-c", HOLD, str(folder), role], cwd=ROOT,
-                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    try:
-        assert process.stdout is not None
-        process_id = process.stdout.readline().strip()
-        assert process_id, "the holder printed no id"
-        yield process_id, process
-    finally:
-        if process.poll() is None:
-            process.kill()
-        process.communicate(timeout=30)
-
-
-def killed(process: subprocess.Popen) -> None:
-    """SIGKILL: the process gets no chance to clean up."""
-    os.kill(process.pid, signal.SIGKILL)
-    process.wait(timeout=30)
+from tests.helpers.processes import held_lock, killed
 
 
 @pytest.fixture

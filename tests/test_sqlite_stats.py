@@ -14,8 +14,7 @@ from labapp import sqlite_stats
 from labapp.db import db, transaction
 from labapp.model import Entity, SearchQueue
 from tests.conftest import BACKEND, run_init
-from tests.search.test_worker_process import worker_process
-from tests.search.test_workers import wait_for
+from tests.helpers.processes import wait_for, worker_process
 
 FROM = 10  # the threshold for these tests, instead of 1,000 entities
 

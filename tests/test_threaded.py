@@ -14,7 +14,7 @@ import pytest
 import requests
 from flask import Flask
 
-from tests.conftest import ADMIN_PASSWORD, run_init, serving
+from tests.conftest import ADMIN_PASSWORD, serving
 from tests.datamodel.conftest import LAB_EXTENSION
 
 CLIENTS = 4
@@ -77,8 +77,7 @@ class Client(threading.Thread):
 
 def test_concurrent_requests_across_a_sync(fresh_app: Callable[..., Flask],
                                            caplog: pytest.LogCaptureFixture) -> None:
-    app = fresh_app()
-    run_init(app)
+    app = fresh_app(initialised=True)
     with serving(app) as base:
         token = requests.post(f"{base}/api/auth/login", timeout=60, json={
             "username": "admin", "password": ADMIN_PASSWORD}).json()["accessToken"]

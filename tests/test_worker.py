@@ -35,8 +35,7 @@ from labapp.worker import (
     worker_command,
 )
 from tests.conftest import BACKEND, run_init
-from tests.search.test_worker_process import alive
-from tests.search.test_workers import ADMIN, wait_for
+from tests.helpers.processes import ADMIN, alive, wait_for
 
 
 def _lanes(app: Flask) -> list[tuple[str, list[tuple[str, float]]]]:

@@ -25,9 +25,9 @@ from labapp.db import db, transaction
 from labapp.model import AlertState, ImportJob, Notification, Sample, User
 from tests.alerts.conftest import rule_body
 from tests.conftest import BACKEND, run_init
+from tests.helpers.processes import ADMIN, alive, wait_for, worker_process
+from tests.helpers.searching import client_found
 from tests.imports.uploading import queue_job
-from tests.search.test_worker_process import alive, client_found, worker_process
-from tests.search.test_workers import ADMIN, wait_for
 
 pytestmark = pytest.mark.skipif(BACKEND != "postgresql", reason=(
     "on SQLite an import's commit holds the only write lock: no change can be made beside it"))

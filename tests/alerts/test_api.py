@@ -125,7 +125,7 @@ def test_matches_answers_what_the_caller_may_read(lab: dict[str, Any],
 
 def test_the_page_an_alert_opens_shows_a_recipient_what_they_may_read(
         app: Flask, lab: dict[str, Any], member: Any, grant: Any) -> None:
-    from tests.web.test_pages import page_login
+    from tests.helpers.pages import page_login
 
     member("carol", department_id=lab["chemistry"])
     grant.department(lab["chemistry"], "Write", user="alice")  # alice may address bob

@@ -27,7 +27,7 @@ from tests.alerts.conftest import (
 )
 from tests.conftest import ApiClient
 from tests.entities.conftest import body_of, save
-from tests.web.test_pages import page_login
+from tests.helpers.pages import page_login
 
 
 def _with_email(app: Flask, user_id: str, address: str) -> None:

@@ -16,7 +16,7 @@ from labapp.db import db
 from labapp.model import AlertRule
 from tests.alerts.conftest import NOW, made, rule_body, states_of, tick
 from tests.entities.conftest import body_of, save
-from tests.web.test_pages import page_login, post_form
+from tests.helpers.pages import page_login, post_form
 
 EXAMPLE = "expiryDate ge date(now()) and expiryDate le date(now()) add duration'P14D'"
 

@@ -30,8 +30,8 @@ from labapp.model.types import utc_now
 from labapp.users.service import create_user
 from tests.alerts.conftest import NOW, Inbox, rule_body
 from tests.conftest import PASSWORD, SECRET_KEY, run_init
-from tests.search.test_worker_process import beating, client_found, client_post
-from tests.search.test_workers import ROOT, wait_for
+from tests.helpers.processes import ROOT, beating, wait_for
+from tests.helpers.searching import client_found, client_post
 
 BREAKING = "Running low\r\nBcc: mallory@evil.example"
 BAD_ADDRESS = "bob@lab.example.org\r\nBcc: mallory@evil.example"

@@ -18,7 +18,7 @@ from labapp.model.access import DepartmentAccess
 from tests.alerts.conftest import NOW, alerts_of, made, rule_body, said, tick
 from tests.conftest import ApiClient
 from tests.entities.conftest import body_of
-from tests.web.test_pages import page_login, post_form
+from tests.helpers.pages import page_login, post_form
 
 
 def _count(app: Flask) -> int:

@@ -12,7 +12,7 @@ from tests.alerts.conftest import made, rule_body
 from tests.conftest import ApiClient
 from tests.dashboards.conftest import board, created, widget
 from tests.entities.conftest import body_of
-from tests.web.test_pages import page_login
+from tests.helpers.pages import page_login
 
 
 def _data(api: ApiClient, dashboard: dict[str, Any]) -> dict[str, Any]:
@@ -63,7 +63,7 @@ def test_config_is_checked(lab: dict[str, Any]) -> None:
 
 
 def test_the_dashboard_editor_adds_an_alerts_widget(app: Flask, lab: dict[str, Any]) -> None:
-    from tests.web.test_pages import post_form
+    from tests.helpers.pages import post_form
 
     rule = made(lab["alice"], rule_body("Running low"))
     page = app.test_client()

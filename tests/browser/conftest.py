@@ -26,7 +26,6 @@ from tests.conftest import (
     DEFAULT_DEPARTMENT,
     PASSWORD,
     basic_header,
-    run_init,
     serving,
 )
 
@@ -48,8 +47,7 @@ BROWSER_MARKS = [
 @pytest.fixture
 def live_app(fresh_app: Callable[..., Flask]) -> Flask:
     """A freshly initialised app with the user carol (the one :func:`live_server` serves)."""
-    app = fresh_app()
-    run_init(app)
+    app = fresh_app(initialised=True)
     with app.app_context(), transaction():
         create_user(username=USERNAME, name="Carol Chemist", department_id=DEFAULT_DEPARTMENT,
                     password=PASSWORD, created_by="admin")

@@ -6,7 +6,6 @@ window, and axe-core clean."""
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.request import Request, urlopen
 
@@ -16,12 +15,10 @@ from playwright.sync_api import Page, expect
 from tests.browser.axe import assert_no_serious_violations
 from tests.browser.conftest import BROWSER_MARKS, USERNAME, create_entities, log_in
 from tests.conftest import PASSWORD, basic_header
+from tests.helpers.dates import days_from_today
 
 pytestmark = BROWSER_MARKS
 
-TODAY = datetime.now(UTC).date()
-YESTERDAY = (TODAY - timedelta(days=1)).isoformat()
-NEXT_YEAR = (TODAY + timedelta(days=365)).isoformat()
 
 
 def post_json(base_url: str, path: str, body: Any) -> Any:
@@ -55,13 +52,13 @@ def test_sample_and_request_lists_show_columns_and_marks(page: Page, live_server
     stored, *_ = create_entities(
         live_server,
         {"eClass": "Sample", "name": "Lysate 7", "barcode": "LY-7", "amount": 180,
-         "unit": "µL", "expiryDate": NEXT_YEAR},
+         "unit": "µL", "expiryDate": days_from_today(365)},
         {"eClass": "Sample", "name": "Old serum", "amount": 2, "unit": "mL",
-         "expiryDate": YESTERDAY},
+         "expiryDate": days_from_today(-1)},
         {"eClass": "Sample", "name": "Dry tube", "amount": 0, "unit": "mL"},
         {"eClass": "Sample", "name": "Last drops", "amount": 4, "unit": "µL"},
         {"eClass": "Request", "name": "Thaw plates", "assigneeID": USERNAME,
-         "dueDate": YESTERDAY, "priority": "Urgent"})
+         "dueDate": days_from_today(-1), "priority": "Urgent"})
     post_json(live_server, f"/api/storage/location/{box['id']}/checkin",
               [{"eClass": "Sample", "id": stored["id"], "position": "B7"}])
     log_in(page, live_server)

@@ -10,7 +10,7 @@ from flask import Flask
 from sqlalchemy import text
 
 from labapp.db import db, sqlite_path
-from tests.conftest import ADMIN_PASSWORD, BACKEND, basic_header, run_init
+from tests.conftest import ADMIN_PASSWORD, BACKEND, basic_header
 from tests.contracts.problem import assert_problem
 
 ADMIN = basic_header("admin", ADMIN_PASSWORD)
@@ -32,8 +32,7 @@ def _samples_named(app: Flask, name: str) -> int:
 @pytest.mark.skipif(BACKEND != "sqlite", reason="SQLite's write lock")
 def test_a_write_lock_held_too_long_is_503_with_retry_after(
         fresh_app: Callable[..., Flask]) -> None:
-    app = fresh_app(SQLITE_BUSY_TIMEOUT_MS=50)
-    run_init(app)
+    app = fresh_app(initialised=True, SQLITE_BUSY_TIMEOUT_MS=50)
     client = app.test_client()
     assert client.get("/api/auth/user", headers=ADMIN).status_code == 200  # password checked
     other_writer = sqlite3.connect(sqlite_path(app.config["SQLALCHEMY_DATABASE_URI"]),
@@ -55,8 +54,7 @@ def test_a_write_lock_held_too_long_is_503_with_retry_after(
 @pytest.mark.parametrize("state", ["deadlock_detected", "serialization_failure"])
 def test_a_deadlock_or_serialization_failure_is_409_write_conflict(
         fresh_app: Callable[..., Flask], state: str) -> None:
-    app = fresh_app()
-    run_init(app)
+    app = fresh_app(initialised=True)
     with app.app_context():
         # The server raises the very error it raises when it breaks a deadlock, on the write
         # of one marked row, so the request meets it where a real conflict would strike.

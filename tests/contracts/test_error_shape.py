@@ -136,8 +136,7 @@ def test_error_source_answers_a_problem(app: Flask, client: FlaskClient,
 
 
 def test_body_too_large_is_413(fresh_app: Callable[..., Flask]) -> None:
-    application = fresh_app(MAX_UPLOAD_MB=1)
-    run_init(application)
+    application = fresh_app(initialised=True, MAX_UPLOAD_MB=1)
     oversized = b'{"username": "admin", "password": "' + b"x" * (1024 * 1024) + b'"}'
 
     response = application.test_client().post("/api/auth/login", data=oversized,

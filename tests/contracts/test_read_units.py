@@ -24,7 +24,7 @@ from sqlalchemy import event
 from labapp.db import db
 from labapp.imports import jobs as import_jobs
 from labapp.web.units import declared_unit
-from tests.conftest import ADMIN_PASSWORD, BACKEND, csrf_of, login, run_init
+from tests.conftest import ADMIN_PASSWORD, BACKEND, csrf_of, login
 from tests.contracts.fuzz_lab import FuzzLab, fuzz_lab
 
 # GET routes that write, each for a reason of its own.
@@ -156,8 +156,7 @@ def test_the_trace_sees_a_get_that_takes_the_write_lock(
         fresh_app: Any, tmp_path: Path) -> None:
     """With ``READ_UNITS`` off every unit writes, as before issue 20: the bell's GET then
     begins ``BEGIN IMMEDIATE``, and the trace above would report it."""
-    app = fresh_app(READ_UNITS=False)
-    run_init(app)
+    app = fresh_app(initialised=True, READ_UNITS=False)
     client = app.test_client()
     login(client, "admin", ADMIN_PASSWORD)
     trace = Trace(app)

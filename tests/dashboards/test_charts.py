@@ -14,9 +14,8 @@ from labapp.dashboards import charts
 from tests.conftest import ApiClient
 from tests.contracts.problem import assert_problem
 from tests.dashboards.conftest import board, created, widget
-from tests.dashboards.test_pages import html, signed_in
 from tests.entities.conftest import save
-from tests.web.test_pages import post_form
+from tests.helpers.pages import html, post_form, signed_in
 
 
 def weeks(*values: int) -> list[dict[str, object]]:

@@ -19,8 +19,7 @@ from labapp.dashboards.editor import (
 )
 from tests.conftest import ApiClient
 from tests.dashboards.conftest import board, created, listed, widget
-from tests.dashboards.test_pages import html, signed_in
-from tests.web.test_pages import post_form
+from tests.helpers.pages import html, post_form, signed_in
 
 EXPIRING = widget("saved-list", {"eClass": "Sample", "filter": "status eq 'Initial'",
                                  "columns": ["id", "name"], "top": 5, "orderby": "name desc"},

@@ -5,24 +5,11 @@ import re
 from collections.abc import Callable
 
 from flask import Flask
-from flask.testing import FlaskClient
 
 from tests.conftest import ApiClient
 from tests.dashboards.conftest import board, created, listed, widget
 from tests.entities.conftest import save
-from tests.web.test_pages import page_login, post_form
-
-
-def signed_in(app: Flask, username: str) -> FlaskClient:
-    client = app.test_client()
-    assert page_login(client, username).status_code == 303
-    return client
-
-
-def html(client: FlaskClient, url: str, status: int = 200) -> str:
-    response = client.get(url)
-    assert response.status_code == status, response.get_data(as_text=True)[:2000]
-    return response.get_data(as_text=True)
+from tests.helpers.pages import html, post_form, signed_in
 
 
 def test_home_is_a_starter_dashboard_made_once(app: Flask,

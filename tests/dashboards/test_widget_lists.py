@@ -16,7 +16,7 @@ from flask.testing import FlaskClient
 from tests.conftest import ApiClient
 from tests.dashboards.conftest import board, created, widget
 from tests.entities.conftest import body_of, save
-from tests.web.test_pages import page_login
+from tests.helpers.pages import page_login
 
 COLUMNS = ["name", "amount", "unit", "departmentID", "locationID", "expiryDate", "createdBy"]
 

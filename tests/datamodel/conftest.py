@@ -29,12 +29,10 @@ def _built_in_model_after() -> Iterator[None]:
 
 @pytest.fixture
 def initialised(fresh_app: Callable[..., Flask]) -> Callable[..., Flask]:
-    """Factory: a new application on a new database brought up by ``flask init``."""
+    """Factory: a new application on a new database as ``flask init`` leaves it."""
 
     def make(**overrides) -> Flask:
-        application = fresh_app(**overrides)
-        run_init(application)
-        return application
+        return fresh_app(initialised=True, **overrides)
 
     return make
 

@@ -18,7 +18,7 @@ from flask import Flask
 from bench.server import Server, basic, free_port, request
 from tests.conftest import ADMIN_PASSWORD, SECRET_KEY, build_app, dispose, run_init
 from tests.datamodel.conftest import LAB_EXTENSION, admin_client
-from tests.search.test_workers import wait_for
+from tests.helpers.processes import wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 ADMIN = basic("admin", ADMIN_PASSWORD)

@@ -14,8 +14,8 @@ from flask.testing import FlaskClient
 
 from tests.conftest import ApiClient
 from tests.entities.conftest import body_of, save
+from tests.helpers.pages import HTMX, page_login
 from tests.web.conftest import statements
-from tests.web.test_pages import HTMX, page_login
 
 
 def signed_in(app: Flask, username: str) -> FlaskClient:

@@ -27,7 +27,7 @@ from labapp.entities.filter_chips import read_conditions
 from labapp.model.registry import built_in
 from tests.conftest import ApiClient
 from tests.entities.conftest import save
-from tests.web.test_pages import HTMX, page_login
+from tests.helpers.pages import HTMX, page_login
 
 SAMPLE = built_in("Sample")
 BUILT = [

@@ -8,7 +8,6 @@ import csv
 import io
 import re
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
 from html import unescape
 from typing import Any
 from urllib.parse import unquote
@@ -20,11 +19,9 @@ from flask.testing import FlaskClient
 from tests.conftest import ApiClient
 from tests.dashboards.conftest import board, created, widget
 from tests.entities.conftest import body_of, save
-from tests.web.test_pages import page_login
+from tests.helpers.dates import days_from_today
+from tests.helpers.pages import page_login
 
-TODAY = datetime.now(UTC).date()
-YESTERDAY = (TODAY - timedelta(days=1)).isoformat()
-TOMORROW = (TODAY + timedelta(days=1)).isoformat()
 SAMPLE_HEADERS = ["ID", "Name", "Barcode", "Status", "Amount", "Location", "Expiry date"]
 
 
@@ -74,16 +71,16 @@ def lab(admin: ApiClient, member: Callable[..., ApiClient],
     made = save(
         alice,
         {"eClass": "Sample", "name": "Stored", "barcode": "BC-1", "amount": 180.0,
-         "unit": "µL", "expiryDate": TOMORROW},
+         "unit": "µL", "expiryDate": days_from_today(1)},
         {"eClass": "Sample", "name": "Expired", "amount": 2.0, "unit": "mL",
-         "expiryDate": YESTERDAY},
+         "expiryDate": days_from_today(-1)},
         {"eClass": "Sample", "name": "Empty", "amount": 0.0, "unit": "mL",
-         "expiryDate": TODAY.isoformat()},
+         "expiryDate": days_from_today(0)},
         {"eClass": "Sample", "name": "Low", "amount": 5.0, "unit": "uL"},
         {"eClass": "Sample", "name": "Own threshold", "amount": 50.0, "unit": "µL",
          "attributes": {"lowAmount": 100}},
         {"eClass": "Sample", "name": "Gone", "amount": 0.0, "unit": "µL",
-         "expiryDate": YESTERDAY, "status": "Discarded"})
+         "expiryDate": days_from_today(-1), "status": "Discarded"})
     body_of(admin.post(f"/api/storage/location/{box}/checkin", json=[
         {"eClass": "Sample", "id": made[0]["id"], "position": "A1"}]), 200)
     return {"physics": physics, "box": box, "alice": alice,
@@ -96,8 +93,8 @@ def test_sample_list_shows_what_a_lab_member_reads_first(app: Flask,
     assert headers_of(page) == SAMPLE_HEADERS, "the unit is no column of its own"
     stored = [text_of(cell) for cell in rows_of(page)[lab["Stored"]]]
     assert stored == [lab["Stored"], "Stored", "BC-1", "Initial", "180 µL",
-                      f"Box 12 · A1 {lab['box']}", TOMORROW]
-    assert f'<time datetime="{TOMORROW}">' in page
+                      f"Box 12 · A1 {lab['box']}", days_from_today(1)]
+    assert f'<time datetime="{days_from_today(1)}">' in page
 
 
 def test_marks_are_words_beside_the_values(app: Flask, lab: dict[str, Any]) -> None:
@@ -138,10 +135,10 @@ def test_request_list_shows_assignee_by_name_and_overdue_while_open(
         app: Flask, admin: ApiClient, lab: dict[str, Any]) -> None:
     made = save(lab["alice"], *({"eClass": "Request", "name": name, "assigneeID": "alice",
                                  "dueDate": due, "priority": "High"}
-                                for name, due in (("Open late", YESTERDAY),
-                                                  ("Open today", TODAY.isoformat()),
-                                                  ("Done late", YESTERDAY),
-                                                  ("Canceled late", YESTERDAY))))
+                                for name, due in (("Open late", days_from_today(-1)),
+                                                  ("Open today", days_from_today(0)),
+                                                  ("Done late", days_from_today(-1)),
+                                                  ("Canceled late", days_from_today(-1)))))
     ids = {request["name"]: request["id"] for request in made}
     for name, moves in (("Done late", ("InProgress", "Completed")),
                         ("Canceled late", ("Canceled",))):
@@ -186,7 +183,7 @@ def test_export_of_the_list_has_the_tables_columns(app: Flask, lab: dict[str, An
                        "Expiry date"]
     stored = next(row for row in rows if row[0] == lab["Stored"])
     assert stored == [lab["Stored"], "Stored", "BC-1", "Initial", "180 µL", "Box 12 · A1",
-                      lab["box"], TOMORROW]
+                      lab["box"], days_from_today(1)]
 
 
 def test_widgets_mark_the_same_rows(member: Callable[..., ApiClient],

@@ -11,7 +11,7 @@ from flask import Flask
 
 from tests.conftest import ApiClient
 from tests.entities.conftest import body_of, save
-from tests.web.test_pages import page_login
+from tests.helpers.pages import page_login
 
 
 def section(page: str, name: str) -> str:

@@ -22,7 +22,7 @@ from flask.testing import FlaskCliRunner
 from labapp.blobs import staged
 from labapp.db import transaction
 from labapp.users.service import create_user
-from tests.conftest import PASSWORD, ApiClient, basic_header, run_init
+from tests.conftest import PASSWORD, ApiClient, basic_header
 from tests.files.conftest import created, fetch, upload
 
 HOUR = 3600
@@ -91,8 +91,7 @@ def digest(content: bytes) -> str:
 @pytest.fixture
 def lab(fresh_app: Callable[..., Flask]) -> tuple[Flask, ApiClient]:
     """A new installation with one plain user, and a client of theirs."""
-    app = fresh_app()
-    run_init(app)
+    app = fresh_app(initialised=True)
     with app.app_context(), transaction():
         create_user(username="lab", name="Lab", department_id="DEP00001", password=PASSWORD,
                     created_by="tests")

@@ -27,7 +27,7 @@ from labapp.db import db, transaction
 from labapp.files.service import create_file
 from labapp.model import User
 from labapp.users.service import create_user
-from tests.conftest import PASSWORD, ApiClient, basic_header, run_init
+from tests.conftest import PASSWORD, ApiClient, basic_header
 from tests.contracts.problem import assert_problem
 from tests.files.conftest import closed, created, fetch, save, upload, upload_base64
 from tests.sequences.workers import BARRIER_TIMEOUT_S
@@ -236,8 +236,7 @@ def test_writers_of_the_same_bytes_racing_never_lose_committed_content(
     """Real requests at the same moment, round after round: an upload and a batch store the
     same bytes, one of them is rejected (which one alternates); the committed File's content
     must always be there afterwards, and nothing else left behind."""
-    app = fresh_app()
-    run_init(app)
+    app = fresh_app(initialised=True)
     with app.app_context(), transaction():
         create_user(username="lab", name="Lab", department_id="DEP00001", password=PASSWORD,
                     created_by="tests")

@@ -16,7 +16,7 @@ from werkzeug.test import TestResponse
 from labapp.db import transaction
 from labapp.files.service import clean_filename
 from labapp.users.service import create_user
-from tests.conftest import PASSWORD, ApiClient, basic_header, csrf_of, login, run_init
+from tests.conftest import PASSWORD, ApiClient, basic_header, csrf_of, login
 from tests.contracts.problem import assert_problem
 from tests.files.conftest import (
     created,
@@ -258,8 +258,7 @@ def test_cookie_upload_needs_the_csrf_token_as_a_field_or_header(
 
 def test_upload_over_the_limit_is_413_and_stores_nothing(
         fresh_app: Callable[..., Flask]) -> None:
-    application = fresh_app(MAX_UPLOAD_MB=1)
-    run_init(application)
+    application = fresh_app(initialised=True, MAX_UPLOAD_MB=1)
     with application.app_context(), transaction():
         create_user(username="plain", name="Plain", department_id="DEP00001",
                     password=PASSWORD, created_by="tests")

@@ -18,9 +18,9 @@ from labapp.imports import jobs, saved, workers
 from labapp.model import ImportJob, Sample
 from labapp.model.registry import existing_class
 from tests.conftest import ApiClient
+from tests.helpers.processes import held_lock, killed
 from tests.imports.conftest import actor_of
 from tests.imports.uploading import BAD_CSV, GOOD_CSV, job_of, run_queued, stored, upload
-from tests.test_liveness import held_lock, killed
 
 XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 

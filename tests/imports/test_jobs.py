@@ -16,8 +16,8 @@ from labapp.imports import jobs, uploads, workers
 from labapp.model import ImportJob, ImportRow
 from labapp.model.types import utc_now
 from tests.conftest import ApiClient, run_init
+from tests.helpers.processes import held_lock, killed
 from tests.imports.uploading import GOOD_CSV, job_of, queue_job, run_queued, upload
-from tests.test_liveness import held_lock, killed
 
 WORKERS = 4
 

@@ -15,8 +15,8 @@ from labapp.db import db, transaction
 from labapp.imports import jobs, uploads
 from labapp.model import ImportJob, Sample, SavedMapping
 from tests.conftest import ApiClient
+from tests.helpers.processes import held_lock, killed
 from tests.imports.uploading import BAD_CSV, GOOD_CSV, run_queued, upload_files
-from tests.test_liveness import held_lock, killed
 
 
 def _upload(client: ApiClient, content: str, eclass: str = "Sample") -> Any:

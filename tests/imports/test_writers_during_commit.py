@@ -10,9 +10,9 @@ import pytest
 from flask import Flask
 
 from tests.conftest import BACKEND, run_init
-from tests.imports.test_killed_worker import _commit_writing, _job, _steadily, worker_process
+from tests.helpers.importing import commit_writing, holds_its_lock, job_now, steadily
+from tests.helpers.processes import ADMIN, wait_for, worker_process
 from tests.imports.uploading import queue_job
-from tests.search.test_workers import ADMIN, wait_for
 
 pytestmark = pytest.mark.skipif(BACKEND != "sqlite", reason="SQLite's one write lock")
 
@@ -30,19 +30,19 @@ def test_a_writer_during_an_import_commit_is_told_which_import_holds_the_databas
     app = fresh_app(SQLITE_BUSY_TIMEOUT_MS=200)  # the writer gives up long before the commit
     run_init(app)
     rows = "Name\n" + "".join(f"W-{number}\n" for number in range(1, ROWS + 1))
-    with worker_process(app):
+    with worker_process(app, ready=holds_its_lock, what="the worker's lock"):
         job_id = queue_job(app, rows, dry_run=False)
-        wait_for(lambda: _job(app, job_id).progress_done == ROWS, "the plan", timeout=120)
-        wait_for(_steadily(_commit_writing(app)), "the commit's transaction to write",
+        wait_for(lambda: job_now(app, job_id).progress_done == ROWS, "the plan", timeout=120)
+        wait_for(steadily(commit_writing(app)), "the commit's transaction to write",
                  timeout=120)
         status, headers, body = _create(app, "during the commit")
-        assert _job(app, job_id).status == "running", "the commit ended first: raise ROWS"
+        assert job_now(app, job_id).status == "running", "the commit ended first: raise ROWS"
         assert status == 503, body
         assert body["code"] == "database_busy" and headers["Retry-After"] == "5"
         assert f"import {job_id}" in body["detail"] and "samples.csv" in body["detail"]
         assert f"{ROWS:,} rows" in body["detail"]
         assert "locked" not in body["detail"]
 
-        wait_for(lambda: _job(app, job_id).status == "done", "the import to end", timeout=180)
+        wait_for(lambda: job_now(app, job_id).status == "done", "the import to end", timeout=180)
         status, _headers, body = _create(app, "after the commit")
         assert status == 201, body

@@ -7,10 +7,9 @@ from collections.abc import Callable
 from flask import Flask
 
 from tests.conftest import ApiClient
-from tests.dashboards.test_pages import html, signed_in
 from tests.entities.conftest import save
+from tests.helpers.pages import html, post_form, signed_in
 from tests.notifications.conftest import unread
-from tests.web.test_pages import post_form
 
 
 def test_bell_counts_and_the_list_marks_and_opens(app: Flask,

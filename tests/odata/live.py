@@ -15,7 +15,7 @@ from flask import Flask
 
 from labapp.db import transaction
 from labapp.users.service import create_user
-from tests.conftest import ADMIN_PASSWORD, ApiClient, basic_header, run_init, serving
+from tests.conftest import ADMIN_PASSWORD, ApiClient, basic_header, serving
 
 USERNAME = "ivy"
 PASSWORD = "interop password 1"
@@ -58,8 +58,7 @@ def populate(app: Flask) -> tuple[str, str]:
 
 def live_feed(fresh_app: Callable[..., Flask]) -> Iterator[LiveFeed]:
     """Body of the ``live_feed`` fixture: the lab above on a live server."""
-    app = fresh_app(ODATA_PAGE_SIZE=PAGE_SIZE)
-    run_init(app)
+    app = fresh_app(initialised=True, ODATA_PAGE_SIZE=PAGE_SIZE)
     department, pat = populate(app)
     with serving(app) as base_url:
         yield LiveFeed(base_url, department, pat)

@@ -16,10 +16,9 @@ from openpyxl import load_workbook
 from tests.conftest import ApiClient
 from tests.dashboards.conftest import board
 from tests.dashboards.conftest import created as created_board
-from tests.dashboards.test_pages import html, signed_in
 from tests.entities.conftest import save
+from tests.helpers.pages import html, post_form, signed_in
 from tests.savedviews.conftest import created, listed, view
-from tests.web.test_pages import post_form
 
 
 def _links(page: str, css_class: str) -> list[dict[str, list[str]]]:

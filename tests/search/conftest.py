@@ -13,7 +13,7 @@ import pytest
 from flask import Flask
 
 from labapp.search.rebuild import rebuild_index
-from tests.conftest import ApiClient, run_init
+from tests.conftest import ApiClient
 from tests.entities.conftest import (  # noqa: F401  (fixtures)
     admin,
     body_of,
@@ -39,9 +39,7 @@ def _fresh_index(request: pytest.FixtureRequest) -> None:
 def served_app(fresh_app: Callable[..., Flask]) -> Flask:
     """An application of its own (a fresh, initialised database and instance), for tests
     that start gunicorn or the indexer worker on it."""
-    application = fresh_app()
-    run_init(application)
-    return application
+    return fresh_app(initialised=True)
 
 
 def search(api: ApiClient, path: str, status: int = 200, **options: Any) -> Any:

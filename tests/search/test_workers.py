@@ -2,94 +2,21 @@
 (the next start drains the queue), and concurrent workers never fail on the index lock."""
 from __future__ import annotations
 
-import json
 import os
 import signal
-import subprocess
-import sys
 import threading
-import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
-import pytest
 from flask import Flask
 from sqlalchemy import select
 from whoosh import index as whoosh_index
 
-from bench.server import Server, basic, free_port, request
+from bench.server import Server
 from labapp.db import db
 from labapp.model import Entity, SearchQueue
 from labapp.search.indexer import index_path
-from tests.conftest import ADMIN_PASSWORD, SECRET_KEY
-
-ROOT = Path(__file__).resolve().parents[2]
-ADMIN = basic("admin", ADMIN_PASSWORD)
-
-
-def wait_for(condition: Callable[[], Any], what: str, timeout: float = 60) -> Any:
-    """Poll ``condition`` until it returns something true; fail after ``timeout`` s."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.05)  # polling a condition another process brings about
-    raise AssertionError(f"timed out waiting for {what}")
-
-
-@contextmanager
-def served(app: Flask, workers: int) -> Iterator[tuple[Server, subprocess.Popen]]:
-    """gunicorn serving ``app``'s database and instance in a process group of its own."""
-    settings = app.config["LABAPP"]
-    port = free_port()
-    env = {**os.environ, "LABAPP_INSTANCE_PATH": settings["INSTANCE_PATH"],
-           "LABAPP_DATABASE_URL": settings["DATABASE_URL"], "LABAPP_SECRET_KEY": SECRET_KEY,
-           "LABAPP_SEARCH_WRITER_TIMEOUT": "120"}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "--bind", f"127.0.0.1:{port}", "--workers",
-         str(workers), "--timeout", "300", "--log-level", "warning", "labapp:create_app()"],
-        env=env, cwd=ROOT, start_new_session=True)
-    server = Server("127.0.0.1", port)
-
-    def healthy() -> bool:
-        connection = server.connection()
-        try:
-            return request(connection, "GET", "/healthz")[0] == 200
-        except OSError:
-            return process.poll() is not None and pytest.fail("gunicorn exited")
-        finally:
-            connection.close()
-
-    try:
-        wait_for(healthy, "gunicorn to answer")
-        yield server, process
-    finally:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGTERM)
-        process.wait(timeout=60)
-
-
-def call(server: Server, method: str, path: str, body: Any = None) -> tuple[int, Any]:
-    """One request as the administrator on a connection of its own, closed afterwards."""
-    connection = server.connection()
-    try:
-        status, raw = request(connection, method, path, ADMIN, body)
-    finally:
-        connection.close()
-    return status, json.loads(raw)
-
-
-def post(server: Server, entities: list[dict[str, Any]]) -> int:
-    return call(server, "POST", "/api/entity", {"entities": entities})[0]
-
-
-def searched(server: Server, term: str) -> set[str]:
-    status, body = call(server, "GET", f"/api/search/fulltext/{term}?$top=500")
-    assert status == 200, body
-    return {item["name"] for item in body["data"]}
+from tests.helpers.processes import call, post, searched, served, wait_for
 
 
 def test_a_worker_killed_between_commit_and_indexing_loses_nothing(served_app: Flask) -> None:

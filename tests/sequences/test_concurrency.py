@@ -22,7 +22,7 @@ from labapp.db import db, transaction
 from labapp.errors import Conflict
 from labapp.model import Sequence
 from labapp.sequences.service import next_ids, save_sequence
-from tests.conftest import ADMIN_PASSWORD, bearer_header, login, run_init
+from tests.conftest import ADMIN_PASSWORD, bearer_header, login
 from tests.sequences.workers import BARRIER_TIMEOUT_S, draw_in_process
 
 THREADS = 8
@@ -40,8 +40,7 @@ class Abandoned(Exception):
 
 def initialised(fresh_app: Callable[..., Flask]) -> Flask:
     """A new application whose database ``flask init`` has set up, with sequence ``T``."""
-    app = fresh_app()
-    run_init(app)
+    app = fresh_app(initialised=True)
     with app.app_context(), transaction():
         save_sequence("T", {"prefix": "T", "min_digits": 1})
     return app

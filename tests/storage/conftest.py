@@ -17,7 +17,7 @@ from tests.conftest import ApiClient
 
 # The entity tests' factories: the administrator, departments, members and grants.
 from tests.entities.conftest import admin, department, grant, member  # noqa: F401
-from tests.web.test_pages import page_login
+from tests.helpers.pages import page_login
 
 
 @pytest.fixture

@@ -2,8 +2,6 @@
 or why not, with nothing read or written."""
 from __future__ import annotations
 
-import time
-
 from labapp.storage.allocation import (
     Move,
     Refusal,
@@ -126,14 +124,12 @@ def test_refusals_in_words_never_name_a_hidden_holder() -> None:
         assert "BOX" not in describe(Refusal(0, reason, "BOX", slot="Z9"), "Box 3")
 
 
-def test_filling_the_largest_grid_walks_it_once() -> None:
+def test_filling_the_largest_grid_takes_the_free_cells_in_order() -> None:
     """10,000 items (a check-in's most) into a 702 × 999 grid whose first cells are taken:
-    each takes the next free cell without the grid being walked again per item."""
+    each takes the next free cell (how fast, without walking the grid again per item, is
+    measured in ``bench/guards.py``)."""
     taken = {f"A{column}": "X" for column in range(1, 1000)}
     room = _box(rows=702, columns=999, stored=len(taken), occupied=taken)
-    started = time.perf_counter()
     plan = plan_moves({"BOX": room}, [Request(index, "BOX") for index in range(10_000)])
-    elapsed = time.perf_counter() - started
     assert plan.outcomes[0] == Move(0, "BOX", "B1", True)
     assert plan.outcomes[-1] == Move(9_999, "BOX", "L10", True)
-    assert elapsed < 5, elapsed  # walking the grid per item took minutes

@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from flask import Flask
 
-from tests.conftest import ADMIN_PASSWORD, bearer_header, login, run_init
+from tests.conftest import ADMIN_PASSWORD, bearer_header, login
 
 CLIENTS = 8
 REQUESTS_PER_CLIENT = 3
@@ -23,8 +23,7 @@ BARRIER_TIMEOUT_S = 60
 
 
 def _setup(fresh_app: Callable[..., Flask]) -> tuple[Flask, dict[str, str]]:
-    app = fresh_app()
-    run_init(app)
+    app = fresh_app(initialised=True)
     headers = bearer_header(login(app.test_client(), "admin", ADMIN_PASSWORD)["accessToken"])
     return app, headers
 

@@ -11,6 +11,7 @@ from flask.testing import FlaskClient
 from labapp.entities.display import STORED_CLASSES
 from labapp.storage.service import STORABLE_CLASSES
 from tests.conftest import ApiClient
+from tests.helpers.pages import page_login, post_form
 from tests.storage.conftest import (
     body_of,
     check_in,
@@ -19,7 +20,6 @@ from tests.storage.conftest import (
     refs,
     storage_snapshot,
 )
-from tests.web.test_pages import page_login, post_form
 
 
 @pytest.fixture

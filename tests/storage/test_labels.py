@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import html
 import re
-import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 
@@ -27,8 +26,8 @@ from labapp.storage.labels import (
 )
 from labapp.users.service import create_user
 from tests.conftest import DEFAULT_DEPARTMENT, PASSWORD, ApiClient
+from tests.helpers.pages import page_login
 from tests.storage.conftest import make_items
-from tests.web.test_pages import page_login
 
 CLONE_7 = "pLentiCRISPRv2-sgRNA-BRCA1-clone7"
 CLONE_8 = "pLentiCRISPRv2-sgRNA-BRCA1-clone8"
@@ -131,13 +130,12 @@ def test_a_page_of_names_alike_in_several_places_prints_them_all_apart() -> None
         "Project…left…A…, frozen", "Project…left…B…, frozen"]
 
 
-def test_distinct_handles_ten_thousand_characters_quickly() -> None:
+def test_distinct_handles_ten_thousand_characters() -> None:
+    """How fast is measured in ``bench/guards.py``."""
     names = ["x" * 9_999 + str(digit) for digit in range(10)] + ["y" * 10_000] * 2
     names += ["z" * 5_000 + str(digit) + "z" * 4_999 for digit in range(10)]
     names += [f"w{number}" + "w" * 10_000 for number in range(278)]  # a page of 300 labels
-    started = time.monotonic()
     printed = distinct(names, SHEET)
-    assert time.monotonic() - started < 2
     assert len(set(printed)) == len(set(names))
     assert all(width(text) <= SHEET for text in printed)
 

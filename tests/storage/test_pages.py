@@ -11,8 +11,8 @@ from flask.testing import FlaskClient
 from labapp.storage.service import closed_status
 from tests.conftest import ApiClient
 from tests.entities.conftest import Grants
+from tests.helpers.pages import page_login, post_form
 from tests.storage.conftest import body_of, check_in, make_items, make_locations, refs
-from tests.web.test_pages import page_login, post_form
 
 
 def html(response) -> str:

@@ -16,6 +16,7 @@ from flask import Flask
 
 from tests.conftest import (
     ADMIN_PASSWORD,
+    BACKEND,
     ApiClient,
     basic_header,
     build_app,
@@ -28,12 +29,15 @@ Content = dict[str, Any]
 
 
 @pytest.fixture
-def lab(tmp_path: Path) -> Iterator[Callable[..., Flask]]:
+def lab(tmp_path: Path, fresh_app: Callable[..., Flask]) -> Iterator[Callable[..., Flask]]:
     """Factory: ``lab("postgresql", init=True)`` is an application on a new database of that
-    backend (default: the run's), brought up by ``flask init`` unless ``init=False``."""
+    backend (default: the run's), as ``flask init`` leaves it unless ``init=False`` (on the
+    run's backend, a copy of the initialised template)."""
     with ExitStack() as cleanup:
 
         def make(backend: str | None = None, *, init: bool = True, **overrides: Any) -> Flask:
+            if init and backend in (None, BACKEND):
+                return fresh_app(initialised=True, **overrides)
             instance = tmp_path / f"instance-{secrets.token_hex(4)}"
             kwargs = {"backend": backend} if backend else {}
             url = cleanup.enter_context(new_database(instance, **kwargs))

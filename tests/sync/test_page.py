@@ -14,7 +14,7 @@ from flask.testing import FlaskClient
 from labapp.exports import progress
 from labapp.exports.service import ExportResult, Progress, export_folder
 from tests.conftest import ADMIN_PASSWORD
-from tests.web.test_pages import page_login, post_form
+from tests.helpers.pages import page_login, post_form
 
 
 def _signed_in(app: Flask, username: str, password: str) -> FlaskClient:

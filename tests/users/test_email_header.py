@@ -12,7 +12,7 @@ from labapp.db import db
 from labapp.model import User
 from tests.conftest import ADMIN_PASSWORD, ApiClient
 from tests.entities.conftest import body_of
-from tests.web.test_pages import page_login, post_form
+from tests.helpers.pages import page_login, post_form
 
 BAD = ["alice@lab.example.org\r\nBcc: mallory@evil.example", "alice@lab.example.org\n",
        "tab\t@lab.example.org", "next-line\u0085@lab.example.org"]

@@ -25,7 +25,6 @@ from tests.conftest import (
     ApiClient,
     bearer_header,
     login,
-    run_init,
 )
 from tests.contracts.problem import assert_problem
 from tests.entities.conftest import body_of
@@ -208,8 +207,7 @@ def active_admins(app: Flask) -> list[str]:
 @pytest.mark.parametrize("race", RACES)
 def test_two_admins_removing_each_other_at_once_leave_one(
         fresh_app: Callable[..., Flask], race: str) -> None:
-    app = fresh_app()
-    run_init(app)
+    app = fresh_app(initialised=True)
     with app.app_context(), transaction():
         for username in ("ada", "bob"):
             create_user(username=username, name=username.title(),

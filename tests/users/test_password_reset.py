@@ -15,7 +15,7 @@ from labapp.model import PersonalAccessToken
 from tests.conftest import ADMIN_PASSWORD, PASSWORD, ApiClient, basic_header, bearer_header, login
 from tests.contracts.problem import assert_problem
 from tests.entities.conftest import body_of
-from tests.web.test_pages import page_login, post_form
+from tests.helpers.pages import page_login, post_form
 
 NEW_PASSWORD = "a-brand-new-password"
 

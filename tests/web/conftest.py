@@ -17,7 +17,7 @@ from werkzeug.test import TestResponse
 from labapp.db import db, transaction
 from labapp.model.access import DepartmentAccess
 from tests.conftest import ADMIN_PASSWORD, ApiClient
-from tests.web.test_pages import page_login
+from tests.helpers.pages import page_login
 
 AUTHOR = "alice"
 ROW_LINK = re.compile(r'<td><a href="/entities/Sample/([^"]+)">')

@@ -12,8 +12,8 @@ from flask.testing import FlaskClient
 from labapp.db import db, transaction
 from labapp.model import User
 from tests.conftest import ADMIN_PASSWORD, DEFAULT_DEPARTMENT, ApiClient
+from tests.helpers.pages import HTMX, page_login, post_form
 from tests.web.conftest import html_of, save
-from tests.web.test_pages import HTMX, page_login, post_form
 
 ADMIN, DM, DMPW = "ADMIN", "DATA_MANAGER", "DATA_MANAGER_PROJECT_WRITE"
 DEPARTMENT_PAGE = f"/admin/departments/{DEFAULT_DEPARTMENT}/access"

@@ -10,6 +10,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from tests.conftest import DEFAULT_DEPARTMENT
+from tests.helpers.pages import HTMX, page_login, post_form
 from tests.web.conftest import (
     entity_reads,
     fetch,
@@ -20,7 +21,6 @@ from tests.web.conftest import (
     save,
     statements,
 )
-from tests.web.test_pages import HTMX, page_login, post_form
 
 # ---- Login and navigation ---------------------------------------------------------------------
 

@@ -8,8 +8,8 @@ from html import unescape
 from urllib.parse import parse_qs, urlsplit
 
 from tests.conftest import ADMIN_PASSWORD
+from tests.helpers.pages import HTMX
 from tests.web.conftest import entity_reads, html_of, row_ids, save, statements
-from tests.web.test_pages import HTMX
 
 FILTER = "name ne 'x'"
 TOTAL = re.compile(r'<span id="table-total"([^>]*)>(.*?)</span>', re.S)

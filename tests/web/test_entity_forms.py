@@ -8,8 +8,8 @@ import re
 import pytest
 
 from tests.conftest import DEFAULT_DEPARTMENT
+from tests.helpers.pages import post_form
 from tests.web.conftest import fetch, hidden, html_of, input_value, save
-from tests.web.test_pages import post_form
 
 # ---- Create -----------------------------------------------------------------------------------
 

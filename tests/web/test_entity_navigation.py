@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from tests.conftest import ADMIN_PASSWORD, DEFAULT_DEPARTMENT, ApiClient
+from tests.helpers.pages import HTMX, page_login, post_form, section
 from tests.web.conftest import fetch, grant, html_of, save
-from tests.web.test_pages import HTMX, page_login, post_form
 
 
 @pytest.fixture
@@ -37,13 +37,6 @@ def lab(api_as: Callable[..., ApiClient], author: str,
     admin = api_as("admin", password=ADMIN_PASSWORD)
     saved = save(admin, *items)
     return {item["name"]: entity for item, entity in zip(items, saved, strict=True)}
-
-
-def section(html: str, element_id: str) -> str:
-    """The element with this id, up to the end of its kind of element."""
-    match = re.search(rf'<(\w+)[^>]* id="{element_id}"[^>]*>.*?</\1>', html, re.S)
-    assert match, f"no #{element_id}"
-    return match.group(0)
 
 
 def tree_names(html: str) -> list[str]:

@@ -14,24 +14,10 @@ from sqlalchemy import func, select
 from labapp.db import db
 from labapp.model import LoginFailure
 from tests.conftest import PASSWORD, basic_header, csrf_of, login
+from tests.helpers.pages import HTMX, page_login, post_form
 
 NEW_PASSWORD = "a brand new passphrase"
-HTMX = {"HX-Request": "true"}
 PAT_VALUE = re.compile(r'id="new-pat-value">(PAT[^<]+)<')
-
-
-def page_login(client: FlaskClient, username: str, password: str = PASSWORD,
-               **fields: Any):
-    """Log in through the form, as a browser does: fetch the page, then post it."""
-    client.get("/login")
-    data = {"username": username, "password": password, "csrf_token": csrf_of(client), **fields}
-    return client.post("/login", data=data)
-
-
-def post_form(client: FlaskClient, path: str, data: dict[str, str] | None = None,
-              headers: dict[str, str] | None = None):
-    return client.post(path, data={"csrf_token": csrf_of(client), **(data or {})},
-                       headers=headers)
 
 
 def auth_user(app: Flask, headers: dict[str, str]) -> dict[str, Any]:

@@ -10,8 +10,8 @@ from tests.conftest import DEFAULT_DEPARTMENT, ApiClient
 
 # The entity tests' factories: the administrator and departments.
 from tests.entities.conftest import admin, department  # noqa: F401
+from tests.helpers.pages import post_form
 from tests.web.conftest import fetch, html_of, save
-from tests.web.test_pages import post_form
 
 
 def options(html: str, select_id: str) -> list[tuple[str, str]]:

@@ -22,8 +22,8 @@ from labapp.model import Notification
 from labapp.notifications.service import raise_for
 from labapp.web.headers import CONTENT_SECURITY_POLICY
 from tests.conftest import ADMIN_PASSWORD, DEFAULT_DEPARTMENT, ApiClient
+from tests.helpers.pages import page_login
 from tests.web.conftest import save
-from tests.web.test_pages import page_login
 
 TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
 # What the policy would block: inline script (a <script> without src, on…= handlers,

@@ -12,8 +12,8 @@ from flask.testing import FlaskClient
 from labapp.db import db
 from labapp.model import User
 from tests.conftest import ADMIN_PASSWORD, DEFAULT_DEPARTMENT, PASSWORD, ApiClient
+from tests.helpers.pages import HTMX, page_login, post_form
 from tests.web.conftest import html_of, save
-from tests.web.test_pages import HTMX, page_login, post_form
 
 NEW_PASSWORD = "a fresh password for bob"
 

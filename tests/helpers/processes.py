@@ -1,0 +1,158 @@
+"""Processes of their own for tests: gunicorn serving an application's database and
+instance, the worker (``flask --app labapp worker``), and polling for what they bring about."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from flask import Flask
+
+from bench.server import Server, basic, free_port, request
+from labapp import liveness
+from labapp.search.indexer import heartbeat_path, worker_alive
+from tests.conftest import ADMIN_PASSWORD, SECRET_KEY
+
+ROOT = Path(__file__).resolve().parents[2]  # the project
+ADMIN = basic("admin", ADMIN_PASSWORD)
+
+
+def wait_for(condition: Callable[[], Any], what: str, timeout: float = 60) -> Any:
+    """Poll ``condition`` until it returns something true; fail after ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.05)  # polling a condition another process brings about
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+@contextmanager
+def served(app: Flask, workers: int) -> Iterator[tuple[Server, subprocess.Popen]]:
+    """gunicorn serving ``app``'s database and instance in a process group of its own."""
+    settings = app.config["LABAPP"]
+    port = free_port()
+    env = {**os.environ, "LABAPP_INSTANCE_PATH": settings["INSTANCE_PATH"],
+           "LABAPP_DATABASE_URL": settings["DATABASE_URL"], "LABAPP_SECRET_KEY": SECRET_KEY,
+           "LABAPP_SEARCH_WRITER_TIMEOUT": "120"}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "gunicorn", "--bind", f"127.0.0.1:{port}", "--workers",
+         str(workers), "--timeout", "300", "--log-level", "warning", "labapp:create_app()"],
+        env=env, cwd=ROOT, start_new_session=True)
+    server = Server("127.0.0.1", port)
+
+    def healthy() -> bool:
+        connection = server.connection()
+        try:
+            return request(connection, "GET", "/healthz")[0] == 200
+        except OSError:
+            return process.poll() is not None and pytest.fail("gunicorn exited")
+        finally:
+            connection.close()
+
+    try:
+        wait_for(healthy, "gunicorn to answer")
+        yield server, process
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGTERM)
+        process.wait(timeout=60)
+
+
+def call(server: Server, method: str, path: str, body: Any = None) -> tuple[int, Any]:
+    """One request as the administrator on a connection of its own, closed afterwards."""
+    connection = server.connection()
+    try:
+        status, raw = request(connection, method, path, ADMIN, body)
+    finally:
+        connection.close()
+    return status, json.loads(raw)
+
+
+def post(server: Server, entities: list[dict[str, Any]]) -> int:
+    return call(server, "POST", "/api/entity", {"entities": entities})[0]
+
+
+def searched(server: Server, term: str) -> set[str]:
+    status, body = call(server, "GET", f"/api/search/fulltext/{term}?$top=500")
+    assert status == 200, body
+    return {item["name"] for item in body["data"]}
+
+
+@contextmanager
+def worker_process(app: Flask, command: tuple[str, ...] = ("worker",),
+                   ready: Callable[[Flask, int], bool] | None = None,
+                   what: str = "the worker's heartbeat",
+                   **overrides: str) -> Iterator[subprocess.Popen]:
+    """``flask --app labapp worker`` (or ``command``) on ``app``'s database and instance,
+    with the settings ``overrides`` (``ALERT_TICK_SECONDS="1"``), once ``ready(app, pid)``
+    holds: by default, once its heartbeat names it."""
+    settings = app.config["LABAPP"]
+    env = {**os.environ, "LABAPP_INSTANCE_PATH": settings["INSTANCE_PATH"],
+           "LABAPP_DATABASE_URL": settings["DATABASE_URL"], "LABAPP_SECRET_KEY": SECRET_KEY,
+           **{f"LABAPP_{name}": value for name, value in overrides.items()}}
+    process = subprocess.Popen([sys.executable, "-m", "flask", "--app", "labapp", *command],
+                               env=env, cwd=ROOT, start_new_session=True,
+                               stdout=subprocess.DEVNULL)
+    try:
+        up = ready or (lambda app, pid: beating(app) == str(pid))
+        wait_for(lambda: up(app, process.pid) or process.poll() is not None, what)
+        assert process.poll() is None, "the worker exited"
+        yield process
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+        process.wait(timeout=60)
+
+
+def alive(app: Flask) -> bool:
+    """Whether ``app``'s worker heartbeat is fresh."""
+    with app.app_context():
+        return worker_alive()
+
+
+def beating(app: Flask) -> str | None:
+    """The pid in the heartbeat file, if any."""
+    with app.app_context():
+        path = heartbeat_path()
+    try:
+        return path.read_text()
+    except OSError:
+        return None
+
+
+HOLD = ("import sys; from pathlib import Path; from labapp.liveness import Lock; "
+        "lock = Lock(Path(sys.argv[1]), sys.argv[2]); print(lock.id, flush=True); "
+        "sys.stdin.read()")
+
+
+@contextmanager
+def held_lock(folder: Path, role: str = liveness.WORKER) -> Iterator[tuple[str, subprocess.Popen]]:
+    """Another process holding a lock of ``role`` in ``folder``: (its id, the process). It
+    holds it until its stdin closes; kill it to see the lock dropped."""
+    process = subprocess.Popen([sys.executable, "-c", HOLD, str(folder), role], cwd=ROOT,
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout is not None
+        process_id = process.stdout.readline().strip()
+        assert process_id, "the holder printed no id"
+        yield process_id, process
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.communicate(timeout=30)
+
+
+def killed(process: subprocess.Popen) -> None:
+    """SIGKILL: the process gets no chance to clean up."""
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait(timeout=30)
