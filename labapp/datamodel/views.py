@@ -12,7 +12,6 @@ from labapp.datamodel import service
 from labapp.datamodel.diagram import diagram
 from labapp.datamodel.running import extension_folder, extension_problem, reload_model
 from labapp.datamodel.synchronise import run_sync
-from labapp.db import transaction
 from labapp.errors import AppError
 from labapp.model.registry import existing_class
 from labapp.web.blocks import render_page
@@ -51,8 +50,7 @@ def _diff_page(block: str | None = None, report: dict[str, Any] | None = None,
     found = None
     if problem is None:
         reload_model(current_app)
-        with transaction():
-            found = service.diff()
+        found = service.diff()
     return render_page(DIFF_PAGE, block=block, diff=found, report=report,
                        problem=problem or error)
 
