@@ -9,6 +9,7 @@ from labapp.datamodel.running import reload_model
 from labapp.datamodel.synchronise import run_sync
 from labapp.web.endpoints import endpoint
 from labapp.web.loader import require_scope
+from labapp.web.units import opens_own_units
 
 bp = Blueprint("datamodel_api", __name__)
 
@@ -45,5 +46,6 @@ def diff() -> Response:
           "tables, columns and indexes of extensions, views, default sequences and roles; "
           "answers what was done (nothing, when run again).",
           responses={200: "The sync report"})
+@opens_own_units
 def sync() -> Response:
     return jsonify(run_sync(current_app))

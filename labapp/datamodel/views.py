@@ -17,6 +17,7 @@ from labapp.model.registry import existing_class
 from labapp.web.blocks import render_page
 from labapp.web.loader import current_actor
 from labapp.web.pages import members_only, require
+from labapp.web.units import opens_own_units
 
 bp = members_only(Blueprint("datamodel_views", __name__, url_prefix="/admin/datamodel"))
 
@@ -62,6 +63,7 @@ def diff() -> Response:
 
 
 @bp.post("/sync")
+@opens_own_units
 def sync() -> Response:
     """Run the sync; answer the diff page (block ``diff`` for htmx) with its report."""
     try:

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from sqlalchemy import select
 
-from labapp.db import db
+from labapp.db import end_read, own_read
 from labapp.model import SearchQueue
 from labapp.search import index, indexer
 
@@ -28,10 +28,8 @@ logger = logging.getLogger(__name__)
 
 
 def _waiting() -> bool:
-    try:
-        return db.session.scalar(select(SearchQueue.id).limit(1)) is not None
-    finally:
-        db.session.rollback()
+    with own_read() as session:
+        return session.scalar(select(SearchQueue.id).limit(1)) is not None
 
 
 def upkeep() -> bool:
@@ -47,7 +45,7 @@ def upkeep() -> bool:
         logger.error("search index unavailable (%s); run `flask --app labapp search rebuild`",
                      error)
     finally:
-        db.session.rollback()
+        end_read()
     return True
 
 
