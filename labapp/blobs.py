@@ -59,7 +59,7 @@ from typing import BinaryIO, Protocol
 from flask import current_app
 from sqlalchemy import select
 
-from labapp.db import after_commit, after_rollback, db, unit_state
+from labapp.db import after_commit, after_rollback, own_read, unit_state
 from labapp.model import File
 
 CHUNK = 1024 * 1024
@@ -178,12 +178,9 @@ def _committed_references(digests: Collection[str]) -> set[str]:
     if not digests:
         return set()
     sha256 = File.__table__.c.sha256  # the file table alone, by its index
-    session = db.session()
-    try:
+    with own_read() as session:
         return set(session.scalars(select(sha256).distinct()
                                    .where(sha256.in_(sorted(digests)))))
-    finally:
-        session.rollback()
 
 
 def _pins_of(root: Path, sha256: str) -> list[Path]:

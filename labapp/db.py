@@ -140,6 +140,71 @@ def transaction(*, write: bool = False) -> Iterator[Session]:
     _run_after_commit(unit.after_commit)
 
 
+class UnitInProgress(RuntimeError):
+    """A read of its own was asked for inside a unit of work: ending it would drop the
+    unit's writes. Read in the caller's unit instead."""
+
+
+def _outside_units(session: Session, what: str) -> None:
+    if _UNIT in session.info:
+        raise UnitInProgress(f"{what} inside a unit of work would drop its writes")
+    if session.new or session.dirty or session.deleted:
+        raise UnitInProgress(f"{what} would drop changes made outside any unit of work")
+
+
+def end_read() -> None:
+    """End the transaction the session holds outside any unit of work (a read's snapshot;
+    on PostgreSQL also one an error aborted) and give its connection back to the pool.
+
+    Raises :class:`UnitInProgress` inside a unit of work, or when the session holds changes
+    made outside one: ending it would drop them."""
+    session = db.session()
+    _outside_units(session, "ending a read")
+    session.rollback()
+
+
+@contextmanager
+def own_read() -> Iterator[Session]:
+    """A read of its own, for code that runs outside units of work (the worker, the CLI,
+    what runs around a view): a read unit begun on a fresh snapshot and ended at once,
+    which gives its connection back and holds no lock once the block ends (an idle worker
+    that looks for work takes no write lock). Any write in it raises
+    :class:`ReadUnitWrote`, as in every read unit.
+
+    Raises :class:`UnitInProgress` inside a unit of work, so no helper can silently drop
+    its caller's writes: inside one, read in the caller's unit."""
+    session = db.session()
+    _outside_units(session, "a read of its own")
+    session.rollback()  # a snapshot left by an earlier read is not this read's
+    unit = session.info[_UNIT] = _UnitOfWork(reading=True)
+    try:
+        yield session
+    finally:
+        session.rollback()
+        del session.info[_UNIT]
+        _run_after_rollback(unit.after_rollback)
+
+
+@contextmanager
+def side_unit() -> Iterator[Session]:
+    """A write unit in a session of its own, beside the current session's transaction,
+    which it neither joins nor ends: committed when the block succeeds, rolled back on any
+    exception. For the progress a long job records while its main session reads in one
+    snapshot (an import's plan). Raises :class:`ReadUnitWrote` inside a read unit."""
+    if _reading(db.session()):
+        raise ReadUnitWrote("a side unit writes; the unit in progress reads")
+    session = db.session.session_factory()
+    try:
+        _begin_for_writing(session)
+        yield session
+        session.commit()
+    except BaseException:
+        session.rollback()
+        raise
+    finally:
+        session.close()
+
+
 def _current_unit() -> _UnitOfWork:
     unit = db.session().info.get(_UNIT)
     if not isinstance(unit, _UnitOfWork):

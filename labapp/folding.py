@@ -15,15 +15,13 @@ from typing import Any
 from sqlalchemy import Table, delete, select
 from sqlalchemy.dialects import postgresql, sqlite
 
-from labapp.db import db, transaction
+from labapp.db import db, own_read, transaction
 
 
 def pending(changes: Table) -> bool:
     """Whether ``changes`` holds a change to fold (in a read of its own)."""
-    try:
-        return db.session.scalar(select(changes.c.id).limit(1)) is not None
-    finally:
-        db.session.rollback()
+    with own_read() as session:
+        return session.scalar(select(changes.c.id).limit(1)) is not None
 
 
 def fold(changes: Table, counts: Table, key: Sequence[str]) -> int:

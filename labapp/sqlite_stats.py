@@ -18,7 +18,7 @@ import logging
 
 from sqlalchemy import func, select, text
 
-from labapp.db import db, transaction
+from labapp.db import db, own_read, transaction
 from labapp.model import Entity
 
 ANALYZE_FROM = 1000  # entities: statistics of a nearly empty database mislead later
@@ -42,11 +42,9 @@ def refresh() -> bool:
     """Run ``ANALYZE`` on SQLite when it is due (see the module); True when it ran."""
     if db.engine.dialect.name != "sqlite":
         return False
-    try:
-        entities = db.session.scalar(select(func.count()).select_from(Entity)) or 0
+    with own_read() as session:  # no write lock held while counting
+        entities = session.scalar(select(func.count()).select_from(Entity)) or 0
         recorded = _recorded_entities()
-    finally:
-        db.session.rollback()  # a read: no write lock held while counting
     if entities < ANALYZE_FROM or (
             recorded is not None and abs(entities - recorded) <= DRIFT * recorded):
         return False

@@ -50,7 +50,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from labapp import liveness, sqlite_stats
 from labapp.alerts import evaluate as alerts
 from labapp.dashboards import tally_folding
-from labapp.db import db
+from labapp.db import db, end_read
 from labapp.imports import jobs as import_jobs
 from labapp.search import indexer
 from labapp.search import upkeep as search_upkeep
@@ -120,10 +120,10 @@ def run_once(job: Upkeep) -> bool:
 
 
 def _roll_back(job: Upkeep) -> None:
-    """Roll the session back after a failed job; a connection that cannot even do that is
+    """End what a failed job left of its read; a connection that cannot even do that is
     dropped, so the next job starts on a fresh one."""
     try:
-        db.session.rollback()
+        end_read()
     except Exception:
         logger.exception("%s: the rollback failed too; the session is discarded", job.name)
         db.session.remove()

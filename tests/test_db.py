@@ -16,9 +16,13 @@ from sqlalchemy.exc import IntegrityError
 
 from labapp.db import (
     ReadUnitWrote,
+    UnitInProgress,
     after_commit,
     after_rollback,
     db,
+    end_read,
+    own_read,
+    side_unit,
     sqlite_path,
     transaction,
     unit_state,
@@ -341,3 +345,78 @@ def test_read_units_off_makes_every_unit_write(fresh_app: Callable[..., Flask]) 
         db.session.remove()
     assert [statement for statement in seen if statement.startswith("BEGIN")] == [
         "BEGIN IMMEDIATE"]
+
+
+# ---------------------------------------------------------------- reads of their own
+
+def test_a_read_of_its_own_reads_then_gives_its_connection_back(database: Flask) -> None:
+    with own_read() as session:
+        assert "ADMIN" in session.scalars(select(Role.name)).all()
+        assert db.engine.pool.checkedout() == 1
+    assert not db.session().in_transaction()
+    assert db.engine.pool.checkedout() == 0
+
+
+def test_a_read_of_its_own_is_refused_inside_a_unit_and_the_units_writes_stay(
+        database: Flask) -> None:
+    with transaction() as session:
+        session.add(Role(name="T_KEPT", description=""))
+        session.flush()
+        with pytest.raises(UnitInProgress):
+            with own_read():
+                pass
+        with pytest.raises(UnitInProgress):
+            end_read()
+        assert session.get(Role, "T_KEPT") is not None
+    assert committed_roles() == {"T_KEPT"}
+
+
+def test_a_read_of_its_own_refuses_changes_made_outside_a_unit(database: Flask) -> None:
+    db.session.add(Role(name="T_STRAY", description=""))
+    with pytest.raises(UnitInProgress, match="outside any unit"):
+        with own_read():
+            pass
+    assert db.session.new  # not dropped: the caller still has it to commit or discard
+    db.session.expunge_all()
+
+
+def test_a_read_of_its_own_is_a_read_unit(database: Flask) -> None:
+    with pytest.raises(ReadUnitWrote):
+        with own_read() as session:
+            session.execute(update(Role).where(Role.name == "ADMIN").values(description="x"))
+    assert db.session.get(Role, "ADMIN").description != "x"
+    with transaction() as session:  # the session is usable afterwards
+        session.add(Role(name="T_AFTER", description=""))
+    assert committed_roles() == {"T_AFTER"}
+
+
+def test_end_read_ends_a_snapshot_left_outside_units(database: Flask) -> None:
+    assert db.session.scalars(select(Role.name)).all()
+    assert db.session().in_transaction()
+    end_read()
+    assert not db.session().in_transaction()
+    assert db.engine.pool.checkedout() == 0
+
+
+def test_a_side_unit_commits_beside_the_session_and_leaves_its_transaction(
+        database: Flask) -> None:
+    assert db.session.scalars(select(Role.name)).all()  # the main session reads
+    with side_unit() as session:
+        assert session is not db.session()
+        session.add(Role(name="T_SIDE", description=""))
+    assert db.session().in_transaction()
+    assert committed_roles() == {"T_SIDE"}
+    with pytest.raises(Boom):
+        with side_unit() as session:
+            session.add(Role(name="T_SIDE_FAILED", description=""))
+            session.flush()
+            raise Boom
+    assert committed_roles() == {"T_SIDE"}
+    end_read()
+
+
+def test_a_side_unit_is_refused_inside_a_read_unit(database: Flask) -> None:
+    with units(writing=False), transaction():
+        with pytest.raises(ReadUnitWrote):
+            with side_unit():
+                pass

@@ -34,6 +34,7 @@ from labapp.web.loader import (
     set_login_cookies,
     verify_csrf,
 )
+from labapp.web.units import opens_own_units
 
 bp = Blueprint("account_api", __name__, url_prefix="/api")
 
@@ -51,6 +52,7 @@ def _token_response(pair: TokenPair) -> Response:
 @csrf_exempt
 @endpoint("Log in with username and password; answers a token pair and sets the cookies.",
           body=LoginSchema, responses={200: TokenPairSchema}, public=True, throttled=True)
+@opens_own_units
 def login(body: dict[str, Any]) -> Response:
     pair = service.login_with_password(body["username"], body["password"], body["keepAlive"],
                                        client_address())
@@ -63,6 +65,7 @@ def login(body: dict[str, Any]) -> Response:
 @endpoint("Exchange a refresh token (body or cookie) for a new pair; the old one dies.",
           body=RefreshSchema, optional_body=True, responses={200: TokenPairSchema},
           public=True)
+@opens_own_units
 def refresh(body: dict[str, Any]) -> Response:
     value = body["refreshToken"]
     if value is None:
@@ -87,20 +90,19 @@ def refresh(body: dict[str, Any]) -> Response:
 def logout(body: dict[str, Any]) -> Response:
     actor = current_actor()
     value = body["refreshToken"]
-    with transaction():
-        if value is not None:
-            session_id: str | None = sessions.session_of_refresh_token(value)
-        elif actor.session_id is not None:
-            if actor.method == "cookie":
-                verify_csrf()
-            session_id = actor.session_id
-        else:
-            cookie = request.cookies.get(REFRESH_COOKIE)
-            if cookie:
-                verify_csrf()
-            session_id = sessions.find_session_of_refresh_token(cookie) if cookie else None
-        if session_id is not None:
-            sessions.revoke_session(session_id)
+    if value is not None:
+        session_id: str | None = sessions.session_of_refresh_token(value)
+    elif actor.session_id is not None:
+        if actor.method == "cookie":
+            verify_csrf()
+        session_id = actor.session_id
+    else:
+        cookie = request.cookies.get(REFRESH_COOKIE)
+        if cookie:
+            verify_csrf()
+        session_id = sessions.find_session_of_refresh_token(cookie) if cookie else None
+    if session_id is not None:
+        sessions.revoke_session(session_id)
     response = Response(status=204)
     clear_login_cookies(response)
     rotate_csrf_token()
@@ -132,8 +134,7 @@ def list_pats() -> Response:
 @endpoint("Create a personal access token; its value is in this answer only.",
           body=PatCreateSchema, responses={201: CreatedPatSchema})
 def create_pat(body: dict[str, Any]) -> tuple[Response, int]:
-    with transaction():
-        created = pats.create(current_actor(), body["name"], body["expiresUtc"])
+    created = pats.create(current_actor(), body["name"], body["expiresUtc"])
     data = PatSchema().dump(created.token) | {"value": created.value}
     return jsonify(data), 201
 
@@ -141,8 +142,7 @@ def create_pat(body: dict[str, Any]) -> tuple[Response, int]:
 @bp.delete("/user/pat/<pat_id>")
 @endpoint("Revoke one of the caller's personal access tokens.", responses={204: "Revoked"})
 def revoke_pat(pat_id: str) -> Response:
-    with transaction():
-        pats.revoke(current_actor(), pat_id)
+    pats.revoke(current_actor(), pat_id)
     return Response(status=204)
 
 
@@ -150,6 +150,7 @@ def revoke_pat(pat_id: str) -> Response:
 @require_scope()
 @endpoint("Change the caller's password; their other logins end.",
           body=PasswordChangeSchema, responses={204: "Changed"}, throttled=True)
+@opens_own_units
 def change_password(body: dict[str, Any]) -> Response:
     service.change_own_password(current_actor(), body["password"], body["repeatPassword"],
                                 body["confirmPassword"], client_address())

@@ -20,7 +20,7 @@ from labapp.account import service
 from labapp.account.schemas import LoginSchema, PasswordChangeSchema, PatCreateSchema
 from labapp.auth import pats, sessions
 from labapp.auth.sessions import InvalidCredentials
-from labapp.db import db, transaction
+from labapp.db import db
 from labapp.errors import InvalidInput, NotAuthenticated, TooManyRequests, flatten_messages
 from labapp.model import Department, User
 from labapp.model.types import utc_now
@@ -33,6 +33,7 @@ from labapp.web.loader import (
     set_login_cookies,
 )
 from labapp.web.pages import login_required, no_store
+from labapp.web.units import opens_own_units
 
 bp = Blueprint("account_views", __name__)
 # These pages carry CSRF tokens, personal data or a token shown once: never cache them.
@@ -95,6 +96,7 @@ def _login_page(*, status: int = 200, next_path: str | None = None,
 
 
 @bp.route("/login", methods=["GET", "POST"])
+@opens_own_units
 def login() -> BaseResponse:
     """The login form; a successful POST sets the login cookies and goes to ``next`` or home."""
     next_path = _local_path(request.values.get("next"))
@@ -131,8 +133,7 @@ def logout() -> BaseResponse:
     """End the login of this browser's cookie (it stops working everywhere) and go to login."""
     actor = current_actor()
     if actor.session_id is not None:
-        with transaction():
-            sessions.revoke_session(actor.session_id)
+        sessions.revoke_session(actor.session_id)
     response = redirect(url_for("account_views.login"), 303)
     clear_login_cookies(response)
     rotate_csrf_token()
@@ -167,6 +168,7 @@ def profile() -> Response:
 
 @bp.post("/profile/password")
 @login_required("account_views.profile")
+@opens_own_units
 def change_password() -> BaseResponse:
     """Change the password; the actor's other logins end, this one stays."""
     actor = current_actor()
@@ -220,8 +222,7 @@ def create_pat() -> Response:
         errors["expires"] = "Enter a date as YYYY-MM-DD."
     if not errors:
         try:
-            with transaction():
-                created = pats.create(actor, name, expires_utc)
+            created = pats.create(actor, name, expires_utc)
         except InvalidInput as exc:
             errors = _field_errors(exc.errors, PAT_FIELDS)
     if errors:
@@ -234,8 +235,7 @@ def create_pat() -> Response:
 def revoke_pat(pat_id: str) -> BaseResponse:
     """Revoke one of the actor's tokens; another user's (or an unknown) token is 404."""
     actor = current_actor()
-    with transaction():
-        pats.revoke(actor, pat_id)
+    pats.revoke(actor, pat_id)
     notice = "The token has been revoked; it no longer works."
     if is_htmx():
         return _profile(actor, block=PAT_BLOCK, pat_notice=notice)

@@ -12,7 +12,6 @@ from labapp.alerts.schemas import (
     MatchesQuerySchema,
     MatchesSchema,
 )
-from labapp.db import transaction
 from labapp.web.endpoints import endpoint
 from labapp.web.loader import current_actor
 
@@ -24,8 +23,7 @@ bp = Blueprint("alert_rule_api", __name__, url_prefix="/api/alert-rule")
           responses={200: AlertRuleSchema(many=True)})
 def list_rules() -> Response:
     actor = current_actor()
-    with transaction():
-        data = [service.to_api(actor, rule) for rule in service.list_rules(actor)]
+    data = [service.to_api(actor, rule) for rule in service.list_rules(actor)]
     return jsonify(data)
 
 
@@ -35,8 +33,7 @@ def list_rules() -> Response:
           body=AlertRuleInputSchema, responses={201: AlertRuleSchema})
 def create_rule(body: dict[str, Any]) -> tuple[Response, int]:
     actor = current_actor()
-    with transaction():
-        data = service.to_api(actor, service.create(actor, body))
+    data = service.to_api(actor, service.create(actor, body))
     return jsonify(data), 201
 
 
@@ -45,8 +42,7 @@ def create_rule(body: dict[str, Any]) -> tuple[Response, int]:
           responses={200: AlertRuleSchema})
 def get_rule(rule_id: str) -> Response:
     actor = current_actor()
-    with transaction():
-        data = service.to_api(actor, service.get_visible(actor, rule_id))
+    data = service.to_api(actor, service.get_visible(actor, rule_id))
     return jsonify(data)
 
 
@@ -55,16 +51,14 @@ def get_rule(rule_id: str) -> Response:
           body=AlertRuleInputSchema, responses={200: AlertRuleSchema})
 def update_rule(rule_id: str, body: dict[str, Any]) -> Response:
     actor = current_actor()
-    with transaction():
-        data = service.to_api(actor, service.update(actor, rule_id, body))
+    data = service.to_api(actor, service.update(actor, rule_id, body))
     return jsonify(data)
 
 
 @bp.delete("/<rule_id>")
 @endpoint("Delete an alert rule (its owner or ADMIN).", responses={204: "Deleted"})
 def delete_rule(rule_id: str) -> Response:
-    with transaction():
-        service.delete_rule(current_actor(), rule_id)
+    service.delete_rule(current_actor(), rule_id)
     return Response(status=204)
 
 
@@ -74,6 +68,5 @@ def delete_rule(rule_id: str) -> Response:
           query=MatchesQuerySchema, responses={200: MatchesSchema})
 def rule_matches(rule_id: str, query: dict[str, Any]) -> Response:
     actor = current_actor()
-    with transaction():
-        data = service.matches(actor, service.get_visible(actor, rule_id), query["top"])
+    data = service.matches(actor, service.get_visible(actor, rule_id), query["top"])
     return jsonify(data)

@@ -17,7 +17,6 @@ from labapp.access.sharing import share_choices
 from labapp.alerts import mail, service
 from labapp.alerts.schemas import AlertRuleInputSchema
 from labapp.alerts.service import RECIPIENT_FIELDS
-from labapp.db import transaction
 from labapp.entities import filter_builder, filter_chips
 from labapp.errors import Forbidden, InvalidInput, flatten_messages
 from labapp.model.alerts import CADENCES
@@ -97,14 +96,13 @@ def _form(rule_id: str | None, form: dict[str, Any], errors: list[dict[str, str]
     deliveries and the recipients its owner may no longer address."""
     actor = current_actor()
     rule_page: dict[str, Any] = {"failed": [], "skipped": []}
-    with transaction():
-        choices = share_choices(actor)
-        context = _builder(form["eClass"], form.get("filter"))
-        if rule_id is not None:
-            rule = service.get_visible(actor, rule_id)
-            rule_page = {"failed": mail.outbox(FAILED_SHOWN, mail.told_by(rule_id=rule.id),
-                                               unsent_only=True),
-                         "skipped": service.skipped_recipients(rule)}
+    choices = share_choices(actor)
+    context = _builder(form["eClass"], form.get("filter"))
+    if rule_id is not None:
+        rule = service.get_visible(actor, rule_id)
+        rule_page = {"failed": mail.outbox(FAILED_SHOWN, mail.told_by(rule_id=rule.id),
+                                           unsent_only=True),
+                     "skipped": service.skipped_recipients(rule)}
     by_field: dict[str, str] = {}
     for error in errors or ():
         by_field.setdefault(error["field"].split(".")[0], error["message"])
@@ -117,8 +115,7 @@ def _form(rule_id: str | None, form: dict[str, Any], errors: list[dict[str, str]
 
 def _list(block: str | None = None, status: int = 200) -> Response:
     actor = current_actor()
-    with transaction():
-        rules = [service.to_api(actor, rule) for rule in service.list_rules(actor)]
+    rules = [service.to_api(actor, rule) for rule in service.list_rules(actor)]
     return render_page(LIST, block=block, status=status, rules=rules, mail_on=_mail_on(),
                        is_admin=actor.is_admin, example=example_filter() is not None)
 
@@ -142,8 +139,7 @@ def new() -> BaseResponse:
 def show(rule_id: str) -> BaseResponse:
     """A rule's page: its form, its failed deliveries and the recipients it skips."""
     actor = current_actor()
-    with transaction():
-        form = service.to_api(actor, service.get_visible(actor, rule_id))
+    form = service.to_api(actor, service.get_visible(actor, rule_id))
     return _form(rule_id, form)
 
 
@@ -152,10 +148,9 @@ def items(rule_id: str) -> Response:
     """What a rule matches now that the reader may read: where its alerts lead (its owner,
     ADMIN and the users it tells)."""
     actor = current_actor()
-    with transaction():
-        rule = service.get_told(actor, rule_id)
-        found = service.matches(actor, rule, ITEMS)
-        data = service.to_api(actor, rule)
+    rule = service.get_told(actor, rule_id)
+    found = service.matches(actor, rule, ITEMS)
+    data = service.to_api(actor, rule)
     return render_page(ITEMS_PAGE, rule=data, found=found, limit=ITEMS)
 
 
@@ -183,8 +178,7 @@ def _add_condition(rule_id: str | None, raw: dict[str, Any],
         if spec is None:
             raise filter_builder.ConditionError("Choose a class first.")
         if not request.form.get("add_ref"):  # a reference typed, not picked
-            with transaction():
-                chosen = filter_builder.resolve_reference(current_actor(), spec, chosen)
+            chosen = filter_builder.resolve_reference(current_actor(), spec, chosen)
         raw["filter"] = filter_builder.add_condition(spec, raw["filter"] or "", chosen)
     except filter_builder.ConditionError as error:
         return _form(rule_id, raw, status=400, chosen=chosen, builder_error=str(error))
@@ -208,11 +202,10 @@ def _submit(rule_id: str | None) -> BaseResponse:
         return _add_condition(rule_id, raw, chosen)
     try:
         body = AlertRuleInputSchema().load(raw)
-        with transaction():
-            if rule_id is None:
-                service.create(actor, body)
-            else:
-                service.update(actor, rule_id, body)
+        if rule_id is None:
+            service.create(actor, body)
+        else:
+            service.update(actor, rule_id, body)
     except ValidationError as error:
         return _form(rule_id, raw, flatten_messages(error.messages), status=400)
     except InvalidInput as error:
@@ -227,9 +220,8 @@ def _submit(rule_id: str | None) -> BaseResponse:
 def _test(raw: dict[str, Any]) -> dict[str, Any]:
     """What the form's class and filter match now for the caller, or why they cannot."""
     try:
-        with transaction():
-            return service.try_filter(current_actor(), raw["eClass"], raw["filter"],
-                                      TEST_ITEMS)
+        return service.try_filter(current_actor(), raw["eClass"], raw["filter"],
+                                  TEST_ITEMS)
     except InvalidInput as error:
         return {"error": (error.errors or [{"message": error.detail}])[0]["message"]}
 
@@ -246,8 +238,7 @@ def test() -> Response:
 @bp.post("/<rule_id>/active")
 def switch(rule_id: str) -> BaseResponse:
     """Switch a rule on or off (the list's switch)."""
-    with transaction():
-        service.set_active(current_actor(), rule_id, request.form.get("active") == "true")
+    service.set_active(current_actor(), rule_id, request.form.get("active") == "true")
     if is_htmx():
         return _list("rules")
     return redirect(url_for("alert_views.index"), 303)
@@ -256,8 +247,7 @@ def switch(rule_id: str) -> BaseResponse:
 @bp.post("/<rule_id>/delete")
 def remove(rule_id: str) -> BaseResponse:
     """Delete a rule (its owner or ADMIN)."""
-    with transaction():
-        service.delete_rule(current_actor(), rule_id)
+    service.delete_rule(current_actor(), rule_id)
     return redirect(url_for("alert_views.index"), 303)
 
 
@@ -268,8 +258,7 @@ def outbox() -> Response:
     own rules."""
     actor = current_actor()
     shown = None if actor.is_admin else mail.told_by(owner_id=actor.author_id)
-    with transaction():
-        messages = mail.outbox(shown=shown)
-        counts = mail.counts(shown)
+    messages = mail.outbox(shown=shown)
+    counts = mail.counts(shown)
     return render_page(OUTBOX, messages=messages, counts=counts, mail_on=_mail_on(),
                        max_attempts=mail.MAX_ATTEMPTS, is_admin=actor.is_admin)

@@ -12,7 +12,6 @@ from labapp.dashboards.schemas import (
     WidgetDataSchema,
     WidgetQuerySchema,
 )
-from labapp.db import transaction
 from labapp.web.endpoints import endpoint
 from labapp.web.loader import current_actor
 
@@ -25,8 +24,7 @@ bp = Blueprint("dashboard_api", __name__, url_prefix="/api/dashboard")
           responses={200: DashboardSchema(many=True)})
 def list_dashboards() -> Response:
     actor = current_actor()
-    with transaction():
-        data = [service.to_api(actor, board) for board in service.list_dashboards(actor)]
+    data = [service.to_api(actor, board) for board in service.list_dashboards(actor)]
     return jsonify(data)
 
 
@@ -35,8 +33,7 @@ def list_dashboards() -> Response:
           body=DashboardInputSchema, responses={201: DashboardSchema})
 def create_dashboard(body: dict[str, Any]) -> tuple[Response, int]:
     actor = current_actor()
-    with transaction():
-        data = service.to_api(actor, service.create(actor, body))
+    data = service.to_api(actor, service.create(actor, body))
     return jsonify(data), 201
 
 
@@ -45,16 +42,14 @@ def create_dashboard(body: dict[str, Any]) -> tuple[Response, int]:
           body=DashboardInputSchema, responses={200: DashboardSchema})
 def update_dashboard(dashboard_id: str, body: dict[str, Any]) -> Response:
     actor = current_actor()
-    with transaction():
-        data = service.to_api(actor, service.update(actor, dashboard_id, body))
+    data = service.to_api(actor, service.update(actor, dashboard_id, body))
     return jsonify(data)
 
 
 @bp.delete("/<dashboard_id>")
 @endpoint("Delete a dashboard (its owner only).", responses={204: "Deleted"})
 def delete_dashboard(dashboard_id: str) -> Response:
-    with transaction():
-        service.delete(current_actor(), dashboard_id)
+    service.delete(current_actor(), dashboard_id)
     return Response(status=204)
 
 
@@ -62,6 +57,5 @@ def delete_dashboard(dashboard_id: str) -> Response:
 @endpoint("The live data of one widget of a visible dashboard, as the caller may see it.",
           query=WidgetQuerySchema, responses={200: WidgetDataSchema})
 def widget_data(dashboard_id: str, index: int, query: dict[str, Any]) -> Response:
-    with transaction():
-        data = service.widget_data(current_actor(), dashboard_id, index, query["page"])
+    data = service.widget_data(current_actor(), dashboard_id, index, query["page"])
     return jsonify(data)

@@ -36,6 +36,7 @@ from labapp.reading.wording import words_of
 from labapp.web.blocks import render_block, render_page
 from labapp.web.loader import current_actor
 from labapp.web.pages import members_only, no_store, signed_in_only
+from labapp.web.units import opens_own_units
 
 bp = members_only(Blueprint("dashboard_views", __name__, url_prefix="/dashboards"))
 
@@ -63,6 +64,7 @@ def _page(actor: Actor, dashboard_id: str | None) -> Response:
                        refresh=REFRESH_SECONDS, is_home=dashboard_id is None)
 
 
+@opens_own_units
 def home() -> BaseResponse:
     """The home page: the signed-in user's default dashboard (a starter one at first).
     Routed by the application as ``web.home``, outside this blueprint: never cached, as
@@ -76,6 +78,7 @@ def index() -> BaseResponse:
 
 
 @bp.get("/<dashboard_id>")
+@opens_own_units
 def show(dashboard_id: str) -> Response:
     return _page(current_actor(), dashboard_id)
 
@@ -138,12 +141,11 @@ def widget(dashboard_id: str, index: int) -> Response:
     page = request.args.get("page", "0")
     page_number = int(page) if page.isdigit() else 0
     heading = request.args.get("heading", type=int)
-    with transaction():
-        answer = service.widget_data(actor, dashboard_id, index, page_number)
-        plugin = answer["plugin"]["plugin"]
-        # Who did what in recent activity: users by the names the reader may see.
-        people = visible_names(actor, (row["userID"] for row in answer["data"].get("rows", ())
-                                       if plugin == "recent-activity"))
+    answer = service.widget_data(actor, dashboard_id, index, page_number)
+    plugin = answer["plugin"]["plugin"]
+    # Who did what in recent activity: users by the names the reader may see.
+    people = visible_names(actor, (row["userID"] for row in answer["data"].get("rows", ())
+                                   if plugin == "recent-activity"))
     # A fragment endpoint: the block alone, also for a plain request (a page link of a
     # saved list followed without JavaScript).
     return Response(render_block(PAGE, "widget", board={"id": dashboard_id}, index=index,
@@ -165,8 +167,7 @@ def _editor(actor: Actor, board: dict[str, Any] | None, form: dict[str, Any],
     shown at the widget they are about; ``widened_cards`` the cards of charts the editor
     widened to their kind's minimum."""
     widgets = form.get("widgets", [])
-    with transaction():
-        choices = service.share_choices(actor)
+    choices = service.share_choices(actor)
     return render_page(EDITOR, status=status, board=board, form=form,
                        cards=[{**card_of(widget), "widened": index in widened_cards}
                               for index, widget in enumerate(widgets)],
@@ -188,10 +189,9 @@ def _save(actor: Actor, dashboard_id: str | None) -> BaseResponse:
         narrow = too_narrow(loaded["widgets"])
         if narrow:
             return _editor(actor, board, body, narrow, 400)
-        with transaction():
-            saved = (service.update(actor, dashboard_id, loaded) if dashboard_id
-                     else service.create(actor, loaded))
-            saved_id = saved.id
+        saved = (service.update(actor, dashboard_id, loaded) if dashboard_id
+                 else service.create(actor, loaded))
+        saved_id = saved.id
     except ValidationError as error:
         return _editor(actor, board, body, flatten_messages(error.messages), 400)
     except InvalidInput as error:
@@ -212,8 +212,7 @@ def create() -> BaseResponse:
 @bp.route("/<dashboard_id>/edit", methods=["GET", "POST"])
 def edit(dashboard_id: str) -> BaseResponse:
     actor = current_actor()
-    with transaction():
-        data = service.to_api(actor, service.get_changeable(actor, dashboard_id))
+    data = service.to_api(actor, service.get_changeable(actor, dashboard_id))
     if request.method == "POST":
         return _save(actor, dashboard_id)
     # Charts saved narrower than their kind allows (by an earlier client) open at their
@@ -225,7 +224,6 @@ def edit(dashboard_id: str) -> BaseResponse:
 
 @bp.post("/<dashboard_id>/delete")
 def delete(dashboard_id: str) -> BaseResponse:
-    with transaction():
-        service.delete(current_actor(), dashboard_id)
+    service.delete(current_actor(), dashboard_id)
     flash("Dashboard deleted.", "success")
     return redirect(url_for("web.home"), 303)

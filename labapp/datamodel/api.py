@@ -7,9 +7,9 @@ from labapp.access.actor import ADMIN
 from labapp.datamodel import service
 from labapp.datamodel.running import reload_model
 from labapp.datamodel.synchronise import run_sync
-from labapp.db import transaction
 from labapp.web.endpoints import endpoint
 from labapp.web.loader import require_scope
+from labapp.web.units import opens_own_units
 
 bp = Blueprint("datamodel_api", __name__)
 
@@ -27,8 +27,7 @@ def expected() -> Response:
 @endpoint("What the connected database really has: tables with their columns and types, "
           "indexes and views.", responses={200: "The reflected schema"})
 def actual() -> Response:
-    with transaction():
-        return jsonify(service.actual())
+    return jsonify(service.actual())
 
 
 @bp.get("/api/datamodel/diff")
@@ -38,8 +37,7 @@ def actual() -> Response:
           responses={200: "The differences"})
 def diff() -> Response:
     reload_model(current_app)
-    with transaction():
-        return jsonify(service.diff())
+    return jsonify(service.diff())
 
 
 @bp.post("/api/sync")
@@ -48,5 +46,6 @@ def diff() -> Response:
           "tables, columns and indexes of extensions, views, default sequences and roles; "
           "answers what was done (nothing, when run again).",
           responses={200: "The sync report"})
+@opens_own_units
 def sync() -> Response:
     return jsonify(run_sync(current_app))

@@ -12,12 +12,12 @@ from labapp.datamodel import service
 from labapp.datamodel.diagram import diagram
 from labapp.datamodel.running import extension_folder, extension_problem, reload_model
 from labapp.datamodel.synchronise import run_sync
-from labapp.db import transaction
 from labapp.errors import AppError
 from labapp.model.registry import existing_class
 from labapp.web.blocks import render_page
 from labapp.web.loader import current_actor
 from labapp.web.pages import members_only, require
+from labapp.web.units import opens_own_units
 
 bp = members_only(Blueprint("datamodel_views", __name__, url_prefix="/admin/datamodel"))
 
@@ -51,8 +51,7 @@ def _diff_page(block: str | None = None, report: dict[str, Any] | None = None,
     found = None
     if problem is None:
         reload_model(current_app)
-        with transaction():
-            found = service.diff()
+        found = service.diff()
     return render_page(DIFF_PAGE, block=block, diff=found, report=report,
                        problem=problem or error)
 
@@ -64,6 +63,7 @@ def diff() -> Response:
 
 
 @bp.post("/sync")
+@opens_own_units
 def sync() -> Response:
     """Run the sync; answer the diff page (block ``diff`` for htmx) with its report."""
     try:

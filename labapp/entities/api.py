@@ -6,7 +6,6 @@ from typing import Any
 from flask import Blueprint, Response, jsonify, request
 from marshmallow import fields
 
-from labapp.db import transaction
 from labapp.entities import export, loading, service
 from labapp.entities.export import EntityExportQuerySchema
 from labapp.entities.schemas import (
@@ -71,8 +70,7 @@ def get_entity(eclass: str, entity_id: str) -> Response:
           body=EntityBatchSchema, responses={200: EntityListSchema, 201: EntityListSchema},
           components=entity_item_schemas, problems=(404, 409))
 def save_entities(body: dict[str, Any]) -> tuple[Response, int]:
-    with transaction():
-        result = service.save_batch(current_actor(), body["entities"])
+    result = service.save_batch(current_actor(), body["entities"])
     return jsonify({"entities": result.entities}), 201 if result.created else 200
 
 
@@ -81,6 +79,5 @@ def save_entities(body: dict[str, Any]) -> tuple[Response, int]:
           body=CloneOverridesSchema, optional_body=True, responses={201: "The new entity"})
 def clone_entity(eclass: str, entity_id: str, body: dict[str, Any]) -> tuple[Response, int]:
     spec = class_named(eclass)
-    with transaction():
-        created = service.clone(current_actor(), spec, entity_id, body)
+    created = service.clone(current_actor(), spec, entity_id, body)
     return jsonify(created), 201

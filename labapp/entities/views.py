@@ -20,7 +20,6 @@ from flask import Blueprint, Response, flash, redirect, request, url_for
 from werkzeug.wrappers import Response as BaseResponse
 
 from labapp.access.actor import Actor
-from labapp.db import transaction
 from labapp.entities import (
     display,
     editing,
@@ -335,11 +334,10 @@ def add_note(eclass: str, entity_id: str) -> BaseResponse:
     if not content.strip():
         return render_detail(actor, spec, entity_id, block="notes", status=400,
                        note_error="Write the note before adding it.", note_text=content)
-    with transaction():
-        subject = load_visible(actor, spec, entity_id)
-        service.save_batch(actor, [{"eClass": "Note", "subjectID": subject.id,
-                                    "subjectClass": spec.name, "content": content}],
-                           notation=False)
+    subject = load_visible(actor, spec, entity_id)
+    service.save_batch(actor, [{"eClass": "Note", "subjectID": subject.id,
+                                "subjectClass": spec.name, "content": content}],
+                       notation=False)
     if is_htmx():
         return render_detail(actor, spec, entity_id, block="notes", status=201,
                        note_notice="Note added.")
@@ -359,8 +357,7 @@ def change_status(eclass: str, entity_id: str) -> BaseResponse:
     item = {"eClass": spec.name, "id": entity_id, "status": target,
             **({"version": int(version)} if version.isdigit() else {})}
     try:
-        with transaction():
-            saved = service.save_batch(actor, [item], notation=False).entities[0]
+        saved = service.save_batch(actor, [item], notation=False).entities[0]
     except (Conflict, InvalidInput) as error:
         return render_detail(actor, spec, entity_id, status=error.status, status_error=error.detail)
     if version.isdigit() and saved["version"] == int(version):
@@ -374,7 +371,6 @@ def change_status(eclass: str, entity_id: str) -> BaseResponse:
 def clone(eclass: str, entity_id: str) -> BaseResponse:
     """Copy the entity (decisions §6) and show the copy."""
     spec = class_named(eclass)
-    with transaction():
-        created = service.clone(current_actor(), spec, entity_id, {})
+    created = service.clone(current_actor(), spec, entity_id, {})
     flash(f"{spec.name} {entity_id} cloned as {created['id']}.", "success")
     return redirect(display.detail_url(spec.name, created["id"]), 303)

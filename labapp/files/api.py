@@ -18,6 +18,7 @@ from labapp.files import service
 from labapp.files.schemas import Base64UploadSchema, MultipartUploadSchema
 from labapp.web.endpoints import endpoint
 from labapp.web.loader import CSRF_FIELD, current_actor
+from labapp.web.units import opens_own_units
 
 bp = Blueprint("file_api", __name__, url_prefix="/api/file")
 
@@ -59,6 +60,7 @@ def _read_upload() -> dict[str, Any]:
           "department). 400 for invalid fields or an unknown subject, 413 over the upload "
           "limit, 415 for any other content type.",
           forms=_SCHEMAS, responses={201: "The File entity"})
+@opens_own_units
 def upload_file() -> tuple[Response, int]:
     actor = current_actor()
     upload = _read_upload()

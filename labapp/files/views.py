@@ -12,11 +12,13 @@ from labapp.files import service
 from labapp.reading.lookup import class_named, load_visible
 from labapp.web.loader import current_actor
 from labapp.web.pages import members_only
+from labapp.web.units import opens_own_units
 
 bp = members_only(Blueprint("file_views", __name__, url_prefix="/entities"))
 
 
 @bp.post("/<eclass>/<path:entity_id>/files")
+@opens_own_units
 def upload_file(eclass: str, entity_id: str) -> BaseResponse:
     """Store an uploaded file (once per content) and attach it to the entity, as
     ``POST /api/file`` does; then back to the files of the detail page."""

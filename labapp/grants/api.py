@@ -6,7 +6,6 @@ from typing import Any
 from flask import Blueprint, Response, jsonify
 
 from labapp.access.actor import ADMIN, DATA_MANAGER, DATA_MANAGER_PROJECT_WRITE
-from labapp.db import transaction
 from labapp.grants import service
 from labapp.grants.schemas import (
     SETTINGS_NAME_PATH,
@@ -40,10 +39,9 @@ def department_access(department_id: str) -> Response:
           body=DepartmentGrantSchema,
           responses={200: DepartmentAccessEntrySchema, 201: DepartmentAccessEntrySchema})
 def grant_department(department_id: str, body: dict[str, Any]) -> tuple[Response, int]:
-    with transaction():
-        entry, created = service.grant_department(department_id, body["accessType"],
-                                                  body["userID"], body["accessDepartmentID"],
-                                                  actor=current_actor())
+    entry, created = service.grant_department(department_id, body["accessType"],
+                                              body["userID"], body["accessDepartmentID"],
+                                              actor=current_actor())
     return jsonify(entry), 201 if created else 200
 
 
@@ -51,8 +49,7 @@ def grant_department(department_id: str, body: dict[str, Any]) -> tuple[Response
 @require_scope(*_DEPARTMENT_SCOPES)
 @endpoint("Remove a user's access to a department.", responses={204: "Removed"})
 def revoke_department_user(department_id: str, user_id: str) -> Response:
-    with transaction():
-        service.revoke_department(department_id, user_id=user_id)
+    service.revoke_department(department_id, user_id=user_id)
     return Response(status=204)
 
 
@@ -60,8 +57,7 @@ def revoke_department_user(department_id: str, user_id: str) -> Response:
 @require_scope(*_DEPARTMENT_SCOPES)
 @endpoint("Remove a department's access to a department.", responses={204: "Removed"})
 def revoke_department_department(department_id: str, access_department_id: str) -> Response:
-    with transaction():
-        service.revoke_department(department_id, access_department_id=access_department_id)
+    service.revoke_department(department_id, access_department_id=access_department_id)
     return Response(status=204)
 
 
@@ -70,8 +66,7 @@ def revoke_department_department(department_id: str, access_department_id: str) 
 @endpoint("Delete a department (409 while it owns entities, unless force=true as ADMIN).",
           query=DeleteQuerySchema, responses={204: "Deleted"}, problems=(409,))
 def delete_department(department_id: str, query: dict[str, Any]) -> Response:
-    with transaction():
-        service.delete_department(current_actor(), department_id, query["force"])
+    service.delete_department(current_actor(), department_id, query["force"])
     return Response(status=204)
 
 
@@ -88,9 +83,8 @@ def project_access(project_id: str) -> Response:
           body=ProjectGrantSchema,
           responses={200: ProjectAccessEntrySchema, 201: ProjectAccessEntrySchema})
 def grant_project(project_id: str, body: dict[str, Any]) -> tuple[Response, int]:
-    with transaction():
-        entry, created = service.grant_project(project_id, body["accessType"], body["userID"],
-                                               body["departmentID"], actor=current_actor())
+    entry, created = service.grant_project(project_id, body["accessType"], body["userID"],
+                                           body["departmentID"], actor=current_actor())
     return jsonify(entry), 201 if created else 200
 
 
@@ -99,8 +93,7 @@ def grant_project(project_id: str, body: dict[str, Any]) -> tuple[Response, int]
 @endpoint("Remove the access of a user or a department to a project.",
           responses={204: "Removed"})
 def revoke_project(project_id: str, grantee_id: str) -> Response:
-    with transaction():
-        service.revoke_project(project_id, grantee_id)
+    service.revoke_project(project_id, grantee_id)
     return Response(status=204)
 
 
@@ -109,8 +102,7 @@ def revoke_project(project_id: str, grantee_id: str) -> Response:
 @endpoint("Delete a project (409 while it owns entities, unless force=true as ADMIN).",
           query=DeleteQuerySchema, responses={204: "Deleted"}, problems=(409,))
 def delete_project(project_id: str, query: dict[str, Any]) -> Response:
-    with transaction():
-        service.delete_project(current_actor(), project_id, query["force"])
+    service.delete_project(current_actor(), project_id, query["force"])
     return Response(status=204)
 
 
@@ -129,6 +121,5 @@ def project_setting(project_id: str, settings_name: str) -> Response:
           path=SETTINGS_NAME_PATH)
 def save_project_setting(project_id: str, settings_name: str,
                          body: dict[str, Any]) -> Response:
-    with transaction():
-        stored = service.save_project_setting(current_actor(), project_id, settings_name, body)
+    stored = service.save_project_setting(current_actor(), project_id, settings_name, body)
     return jsonify(stored)

@@ -21,7 +21,7 @@ from werkzeug.wrappers import Response as BaseResponse
 
 from labapp.access.actor import ADMIN, DATA_MANAGER, DATA_MANAGER_PROJECT_WRITE, Actor
 from labapp.access.visibility import NONE, access_type
-from labapp.db import db, transaction
+from labapp.db import db
 from labapp.entities import loading
 from labapp.errors import Conflict, InvalidInput, NotFound
 from labapp.grants import service
@@ -208,8 +208,7 @@ def grant(area_slug: str, target_id: str) -> BaseResponse:
     errors = {} if grantee_id else {"grantee": "Choose a user or a department."}
     if not errors:
         try:
-            with transaction():
-                _, created = area.grant(target_id, kind, *_grantee(grantee_id), actor=actor)
+            _, created = area.grant(target_id, kind, *_grantee(grantee_id), actor=actor)
         except InvalidInput as error:
             errors = _grant_errors(error, grantee_id)
     if errors:
@@ -229,8 +228,7 @@ def revoke(area_slug: str, target_id: str) -> BaseResponse:
     area.load(target_id)  # an unknown department or project is the 404 page
     grantee_id = request.form.get("grantee", "").strip()
     try:
-        with transaction():
-            area.revoke(target_id, *_grantee(grantee_id))
+        area.revoke(target_id, *_grantee(grantee_id))
     except NotFound as error:
         return _access_page(actor, area, target_id, block=ACCESS_BLOCK, status=400,
                             access_error=error.detail)
@@ -245,8 +243,7 @@ def delete(area_slug: str, target_id: str) -> BaseResponse:
     area = AREAS[area_slug]
     require(actor, area.change_scopes)
     try:
-        with transaction():
-            area.delete(actor, target_id, request.form.get("force") == "true")
+        area.delete(actor, target_id, request.form.get("force") == "true")
     except Conflict as error:
         return _access_page(actor, area, target_id, status=409, delete_error=error.detail)
     flash(f"{area.eclass} {target_id} was deleted.", "success")

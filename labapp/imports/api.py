@@ -24,6 +24,7 @@ from labapp.query.listing import paging_value
 from labapp.reading.lookup import class_named
 from labapp.web.endpoints import endpoint
 from labapp.web.loader import CSRF_FIELD, current_actor
+from labapp.web.units import opens_own_units
 
 bp = Blueprint("import_api", __name__, url_prefix="/api/import")
 MULTIPART = "multipart/form-data"
@@ -71,6 +72,7 @@ def start(form: dict[str, Any]) -> ImportJob:
           "the right to create entities of the class; 413 over the upload limit.",
           forms={MULTIPART: ImportFormSchema}, responses={202: JobStartedSchema},
           problems=(413,))
+@opens_own_units
 def create_import() -> tuple[Response, int]:
     if request.mimetype != MULTIPART:
         raise UnsupportedMediaType(f"Send the file as {MULTIPART} "
@@ -90,11 +92,10 @@ def create_import() -> tuple[Response, int]:
 def get_import(job_id: str, query: dict[str, Any]) -> Response:
     top = DEFAULT_TOP if query["top"] in (None, "") else paging_value("$top", query["top"])
     skip = 0 if query["skip"] in (None, "") else paging_value("$skip", query["skip"])
-    with transaction():
-        job = service.visible_job(current_actor(), job_id)
-        page = service.rows_page(job, top=min(top, MAX_TOP), skip=skip,
-                                 outcome=query["outcome"])
-        data = service.job_to_api(job, page)
+    job = service.visible_job(current_actor(), job_id)
+    page = service.rows_page(job, top=min(top, MAX_TOP), skip=skip,
+                             outcome=query["outcome"])
+    data = service.job_to_api(job, page)
     return jsonify(data)
 
 
@@ -104,8 +105,7 @@ def get_import(job_id: str, query: dict[str, Any]) -> Response:
           "run was committed already). 409 while the dry run is not done or when it found "
           "errors.", responses={202: JobStartedSchema}, problems=(409,))
 def commit_import(job_id: str) -> tuple[Response, int]:
-    with transaction():
-        job = service.commit_dry_run(current_actor(), job_id)
+    job = service.commit_dry_run(current_actor(), job_id)
     response = jsonify({"id": job.id, "status": job.status})
     response.headers["Location"] = url_for(".get_import", job_id=job.id)
     return response, 202
@@ -118,9 +118,8 @@ def commit_import(job_id: str) -> tuple[Response, int]:
           query=DownloadQuerySchema, responses={200: "The annotated file"},
           media=downloads.MEDIA, problems=(409,))
 def annotated(job_id: str, query: dict[str, Any]) -> Response:
-    with transaction():
-        job = service.visible_job(current_actor(), job_id)
-        return downloads.annotated(job, query["format"])
+    job = service.visible_job(current_actor(), job_id)
+    return downloads.annotated(job, query["format"])
 
 
 @bp.get("/template/<eclass>")

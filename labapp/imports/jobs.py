@@ -44,7 +44,7 @@ from sqlalchemy import delete, insert, select, update
 from labapp import liveness
 from labapp.access.actor import Actor
 from labapp.access.grant_sets import actor_for
-from labapp.db import db, rows_matched, transaction
+from labapp.db import db, end_read, own_read, rows_matched, side_unit, transaction
 from labapp.errors import AppError
 from labapp.imports import service, uploads, workers
 from labapp.imports.engine import ImportPlan, RowOutcome, commit_import, plan_import
@@ -81,11 +81,9 @@ def claim(job_id: str | None = None) -> str | None:
 
 def _queued() -> bool:
     """Whether a job waits (a read, so an idle worker takes no write lock)."""
-    try:
-        return db.session.scalar(
+    with own_read() as session:
+        return session.scalar(
             select(ImportJob.id).where(ImportJob.status == "queued").limit(1)) is not None
-    finally:
-        db.session.rollback()
 
 
 def upkeep() -> bool:
@@ -100,15 +98,11 @@ def upkeep() -> bool:
 
 
 def _write_progress(job_id: str, done: int) -> None:
-    """Record the rows planned so far in a transaction of a session of its own (the main
-    session is reading the plan and must not end its transaction)."""
-    session = db.session.session_factory()
-    try:
+    """Record the rows planned so far in a unit beside the main session's (which is reading
+    the plan and must not end its transaction)."""
+    with side_unit() as session:
         session.execute(update(ImportJob).where(ImportJob.id == job_id)
                         .values(progress_done=done))
-        session.commit()
-    finally:
-        session.close()
 
 
 def _owner(job: ImportJob) -> Actor:
@@ -141,7 +135,7 @@ def run(job_id: str, report: Report | None = None) -> ImportJob:
                            progress=progress)
         _finish(job_id, actor, plan, report)
     except Exception as error:  # recorded on the job: the owner sees why it failed
-        db.session.rollback()
+        end_read()
         if not isinstance(error, AppError | LookupError):
             logger.exception("import %s failed", job_id)
         _fail(job_id, plan, _reason(error))
@@ -233,12 +227,10 @@ def fail_stopped() -> bool:
     """Fail the running jobs whose process is gone, and those whose process cannot be asked
     running for more than :data:`ABANDONED` (see the module docstring); as a commit writes
     all or nothing, nothing of theirs was written. Whether there were any."""
-    try:
-        running = db.session.execute(select(
+    with own_read() as session:
+        running = session.execute(select(
             ImportJob.id, ImportJob.worker, ImportJob.started_utc).where(
             ImportJob.status == "running")).all()
-    finally:
-        db.session.rollback()
     cutoff = utc_now() - ABANDONED
     stopped = [(job_id, worker) for job_id, worker, started in running
                if _stopped(worker, started, cutoff)]
@@ -263,11 +255,9 @@ def purge_finished() -> bool:
     (:func:`labapp.imports.uploads.purge_stale`) and the lock files of processes that are
     gone (but those running jobs name: another host may yet have to ask them); whether
     there was any of that work."""
-    try:
-        named = {worker for worker in db.session.scalars(select(ImportJob.worker).where(
+    with own_read() as session:
+        named = {worker for worker in session.scalars(select(ImportJob.worker).where(
             ImportJob.status == "running")) if worker}
-    finally:
-        db.session.rollback()
     swept = liveness.sweep(keep=named)
     return _remove_finished() or swept > 0
 
@@ -275,11 +265,9 @@ def purge_finished() -> bool:
 def _remove_finished() -> bool:
     cutoff = utc_now() - KEEP_FINISHED
     uploads.purge_stale()
-    try:
-        waiting = db.session.scalar(select(ImportJob.id).where(
+    with own_read() as session:
+        waiting = session.scalar(select(ImportJob.id).where(
             ImportJob.finished_utc < cutoff).limit(1)) is not None
-    finally:
-        db.session.rollback()
     if not waiting:
         return False
     with transaction():

@@ -31,6 +31,7 @@ from labapp.reading.wording import label_of
 from labapp.web.blocks import render_page
 from labapp.web.loader import current_actor
 from labapp.web.pages import members_only
+from labapp.web.units import opens_own_units
 
 bp = members_only(Blueprint("import_views", __name__, url_prefix="/import"))
 
@@ -58,6 +59,7 @@ def start() -> Response:
 
 
 @bp.post("")
+@opens_own_units
 def upload() -> BaseResponse:
     """Receive the file, check it opens, and hold it for the mapping step."""
     actor = current_actor()
@@ -124,6 +126,7 @@ def mapping(token: str) -> Response:
 
 
 @bp.post("/map/<token>")
+@opens_own_units
 def run_dry(token: str) -> BaseResponse:
     """Queue the dry run of the mapped file (and save the mapping when asked)."""
     actor = current_actor()
@@ -173,15 +176,13 @@ def _job_context(actor: Actor, job: ImportJob) -> dict[str, Any]:
 def job(job_id: str) -> Response:
     """Steps 3 and 4: the job's progress, then its outcome (block ``job`` for htmx)."""
     actor = current_actor()
-    with transaction():
-        found = service.visible_job(actor, job_id)
-        context = _job_context(actor, found)
+    found = service.visible_job(actor, job_id)
+    context = _job_context(actor, found)
     return render_page(JOB_PAGE, block="job", **context)
 
 
 @bp.post("/<job_id>/commit")
 def commit(job_id: str) -> BaseResponse:
     """Queue the commit of a dry run and follow it on its own page."""
-    with transaction():
-        committing = service.commit_dry_run(current_actor(), job_id)
+    committing = service.commit_dry_run(current_actor(), job_id)
     return redirect(url_for(".job", job_id=committing.id), 303)

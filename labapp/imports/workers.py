@@ -56,13 +56,10 @@ def waiting_problem() -> str | None:
     site is degraded and how to start a worker."""
     if liveness.alive():
         return None
-    try:
-        queued = db.session.scalar(select(func.count()).select_from(ImportJob)
-                                   .where(ImportJob.status == "queued")) or 0
-        stranded = sum(liveness.state(worker) == liveness.GONE for worker in db.session.scalars(
-            select(ImportJob.worker).where(ImportJob.status == "running")))
-    finally:
-        db.session.rollback()
+    queued = db.session.scalar(select(func.count()).select_from(ImportJob)
+                               .where(ImportJob.status == "queued")) or 0
+    stranded = sum(liveness.state(worker) == liveness.GONE for worker in db.session.scalars(
+        select(ImportJob.worker).where(ImportJob.status == "running")))
     waiting = queued + stranded
     if not waiting:
         return None

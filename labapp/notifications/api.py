@@ -5,7 +5,6 @@ from typing import Any
 
 from flask import Blueprint, Response, jsonify
 
-from labapp.db import transaction
 from labapp.notifications import service
 from labapp.notifications.schemas import (
     MarkedSchema,
@@ -23,8 +22,7 @@ bp = Blueprint("notification_api", __name__, url_prefix="/api/notification")
 @endpoint("The caller's notifications not yet Read (Unread and Seen), newest first.",
           responses={200: NotificationSchema(many=True)})
 def unread() -> Response:
-    with transaction():
-        rows = service.unread(current_actor())
+    rows = service.unread(current_actor())
     return jsonify([service.to_api(row) for row in rows])
 
 
@@ -33,8 +31,7 @@ def unread() -> Response:
 @endpoint("Turn every Unread notification of the caller into Seen.",
           responses={200: MarkedSchema})
 def mark_all_as_seen() -> Response:
-    with transaction():
-        updated = service.mark_all_seen(current_actor())
+    updated = service.mark_all_seen(current_actor())
     return jsonify({"updated": updated})
 
 
@@ -42,9 +39,8 @@ def mark_all_as_seen() -> Response:
 @endpoint("Set the status (Unread, Seen or Read) of one of the caller's notifications.",
           body=NotificationStatusSchema, responses={200: NotificationSchema}, problems=(404,))
 def set_status(body: dict[str, Any]) -> Response:
-    with transaction():
-        row = service.set_status(current_actor(), body["id"], body["status"])
-        data = service.to_api(row)
+    row = service.set_status(current_actor(), body["id"], body["status"])
+    data = service.to_api(row)
     return jsonify(data)
 
 
@@ -52,6 +48,5 @@ def set_status(body: dict[str, Any]) -> Response:
 @bp.delete("/<string(length=32):notification_id>")
 @endpoint("Delete one of the caller's notifications.", responses={204: "Deleted"})
 def delete(notification_id: str) -> Response:
-    with transaction():
-        service.remove(current_actor(), notification_id)
+    service.remove(current_actor(), notification_id)
     return Response(status=204)

@@ -5,7 +5,6 @@ from __future__ import annotations
 from flask import Blueprint, Response, redirect, url_for
 from werkzeug.wrappers import Response as BaseResponse
 
-from labapp.db import transaction
 from labapp.notifications import service
 from labapp.web.blocks import is_htmx, render_block, render_page
 from labapp.web.loader import current_actor
@@ -32,9 +31,8 @@ def subject_url(kind_class: str | None, subject_id: str | None) -> str | None:
 
 def _list(block: str | None = None) -> Response:
     actor = current_actor()
-    with transaction():
-        rows = [service.to_api(row) for row in service.recent(actor)]
-        count = service.unread_count(actor)
+    rows = [service.to_api(row) for row in service.recent(actor)]
+    count = service.unread_count(actor)
     return render_page(PAGE, block=block, notifications=rows, count=count,
                        poll=POLL_SECONDS)
 
@@ -49,8 +47,7 @@ def index() -> Response:
 def bell() -> Response:
     """The bell's unread count (block ``bell``), polled by every page."""
     actor = current_actor()
-    with transaction():
-        count = service.unread_count(actor)
+    count = service.unread_count(actor)
     return Response(render_block(PAGE, "bell", count=count, poll=POLL_SECONDS),
                     mimetype="text/html")
 
@@ -61,15 +58,13 @@ def _back() -> BaseResponse:
 
 @bp.post("/<notification_id>/read")
 def mark_read(notification_id: str) -> BaseResponse:
-    with transaction():
-        service.set_status(current_actor(), notification_id, "Read")
+    service.set_status(current_actor(), notification_id, "Read")
     return _back()
 
 
 @bp.post("/seen")
 def mark_all_seen() -> BaseResponse:
-    with transaction():
-        service.mark_all_seen(current_actor())
+    service.mark_all_seen(current_actor())
     return _back()
 
 
@@ -77,7 +72,6 @@ def mark_all_seen() -> BaseResponse:
 @writes
 def open_subject(notification_id: str) -> BaseResponse:
     """Mark the notification Read and go to its subject (back to the list if it has none)."""
-    with transaction():
-        row = service.set_status(current_actor(), notification_id, "Read")
-        target = subject_url(row.subject_class, row.subject_id)
+    row = service.set_status(current_actor(), notification_id, "Read")
+    target = subject_url(row.subject_class, row.subject_id)
     return redirect(target or url_for("notification_views.index"), 303)

@@ -7,7 +7,6 @@ from flask import Blueprint, Response, abort, redirect, request, url_for
 from werkzeug.wrappers import Response as BaseResponse
 
 from labapp.auth import pats
-from labapp.db import transaction
 from labapp.errors import InvalidInput
 from labapp.odata.feed import open_feed
 from labapp.odata.metadata import edm_type, feed_views
@@ -69,8 +68,7 @@ def create_pat() -> Response:
     actor = current_actor()
     name = request.form.get("name", "").strip() or PAT_NAME
     try:
-        with transaction():
-            created = pats.create(actor, name[:255], None)
+        created = pats.create(actor, name[:255], None)
     except InvalidInput as error:
         return _page(block="pat", status=400, pat_error=error.detail)
     return _page(block="pat", status=201, created=created)

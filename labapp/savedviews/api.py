@@ -5,7 +5,6 @@ from typing import Any
 
 from flask import Blueprint, Response, jsonify
 
-from labapp.db import transaction
 from labapp.savedviews import service
 from labapp.savedviews.schemas import (
     SavedViewInputSchema,
@@ -24,9 +23,8 @@ bp = Blueprint("saved_view_api", __name__, url_prefix="/api/saved-view")
           query=SavedViewQuerySchema, responses={200: SavedViewSchema(many=True)})
 def list_views(query: dict[str, Any]) -> Response:
     actor = current_actor()
-    with transaction():
-        data = [service.to_api(actor, view)
-                for view in service.list_views(actor, query["eClass"])]
+    data = [service.to_api(actor, view)
+            for view in service.list_views(actor, query["eClass"])]
     return jsonify(data)
 
 
@@ -35,8 +33,7 @@ def list_views(query: dict[str, Any]) -> Response:
           body=SavedViewInputSchema, responses={201: SavedViewSchema})
 def create_view(body: dict[str, Any]) -> tuple[Response, int]:
     actor = current_actor()
-    with transaction():
-        data = service.to_api(actor, service.create(actor, body))
+    data = service.to_api(actor, service.create(actor, body))
     return jsonify(data), 201
 
 
@@ -44,8 +41,7 @@ def create_view(body: dict[str, Any]) -> tuple[Response, int]:
 @endpoint("One saved view the caller may see.", responses={200: SavedViewSchema})
 def get_view(view_id: str) -> Response:
     actor = current_actor()
-    with transaction():
-        data = service.to_api(actor, service.get_visible(actor, view_id))
+    data = service.to_api(actor, service.get_visible(actor, view_id))
     return jsonify(data)
 
 
@@ -54,14 +50,12 @@ def get_view(view_id: str) -> Response:
           body=SavedViewInputSchema, responses={200: SavedViewSchema})
 def update_view(view_id: str, body: dict[str, Any]) -> Response:
     actor = current_actor()
-    with transaction():
-        data = service.to_api(actor, service.update(actor, view_id, body))
+    data = service.to_api(actor, service.update(actor, view_id, body))
     return jsonify(data)
 
 
 @bp.delete("/<view_id>")
 @endpoint("Delete a saved view (its owner only).", responses={204: "Deleted"})
 def delete_view(view_id: str) -> Response:
-    with transaction():
-        service.delete(current_actor(), view_id)
+    service.delete(current_actor(), view_id)
     return Response(status=204)

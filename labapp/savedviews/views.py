@@ -17,7 +17,6 @@ from werkzeug.wrappers import Response as BaseResponse
 
 from labapp.access import sharing
 from labapp.access.actor import Actor
-from labapp.db import transaction
 from labapp.entities.loading import visible_names
 from labapp.errors import InvalidInput, flatten_messages
 from labapp.model.registry import find_class
@@ -51,8 +50,7 @@ def _query(args: MultiDict[str, str]) -> dict[str, str]:
 def saved_views_of(eclass: str) -> list[dict[str, Any]]:
     """The saved views of ``eclass`` the signed-in user may see, as the API shows them."""
     actor = current_actor()
-    with transaction():
-        return [service.to_api(actor, view) for view in service.list_views(actor, eclass)]
+    return [service.to_api(actor, view) for view in service.list_views(actor, eclass)]
 
 
 @bp.get("/menu/<eclass>")
@@ -75,8 +73,7 @@ def _body(form: MultiDict[str, str], eclass: str) -> dict[str, Any]:
 
 def _form(actor: Actor, view: dict[str, Any] | None, form: dict[str, Any],
           errors: list[dict[str, str]], status: int = 200) -> Response:
-    with transaction():
-        choices = sharing.share_choices(actor)
+    choices = sharing.share_choices(actor)
     return render_page(FORM, status=status, view=view, form=form, errors=errors,
                        choices=choices, pickers=PICKERS)
 
@@ -85,10 +82,9 @@ def _save(actor: Actor, view_id: str | None, eclass: str) -> BaseResponse:
     body = _body(request.form, eclass)
     try:
         loaded = SavedViewInputSchema().load(body)
-        with transaction():
-            saved = (service.update(actor, view_id, loaded) if view_id
-                     else service.create(actor, loaded))
-            saved_id = saved.id
+        saved = (service.update(actor, view_id, loaded) if view_id
+                 else service.create(actor, loaded))
+        saved_id = saved.id
     except ValidationError as error:
         errors = flatten_messages(error.messages)
     except InvalidInput as error:
@@ -115,8 +111,7 @@ def create() -> BaseResponse:
 
 
 def _visible(actor: Actor, view_id: str) -> dict[str, Any]:
-    with transaction():
-        return service.to_api(actor, service.get_visible(actor, view_id))
+    return service.to_api(actor, service.get_visible(actor, view_id))
 
 
 @bp.get("/<view_id>")
@@ -125,13 +120,12 @@ def show(view_id: str) -> Response:
     for its owner or ADMIN, renaming, sharing and deleting it."""
     actor = current_actor()
     view = _visible(actor, view_id)
-    with transaction():
-        boards = service.editable_dashboards(actor)
-        choices = sharing.share_choices(actor) if view["canWrite"] else {}
-        # The owner and the parties shared with, by the names the reader may see.
-        names = visible_names(actor, [view["userID"], *(
-            party for field in ("userIDs", "departmentIDs", "projectIDs")
-            for party in view["shares"].get(field, ()))])
+    boards = service.editable_dashboards(actor)
+    choices = sharing.share_choices(actor) if view["canWrite"] else {}
+    # The owner and the parties shared with, by the names the reader may see.
+    names = visible_names(actor, [view["userID"], *(
+        party for field in ("userIDs", "departmentIDs", "projectIDs")
+        for party in view["shares"].get(field, ()))])
     return render_page(PAGE, view=view, boards=boards, choices=choices, pickers=PICKERS,
                        form=view, errors=[], names=names)
 
@@ -147,9 +141,8 @@ def update(view_id: str) -> BaseResponse:
 def delete(view_id: str) -> BaseResponse:
     """Delete a view (its owner; the page asks for confirmation first)."""
     actor = current_actor()
-    with transaction():
-        eclass = service.get_visible(actor, view_id).eclass
-        service.delete(actor, view_id)
+    eclass = service.get_visible(actor, view_id).eclass
+    service.delete(actor, view_id)
     flash("View deleted.", "success")
     return redirect(url_for("entity_views.browse", eclass=eclass), 303)
 
@@ -159,8 +152,7 @@ def add_to_dashboard(view_id: str) -> BaseResponse:
     """Append the view as a saved-list widget to a dashboard the user may change."""
     actor = current_actor()
     dashboard_id = request.form.get("dashboard_id", "")
-    with transaction():
-        index = service.add_to_dashboard(actor, view_id, dashboard_id)
+    index = service.add_to_dashboard(actor, view_id, dashboard_id)
     flash("Added to the dashboard.", "success")
     return redirect(url_for("dashboard_views.show", dashboard_id=dashboard_id,
                             _anchor=f"widget-{index}"), 303)

@@ -10,7 +10,7 @@ import click
 from flask.cli import with_appcontext
 from sqlalchemy import func, select
 
-from labapp.db import db
+from labapp.db import db, own_read
 from labapp.model import Entity
 from labapp.search import index, indexer
 from labapp.search.rebuild import rebuild_index
@@ -36,9 +36,9 @@ def rebuild_command() -> None:
 def status_command() -> None:
     """Queue length, documents, index size and the time of the last index commit."""
     path = indexer.index_path()
-    click.echo(f"queue: {indexer.queue_length()} changes waiting")
-    click.echo(f"worker: {'running' if indexer.worker_alive() else 'not running'}")
-    db.session.rollback()
+    with own_read():
+        click.echo(f"queue: {indexer.queue_length()} changes waiting")
+        click.echo(f"worker: {'running' if indexer.worker_alive() else 'not running'}")
     try:
         stats = index.stats(path)
     except index.IndexUnavailable as error:

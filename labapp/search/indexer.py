@@ -32,7 +32,7 @@ from sqlalchemy.orm import Session
 
 from labapp.access.labels import entity_labels
 from labapp.atomic import write_whole
-from labapp.db import after_commit, db, transaction, unit_state
+from labapp.db import after_commit, db, own_read, transaction, unit_state
 from labapp.model import Entity, File, Note, SearchQueue
 from labapp.search import index
 
@@ -180,11 +180,11 @@ def drain(on_batch: Callable[[], None] | None = None) -> int:
         return 0
     done = 0
     while True:
-        waiting = db.session.scalar(select(SearchQueue.id).limit(1))
         # The batch is read in a transaction begun under the index's lock (SQLite keeps a
         # transaction's first snapshot: one begun before waiting could be older than what
         # the previous lock holder indexed).
-        db.session.rollback()
+        with own_read() as session:
+            waiting = session.scalar(select(SearchQueue.id).limit(1))
         if waiting is None:  # nothing queued: no need to wait for the index's lock
             return done
         rows = _drain_batch(path)
@@ -200,13 +200,13 @@ def _drain_batch(path: Path) -> list[Any]:
     rows: list[Any] = []
 
     def read_batch() -> tuple[list[index.Document], list[str]]:
-        rows.extend(db.session.execute(select(SearchQueue.id, SearchQueue.entity_id)
-                                       .order_by(SearchQueue.id).limit(BATCH)).all())
-        return documents_for(list(dict.fromkeys(row.entity_id for row in rows)))
+        with own_read() as session:
+            rows.extend(session.execute(select(SearchQueue.id, SearchQueue.entity_id)
+                                        .order_by(SearchQueue.id).limit(BATCH)).all())
+            return documents_for(list(dict.fromkeys(row.entity_id for row in rows)))
 
     index.write(path, read_batch, writer_timeout())
     if not rows:
-        db.session.rollback()
         return rows
     done = [row.id for row in rows]
     with transaction() as session:
@@ -282,8 +282,7 @@ def init_app(app: Flask) -> None:
     def _drain_once_at_start() -> None:
         if not started.claim():
             return
-        try:
-            if index.exists(index_path()) and queue_length():
-                _drain_after_commit()
-        finally:
-            db.session.rollback()
+        with own_read():
+            waiting = index.exists(index_path()) and queue_length()
+        if waiting:
+            _drain_after_commit()

@@ -5,7 +5,7 @@ from collections.abc import Callable
 
 from sqlalchemy import delete, select
 
-from labapp.db import db, transaction
+from labapp.db import own_read, transaction
 from labapp.model import SearchQueue
 from labapp.search import index
 from labapp.search.indexer import all_documents, drain, index_path, writer_timeout
@@ -21,10 +21,10 @@ def rebuild_index(progress: Callable[[int], None] | None = None) -> int:
     is missed. Other workers' drains wait for the rebuild's lock (then leave their rows).
     """
     path = index_path()
-    covered = list(db.session.scalars(select(SearchQueue.id)))
-    count = index.rebuild(path, all_documents(), writer_timeout(), progress)
-    index.forget(path)
-    db.session.rollback()
+    with own_read() as session:
+        covered = list(session.scalars(select(SearchQueue.id)))
+        count = index.rebuild(path, all_documents(), writer_timeout(), progress)
+        index.forget(path)
     with transaction() as session:
         for start in range(0, len(covered), _DELETE_CHUNK):
             session.execute(delete(SearchQueue).where(

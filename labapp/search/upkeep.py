@@ -27,7 +27,7 @@ from pathlib import Path
 
 from sqlalchemy import select
 
-from labapp.db import db
+from labapp.db import end_read, own_read
 from labapp.model import SearchQueue
 from labapp.search import index, indexer
 
@@ -55,10 +55,8 @@ class Pulse:
 
 
 def _waiting() -> bool:
-    try:
-        return db.session.scalar(select(SearchQueue.id).limit(1)) is not None
-    finally:
-        db.session.rollback()
+    with own_read() as session:
+        return session.scalar(select(SearchQueue.id).limit(1)) is not None
 
 
 def upkeep(pulse: Pulse | None = None) -> bool:
@@ -75,7 +73,7 @@ def upkeep(pulse: Pulse | None = None) -> bool:
         logger.error("search index unavailable (%s); run `flask --app labapp search rebuild`",
                      error)
     finally:
-        db.session.rollback()
+        end_read()
     return True
 
 

@@ -6,7 +6,6 @@ from typing import Any
 from flask import Blueprint, Response, jsonify
 
 from labapp.access.actor import ADMIN
-from labapp.db import transaction
 from labapp.sequences import service
 from labapp.sequences.schemas import SequenceInputSchema, SequenceSchema
 from labapp.web.endpoints import endpoint
@@ -31,6 +30,5 @@ def list_sequences() -> Response:
 def save_sequence(body: dict[str, Any]) -> tuple[Response, int]:
     values = dict(body)
     sequence_id = values.pop("id")
-    with transaction():
-        sequence, created = service.save_sequence(sequence_id, values)
+    sequence, created = service.save_sequence(sequence_id, values)
     return jsonify(SequenceSchema().dump(sequence)), 201 if created else 200

@@ -7,7 +7,6 @@ from flask import Blueprint, Response, jsonify
 from flask.sansio.blueprints import BlueprintSetupState
 from werkzeug.routing import BaseConverter
 
-from labapp.db import transaction
 from labapp.storage import checkin, log, service
 from labapp.storage.schemas import (
     LOCATION_ARRAY,
@@ -60,8 +59,7 @@ def list_locations(query: dict[str, Any]) -> Response:
           problems=(403, 404, 409))
 def save_locations() -> tuple[Response, int]:
     payload = json_payload()
-    with transaction():
-        saved, created = service.save_locations(current_actor(), payload)
+    saved, created = service.save_locations(current_actor(), payload)
     return jsonify(saved), 201 if created else 200
 
 
@@ -73,8 +71,7 @@ def save_locations() -> tuple[Response, int]:
           problems=(403, 404, 409))
 def check_out() -> Response:
     payload = json_payload()
-    with transaction():
-        answer = checkin.check_out(current_actor(), payload)
+    answer = checkin.check_out(current_actor(), payload)
     return jsonify(answer)
 
 
@@ -116,6 +113,5 @@ def location_log(location_id: str, query: dict[str, Any]) -> Response:
           responses={200: LocationSchema}, problems=(403, 404, 409))
 def check_in(location_id: str) -> Response:
     payload = json_payload()
-    with transaction():
-        answer = checkin.check_in(current_actor(), location_id, payload)
+    answer = checkin.check_in(current_actor(), location_id, payload)
     return jsonify(answer)

@@ -14,7 +14,6 @@ from flask import Blueprint, flash, redirect, request
 from werkzeug.wrappers import Response as BaseResponse
 
 from labapp.access.actor import Actor
-from labapp.db import transaction
 from labapp.entities.detail import render_detail
 from labapp.entities.display import detail_url
 from labapp.entities.navigation import stored_places
@@ -62,8 +61,7 @@ def check_in(eclass: str, entity_id: str) -> BaseResponse:
         item["position"] = typed["position"]
     try:
         location_id = _location_id(actor, typed["locationID"])
-        with transaction():
-            location = checkin.check_in(actor, location_id, [item])
+        location = checkin.check_in(actor, location_id, [item])
     except AppError as error:
         return render_detail(actor, spec, entity_id, status=error.status,
                              storage_error=error.detail, checkin=typed)
@@ -80,8 +78,7 @@ def check_out(eclass: str, entity_id: str) -> BaseResponse:
     load_visible(actor, spec, entity_id)
     location_id, slot = service.position_of(spec.name, entity_id)
     try:
-        with transaction():
-            checkin.check_out(actor, [{"eClass": spec.name, "id": entity_id}])
+        checkin.check_out(actor, [{"eClass": spec.name, "id": entity_id}])
     except AppError as error:
         return render_detail(actor, spec, entity_id, status=error.status,
                              storage_error=error.detail)

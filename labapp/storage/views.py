@@ -20,7 +20,6 @@ from werkzeug.wrappers import Response as BaseResponse
 
 from labapp.access.actor import Actor
 from labapp.access.visibility import WRITE, access_type
-from labapp.db import transaction
 from labapp.entities.loading import visible_names
 from labapp.entities.service import save_batch
 from labapp.errors import AppError, Conflict, InvalidInput, NotFound
@@ -53,8 +52,7 @@ def tree() -> Response:
     """The storage tree: the top levels of the visible locations (whole levels, up to
     ``tree.TREE_BUDGET`` locations), each with how full it is and how much lies below it;
     a deeper location opens on demand (:func:`children`) or on its own page."""
-    with transaction():
-        roots = storage_tree.top_levels(current_actor())
+    roots = storage_tree.top_levels(current_actor())
     return render_page(TREE_PAGE, roots=roots)
 
 
@@ -66,8 +64,7 @@ def children(location_id: str) -> Response:
     is opened, also for a plain request; without JavaScript the control that opens a
     location is a link to its own page, which lists its children. 404 when hidden.
     """
-    with transaction():
-        node = storage_tree.opened(current_actor(), location_id)
+    node = storage_tree.opened(current_actor(), location_id)
     return Response(render_block(TREE_PAGE, "node", node=node), mimetype="text/html")
 
 
@@ -214,10 +211,9 @@ def _store(actor: Actor, location_id: str, eclass: str, item_id: str, item: str,
     """Check ``item`` into the location (into ``position`` when given). Returns what
     happened, said as a move when the item was stored before, and the slot it took."""
     wanted = {"eClass": eclass, "id": item_id, **({"position": position} if position else {})}
-    with transaction():
-        before = service.position_of(eclass, item_id)
-        checkin.check_in(actor, location_id, [wanted])
-        after = service.position_of(eclass, item_id)
+    before = service.position_of(eclass, item_id)
+    checkin.check_in(actor, location_id, [wanted])
+    after = service.position_of(eclass, item_id)
     if before == after:
         message = f"{item} is already at {_where(actor, after)}."
     elif before[0] == after[0]:
@@ -268,8 +264,7 @@ def check_out(location_id: str) -> BaseResponse:
     service.get_location(actor, location_id)
     item = {"eClass": request.form.get("eClass", ""), "id": request.form.get("id", "")}
     try:
-        with transaction():
-            checkin.check_out(actor, [item])
+        checkin.check_out(actor, [item])
     except AppError as error:
         return _location_page(actor, location_id, status=error.status, error=error.detail)
     name = visible_names(actor, [item["id"]]).get(item["id"], ("", ""))[1]
@@ -299,9 +294,8 @@ def move(location_id: str) -> BaseResponse:
                        parent_name=names.get(parent or "", "the top level"))
         return render_page("storage/move.html", **context)
     try:
-        with transaction():
-            save_batch(actor, [{"eClass": "Location", "id": location_id, "parentID": parent}],
-                       notation=False)
+        save_batch(actor, [{"eClass": "Location", "id": location_id, "parentID": parent}],
+                   notation=False)
     except AppError as error:
         context["error"] = error.detail
         return render_page("storage/move.html", status=error.status, **context)
@@ -336,8 +330,7 @@ def _scan(actor: Actor, code: str, mode: str, target: dict[str, Any] | None,
         raise InvalidInput(f"{item_id} is a {eclass}; only samples and plates are stored.")
     item = f"{eclass} {item_id} ({name})"
     if mode == "checkout":
-        with transaction():
-            checkin.check_out(actor, [{"eClass": eclass, "id": item_id}])
+        checkin.check_out(actor, [{"eClass": eclass, "id": item_id}])
         return target, f"{item} checked out."
     if target is None:
         raise InvalidInput("Scan a location first, then the items to store there.")

@@ -6,7 +6,6 @@ from typing import Any
 from flask import Blueprint, Response, jsonify
 
 from labapp.access.actor import ADMIN
-from labapp.db import transaction
 from labapp.users import service
 from labapp.users.schemas import (
     RoleChangeSchema,
@@ -31,9 +30,8 @@ def current_user() -> Response:
           "(also departmentID, isActive, password).", body=UserUpdateSchema,
           responses={200: UserSchema}, problems=(404, 409))
 def update_user(body: dict[str, Any]) -> Response:
-    with transaction():
-        user = service.update_user(current_actor(), dict(body))
-        data = UserSchema().dump(user)
+    user = service.update_user(current_actor(), dict(body))
+    data = UserSchema().dump(user)
     return jsonify(data)
 
 
@@ -49,9 +47,8 @@ def list_roles() -> Response:
 @endpoint("Give a user a role.", body=RoleChangeSchema, responses={200: UserSchema},
           problems=(404,))
 def assign_role(body: dict[str, Any]) -> Response:
-    with transaction():
-        data = UserSchema().dump(service.assign_role(body["name"], body["userID"],
-                                                     current_actor()))
+    data = UserSchema().dump(service.assign_role(body["name"], body["userID"],
+                                                 current_actor()))
     return jsonify(data)
 
 
@@ -60,7 +57,6 @@ def assign_role(body: dict[str, Any]) -> Response:
 @endpoint("Take a role from a user (never the last active administrator's ADMIN).",
           body=RoleChangeSchema, responses={200: UserSchema}, problems=(404, 409))
 def revoke_role(body: dict[str, Any]) -> Response:
-    with transaction():
-        data = UserSchema().dump(service.revoke_role(body["name"], body["userID"],
-                                                     current_actor()))
+    data = UserSchema().dump(service.revoke_role(body["name"], body["userID"],
+                                                 current_actor()))
     return jsonify(data)

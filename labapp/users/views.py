@@ -18,7 +18,7 @@ from werkzeug.wrappers import Response as BaseResponse
 
 from labapp.access.actor import ADMIN, Actor
 from labapp.auth import pats
-from labapp.db import db, transaction
+from labapp.db import db
 from labapp.entities import loading
 from labapp.entities import service as entities
 from labapp.entities.forms import FORM_ERROR, field_errors
@@ -118,13 +118,12 @@ def create() -> BaseResponse:
     # Empty optional fields are left out, as an API caller would (the name defaults to the id).
     item.update((name, form[name]) for name in ("name", "email") if form[name])
     try:
-        with transaction():
-            # save_batch also updates: a username in use is refused, never overwritten.
-            if db.session.get(Entity, form["username"]) is not None:
-                raise Conflict(f"The username {form['username']!r} is taken.",
-                               code="duplicate_id",
-                               errors=[{"field": "id", "message": "This username is taken."}])
-            entities.save_batch(actor, [item], notation=False)
+        # save_batch also updates: a username in use is refused, never overwritten.
+        if db.session.get(Entity, form["username"]) is not None:
+            raise Conflict(f"The username {form['username']!r} is taken.",
+                           code="duplicate_id",
+                           errors=[{"field": "id", "message": "This username is taken."}])
+        entities.save_batch(actor, [item], notation=False)
     except Conflict as error:
         return _list_page(actor, status=409, form=form,
                           errors=_service_errors(error, CREATE_FIELDS))
@@ -142,8 +141,7 @@ def set_active(user_id: str) -> BaseResponse:
     actor = current_actor()
     active = request.form.get("active") == "true"
     try:
-        with transaction():
-            service.update_user(actor, {"userID": user_id, "isActive": active})
+        service.update_user(actor, {"userID": user_id, "isActive": active})
     except Conflict as error:
         return _list_page(actor, block="users", status=409, users_error=error.detail)
     notice = f"User {user_id} was {'reactivated' if active else 'deactivated'}."
@@ -195,9 +193,8 @@ def update(user_id: str) -> BaseResponse:
     errors = errors or _validated(changes)
     if not errors:
         try:
-            with transaction():
-                before = service.get_user(user_id).version
-                after = service.update_user(actor, {"userID": user_id, **changes}).version
+            before = service.get_user(user_id).version
+            after = service.update_user(actor, {"userID": user_id, **changes}).version
         except Conflict as error:
             return _edit_page(actor, user_id, status=409, form=form,
                               errors={FORM_ERROR: error.detail})
@@ -219,9 +216,8 @@ def reset_password(user_id: str) -> BaseResponse:
     errors = errors or _validated({"password": password})
     if not errors:
         try:
-            with transaction():
-                tokens = pats.count_in_force(user_id)
-                service.update_user(actor, {"userID": user_id, "password": password})
+            tokens = pats.count_in_force(user_id)
+            service.update_user(actor, {"userID": user_id, "password": password})
         except InvalidInput as error:
             errors = _service_errors(error, EDIT_FIELDS)
     if errors:
@@ -252,8 +248,7 @@ def assign_role(user_id: str) -> BaseResponse:
         return _edit_page(actor, user_id, block="roles", status=400,
                           roles_error="Choose a role.")
     try:
-        with transaction():
-            service.assign_role(role, user_id, actor)
+        service.assign_role(role, user_id, actor)
     except InvalidInput as error:
         return _edit_page(actor, user_id, block="roles", status=400, roles_error=error.detail)
     return _roles_changed(actor, user_id, f"{user_id} now holds the role {role}.")
@@ -265,8 +260,7 @@ def revoke_role(user_id: str) -> BaseResponse:
     actor = current_actor()
     role = request.form.get("role", "")
     try:
-        with transaction():
-            service.revoke_role(role, user_id, actor)
+        service.revoke_role(role, user_id, actor)
     except (InvalidInput, Conflict) as error:
         return _edit_page(actor, user_id, block="roles", status=error.status,
                           roles_error=error.detail)

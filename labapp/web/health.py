@@ -24,8 +24,6 @@ def healthz() -> tuple[Response, int]:
     except SQLAlchemyError as exc:
         return jsonify({"status": "unavailable", "database": "unreachable",
                         "detail": exc.__class__.__name__}), 503
-    finally:
-        db.session.rollback()
     # Features add checks of their own (name → None when fine, else what to do).
     problems = {name: check() for name, check
                 in current_app.extensions.get("labapp.health", {}).items()}

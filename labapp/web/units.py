@@ -1,11 +1,20 @@
-"""Each route declares once whether it reads or writes; its view runs in units of that kind.
+"""Each route declares once whether it reads or writes, and its view runs in one unit of work
+of that kind, opened here: views and API functions open none of their own.
 
 A GET or HEAD route reads and any other method writes, unless the view says otherwise with
 :func:`reads` (a POST that only queries, such as ``/api/query/dataset``) or :func:`writes`
 (a GET that changes something, such as ``/api/notification/markAllAsSeen``). The application
-class decides it once per request, around the view only (:class:`LabFlask`): inside a reading
-view every :func:`labapp.db.transaction` is a read unit — one snapshot, no write lock, any
-write refused — and inside a writing view a write unit (SQLite: ``BEGIN IMMEDIATE``).
+class decides it once per request and opens the :func:`labapp.db.transaction` of that kind
+around the view only (:class:`LabFlask`): a read unit — one snapshot, no write lock, any
+write refused — or a write unit (SQLite: ``BEGIN IMMEDIATE``). It commits when the view
+answers below 400 and rolls back when the view raises or answers 400 or more, so a refused
+request saves nothing.
+
+A view declared with :func:`opens_own_units` is run without that unit and opens its own, for
+work that must not be one unit: a login verifies the password before its write (no write
+lock while Argon2 runs) and keeps a failed attempt while it answers 401; a refresh token
+reused revokes its login while it answers 401; the home page reads and opens a write unit
+for a first visitor's starter dashboard only.
 
 What runs around the view is not the route's work and keeps writing units: authentication's
 bookkeeping (a failed attempt, a PAT's last use), the search queue drained after a commit or
@@ -16,14 +25,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Literal, TypeVar
 
-from flask import Flask, Request, request
+from flask import Flask, Request, Response, request
 from flask.typing import ResponseReturnValue
 
-from labapp.db import units
+from labapp.db import transaction, units
 
 ViewT = TypeVar("ViewT", bound=Callable[..., object])
 Unit = Literal["read", "write"]
 UNIT_ATTRIBUTE = "labapp_unit"
+OWN_UNITS_ATTRIBUTE = "labapp_own_units"
 READING_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
@@ -38,6 +48,18 @@ def writes(view: ViewT) -> ViewT:
     """Declare a route that writes, whatever its method."""
     setattr(view, UNIT_ATTRIBUTE, "write")
     return view
+
+
+def opens_own_units(view: ViewT) -> ViewT:
+    """Declare a view that opens its units of work itself: the request handler opens none
+    around it. Each one is a decision, listed in ``tests/contracts/test_unit_of_work.py``."""
+    setattr(view, OWN_UNITS_ATTRIBUTE, True)
+    return view
+
+
+def opens_own(view: Callable[..., object] | None) -> bool:
+    """Whether ``view`` is declared with :func:`opens_own_units`."""
+    return bool(getattr(view, OWN_UNITS_ATTRIBUTE, False))
 
 
 def declared_unit(view: Callable[..., object] | None, method: str) -> Unit:
@@ -57,10 +79,32 @@ def request_unit(app: Flask, request: Request) -> Unit:
     return declared_unit(app.view_functions.get(rule.endpoint), request.method)
 
 
+class _Refused(Exception):
+    """The view answered an error: its unit of work rolls back, the answer stands."""
+
+    def __init__(self, response: Response) -> None:
+        super().__init__(response.status)
+        self.response = response
+
+
 class LabFlask(Flask):
-    """The application class: runs each view in the units its route declares."""
+    """The application class: runs each view in one unit of work of the kind its route
+    declares."""
 
     def dispatch_request(self) -> ResponseReturnValue:
-        """Flask's dispatch, inside :func:`labapp.db.units` of the route's kind."""
+        """Flask's dispatch inside :func:`labapp.db.units` of the route's kind, and inside
+        one :func:`labapp.db.transaction` unless the view opens its own: committed when the
+        view answers below 400, rolled back when it raises or answers 400 or more."""
+        rule = request.url_rule
+        view = self.view_functions.get(rule.endpoint) if rule and rule.endpoint else None
         with units(writing=request_unit(self, request) == "write"):
-            return super().dispatch_request()
+            if view is None or opens_own(view):  # no route: Flask raises its 404 or 405
+                return super().dispatch_request()
+            try:
+                with transaction():
+                    response = self.make_response(super().dispatch_request())
+                    if response.status_code >= 400:
+                        raise _Refused(response)
+            except _Refused as refused:
+                return refused.response
+            return response
