@@ -41,7 +41,7 @@ from labapp.alerts import wording
 from labapp.alerts.mail import MailSettings, deliver, queue
 from labapp.alerts.matching import Actors, Item, may_read, placed, scan, told_ids
 from labapp.alerts.service import next_digest
-from labapp.db import db, rows_matched, table_of, transaction
+from labapp.db import db, own_read, rows_matched, table_of, transaction
 from labapp.model import AlertRule, AlertState, Location
 from labapp.model.registry import find_class
 from labapp.model.types import utc_now
@@ -317,11 +317,9 @@ def _track(rule_id: str, matching: set[str], now: datetime, report: Report) -> N
     states of items that stopped matching deleted, of those that started inserted, not told
     yet."""
     states = table_of(AlertState)
-    try:
-        known = set(db.session.scalars(select(states.c.entity_id)
-                                       .where(states.c.rule_id == rule_id)))
-    finally:
-        db.session.rollback()
+    with own_read() as session:
+        known = set(session.scalars(select(states.c.entity_id)
+                                    .where(states.c.rule_id == rule_id)))
     stopped = sorted(known - matching)
     for chunk in _chunks(stopped):
         with transaction():
@@ -336,19 +334,17 @@ def _untold(rule_ids: Sequence[str], matched: dict[str, set[str]]) -> dict[str, 
     """Ids of up to :data:`TELL_CHUNK` states not told yet that still match, by class, read
     before the unit that tells them (what is read then is not read under the write lock)."""
     states = table_of(AlertState)
-    try:
-        eclass_of = dict(db.session.execute(select(AlertRule.id, AlertRule.eclass)
-                                            .where(AlertRule.id.in_(rule_ids))).all())
+    with own_read() as session:
+        eclass_of = dict(session.execute(select(AlertRule.id, AlertRule.eclass)
+                                         .where(AlertRule.id.in_(rule_ids))).all())
         found: dict[str, set[str]] = defaultdict(set)
-        for rule_id, entity_id in db.session.execute(
+        for rule_id, entity_id in session.execute(
                 select(states.c.rule_id, states.c.entity_id)
                 .where(states.c.rule_id.in_(rule_ids), states.c.alerted_utc.is_(None))
                 .order_by(states.c.rule_id, states.c.entity_id).limit(TELL_CHUNK)):
             if entity_id in matched.get(rule_id, ()) and rule_id in eclass_of:
                 found[eclass_of[rule_id]].add(entity_id)
         return found
-    finally:
-        db.session.rollback()
 
 
 def _tell_chunk(rule_ids: Sequence[str], digests: set[str], first: bool,
@@ -403,14 +399,12 @@ def evaluate(now: datetime | None = None, mail: MailSettings | None = None) -> R
     mail = mail or MailSettings(None, "labapp@localhost", "http://localhost:5000")
     report = Report()
     _forget_inactive()
-    try:
-        rules = list(db.session.scalars(select(AlertRule).where(AlertRule.active.is_(True))
-                                        .order_by(AlertRule.id)))
+    with own_read() as session:
+        rules = list(session.scalars(select(AlertRule).where(AlertRule.active.is_(True))
+                                     .order_by(AlertRule.id)))
         matched, report.broken = scan(rules, now)
         report.rules = len(rules)
         rule_ids = [rule.id for rule in rules if rule.id in matched]
-    finally:
-        db.session.rollback()
     for rule_id in rule_ids:
         report.matching += len(matched[rule_id])
         _track(rule_id, matched[rule_id], now, report)
