@@ -1,7 +1,9 @@
-"""Fixtures and helpers of the entity page tests: a signed-in author, her API client, a
-sample, another department, and readers for the HTML the pages answer."""
+"""Fixtures and helpers of the page tests: a signed-in author, her API client, a sample,
+another department, readers for the HTML the pages answer, and the signed-in administrator
+with a value for every URL argument (``world``) that the every-route tests send."""
 from __future__ import annotations
 
+import io
 import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -11,12 +13,16 @@ from typing import Any
 import pytest
 from flask import Flask
 from flask.testing import FlaskClient
-from sqlalchemy import event
+from sqlalchemy import event, select
 from werkzeug.test import TestResponse
 
 from labapp.db import db, transaction
+from labapp.imports import jobs as import_jobs
+from labapp.imports import uploads
+from labapp.model import Notification
 from labapp.model.access import DepartmentAccess
-from tests.conftest import ADMIN_PASSWORD, ApiClient
+from labapp.notifications.service import raise_for
+from tests.conftest import ADMIN_PASSWORD, DEFAULT_DEPARTMENT, ApiClient
 from tests.helpers.pages import page_login
 
 AUTHOR = "alice"
@@ -122,3 +128,53 @@ def other_department(api_as: Callable[..., ApiClient]) -> str:
     """A second department, made by the administrator."""
     admin = api_as("admin", password=ADMIN_PASSWORD)
     return save(admin, {"eClass": "Department", "name": "Elsewhere"})[0]["id"]
+
+
+@pytest.fixture
+def admin(app: Flask) -> FlaskClient:
+    """A client logged in as the administrator through the login form."""
+    client = app.test_client()
+    assert page_login(client, "admin", ADMIN_PASSWORD).status_code == 303
+    return client
+
+
+@pytest.fixture
+def world(app: Flask, api_as: Callable[..., ApiClient], admin: FlaskClient) -> dict[str, str]:
+    """Values for every URL argument of the URL map (see ``tests/helpers/routes.py``): a
+    sample with a file, a project, the admin's PAT, a dashboard, a notification ..."""
+    api: ApiClient = api_as("admin", password=ADMIN_PASSWORD)
+    sample = save(api, {"eClass": "Sample", "name": "Broth"})[0]["id"]
+    project = save(api, {"eClass": "Project", "name": "Soil"})[0]["id"]
+    location = save(api, {"eClass": "Location", "name": "Shelf"})[0]["id"]  # storage
+    uploaded = api.post("/api/file", data={
+        "subjectID": sample, "file": (io.BytesIO(b"<script>alert(1)</script>"), "x.html")},
+        content_type="multipart/form-data")
+    assert uploaded.status_code == 201, uploaded.get_json()
+    pat = api.post("/api/user/pat", json={"name": "headers"}).get_json()["id"]
+    board = api.post("/api/dashboard", json={"name": "Headers", "widgets": [{
+        "plugin": {"app": "labapp", "plugin": "note"}, "config": {"markdown": "x"},
+        "gridster": {"x": 0, "y": 0, "cols": 6, "rows": 2}}]}).get_json()["id"]
+    view = api.post("/api/saved-view", json={"name": "Headers", "eClass": "Sample"})
+    rule = api.post("/api/alert-rule", json={
+        "name": "Headers", "eClass": "Sample", "filter": "amount le 5",
+        "recipients": {"userIDs": ["admin"]}, "channels": ["bell"], "cadence": "immediate"})
+    job = api.post("/api/import", data={"eClass": "Sample", "file": (
+        io.BytesIO(b"Name\nImported\n"), "import.csv")}, content_type="multipart/form-data")
+    with app.app_context():
+        import_jobs.upkeep()  # the job is done: its page, rows and annotated file answer
+        token = uploads.hold(uploads.receive(io.BytesIO(b"Name\nHeld\n")), owner="admin",
+                             eclass="Sample", filename="held.csv")
+    with app.app_context(), transaction():
+        raise_for(["admin"], "DashboardShared", "headers", subject_class="Dashboard",
+                  subject_id=board, actor_id="system")
+        notification = db.session.scalar(select(Notification.id))
+    return {"eclass": "Sample", "entity_id": sample, "file_id": uploaded.get_json()["id"],
+            "area_slug": "departments", "target_id": DEFAULT_DEPARTMENT, "user_id": "admin",
+            "department_id": DEFAULT_DEPARTMENT, "access_department_id": DEFAULT_DEPARTMENT,
+            "project_id": project, "grantee_id": "admin", "settings_name": "layout",
+            "query": "Bro", "field": "name", "text": "Bro", "value": "Broth",
+            "name": "SampleOverview", "pat_id": pat, "filename": "app.css",
+            "location_id": location, "term": "Bro",
+            "dashboard_id": board, "index": 0, "notification_id": notification,
+            "view_id": view.get_json()["id"], "rule_id": rule.get_json()["id"],
+            "job_id": job.get_json()["id"], "token": token}

@@ -7,7 +7,7 @@ from __future__ import annotations
 from flask import Flask
 from flask.testing import FlaskClient
 
-from tests.web.test_security_headers import admin, requests, world  # noqa: F401 (fixtures)
+from tests.helpers.routes import route_requests
 
 # Fragments a plain request gets as they are: the bell's count and the lists a widget, a
 # menu or a picker loads (a saved list's page link is followed without JavaScript too).
@@ -16,15 +16,15 @@ FRAGMENTS = {"notification_views.bell", "saved_view_views.menu", "grant_views.gr
 HTMX = {"HX-Request": "true"}
 
 
-def _pages(app: Flask, world: dict[str, str]) -> list[tuple[str, str]]:  # noqa: F811
+def _pages(app: Flask, world: dict[str, str]) -> list[tuple[str, str]]:
     """``(endpoint, url)`` of every GET route of the HTML face, with a search term."""
     return [(rule.endpoint, f"{url}{'&' if '?' in url else '?'}q=Bro")
-            for method, url, rule in requests(app, world)
+            for method, url, rule in route_requests(app, world)
             if method == "GET" and not url.startswith(("/api/", "/odata", "/static/"))]
 
 
 def test_a_plain_request_answers_a_page_a_redirect_or_a_named_fragment(
-        app: Flask, admin: FlaskClient, world: dict[str, str]) -> None:  # noqa: F811
+        app: Flask, admin: FlaskClient, world: dict[str, str]) -> None:
     fragments = set()
     for endpoint, url in _pages(app, world):
         for headers in ({}, HTMX):

@@ -3,27 +3,16 @@ anonymous visitor and by the signed-in administrator, in success and in error, p
 files and unknown addresses. File downloads keep their own sandboxing policy."""
 from __future__ import annotations
 
-import io
 import re
 from pathlib import Path
 from typing import Any
 
 import pytest
-from flask import Flask, url_for
 from flask.testing import FlaskClient
-from sqlalchemy import select
-from werkzeug.routing import Rule
 from werkzeug.test import TestResponse
 
-from labapp.db import db, transaction
-from labapp.imports import jobs as import_jobs
-from labapp.imports import uploads
-from labapp.model import Notification
-from labapp.notifications.service import raise_for
 from labapp.web.headers import CONTENT_SECURITY_POLICY
-from tests.conftest import ADMIN_PASSWORD, DEFAULT_DEPARTMENT, ApiClient
-from tests.helpers.pages import page_login
-from tests.web.conftest import save
+from tests.helpers.routes import route_requests
 
 TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
 # What the policy would block: inline script (a <script> without src, on…= handlers,
@@ -58,65 +47,6 @@ def test_templates_hold_nothing_the_policy_blocks(template: Path):
     assert INLINE.findall(markup) == []
 
 
-@pytest.fixture
-def admin(app: Flask) -> FlaskClient:
-    client = app.test_client()
-    assert page_login(client, "admin", ADMIN_PASSWORD).status_code == 303
-    return client
-
-
-@pytest.fixture
-def world(app: Flask, api_as, admin: FlaskClient) -> dict[str, str]:
-    """Values for every URL argument: a sample with a file, a project, the admin's PAT."""
-    api: ApiClient = api_as("admin", password=ADMIN_PASSWORD)
-    sample = save(api, {"eClass": "Sample", "name": "Broth"})[0]["id"]
-    project = save(api, {"eClass": "Project", "name": "Soil"})[0]["id"]
-    location = save(api, {"eClass": "Location", "name": "Shelf"})[0]["id"]  # storage
-    uploaded = api.post("/api/file", data={
-        "subjectID": sample, "file": (io.BytesIO(b"<script>alert(1)</script>"), "x.html")},
-        content_type="multipart/form-data")
-    assert uploaded.status_code == 201, uploaded.get_json()
-    pat = api.post("/api/user/pat", json={"name": "headers"}).get_json()["id"]
-    board = api.post("/api/dashboard", json={"name": "Headers", "widgets": [{
-        "plugin": {"app": "labapp", "plugin": "note"}, "config": {"markdown": "x"},
-        "gridster": {"x": 0, "y": 0, "cols": 6, "rows": 2}}]}).get_json()["id"]
-    view = api.post("/api/saved-view", json={"name": "Headers", "eClass": "Sample"})
-    rule = api.post("/api/alert-rule", json={
-        "name": "Headers", "eClass": "Sample", "filter": "amount le 5",
-        "recipients": {"userIDs": ["admin"]}, "channels": ["bell"], "cadence": "immediate"})
-    job = api.post("/api/import", data={"eClass": "Sample", "file": (
-        io.BytesIO(b"Name\nImported\n"), "import.csv")}, content_type="multipart/form-data")
-    with app.app_context():
-        import_jobs.upkeep()  # the job is done: its page, rows and annotated file answer
-        token = uploads.hold(uploads.receive(io.BytesIO(b"Name\nHeld\n")), owner="admin",
-                             eclass="Sample", filename="held.csv")
-    with app.app_context(), transaction():
-        raise_for(["admin"], "DashboardShared", "headers", subject_class="Dashboard",
-                  subject_id=board, actor_id="system")
-        notification = db.session.scalar(select(Notification.id))
-    return {"eclass": "Sample", "entity_id": sample, "file_id": uploaded.get_json()["id"],
-            "area_slug": "departments", "target_id": DEFAULT_DEPARTMENT, "user_id": "admin",
-            "department_id": DEFAULT_DEPARTMENT, "access_department_id": DEFAULT_DEPARTMENT,
-            "project_id": project, "grantee_id": "admin", "settings_name": "layout",
-            "query": "Bro", "field": "name", "text": "Bro", "value": "Broth",
-            "name": "SampleOverview", "pat_id": pat, "filename": "app.css",
-            "location_id": location, "term": "Bro",
-            "dashboard_id": board, "index": 0, "notification_id": notification,
-            "view_id": view.get_json()["id"], "rule_id": rule.get_json()["id"],
-            "job_id": job.get_json()["id"], "token": token}
-
-
-def requests(app: Flask, values: dict[str, str]) -> list[tuple[str, str, Rule]]:
-    """``(method, url, rule)`` of every method of every route, its arguments filled in.
-
-    Built up front: requests sent inside this request context would share its ``g``."""
-    with app.test_request_context():
-        return [(method, url_for(rule.endpoint,
-                                 **{name: values[name] for name in rule.arguments}), rule)
-                for rule in app.url_map.iter_rules()
-                for method in sorted(rule.methods - {"HEAD", "OPTIONS"})]
-
-
 def _send(client: FlaskClient, method: str, url: str, **kwargs: Any) -> TestResponse:
     response = client.open(url, method=method, **kwargs)
     response.close()
@@ -125,7 +55,7 @@ def _send(client: FlaskClient, method: str, url: str, **kwargs: Any) -> TestResp
 
 def test_every_route_answers_with_the_headers(app, client, admin, world):
     anonymous_statuses, failed_gets = set(), set()
-    for method, url, rule in requests(app, world):
+    for method, url, rule in route_requests(app, world):
         anonymous = _send(client, method, url)
         assert_secured(anonymous, f"anonymous {method} {url}")
         anonymous_statuses.add(anonymous.status_code)
