@@ -15,8 +15,8 @@ from labapp.db import db, transaction
 from labapp.model import Entity, EntityCount, EntityCountChange
 from tests.conftest import ApiClient
 from tests.dashboards.conftest import board, created, widget
-from tests.dashboards.test_widgets import data
 from tests.entities.conftest import save
+from tests.helpers.dashboards import widget_data
 
 
 def true_counts(app: Flask) -> Counter[tuple[Any, ...]]:
@@ -99,9 +99,9 @@ def test_the_counting_widgets_agree_before_and_after_a_fold(
     stored = created(alice, board("Counts", [
         widget("status-counts", {"eClass": "Sample"}),
         widget("created-per-week", {"eClass": "Sample", "weeks": 2})]))
-    before = data(alice, stored, 0), data(alice, stored, 1)
+    before = widget_data(alice, stored, 0), widget_data(alice, stored, 1)
     assert fold(app) > 0
-    assert (data(alice, stored, 0), data(alice, stored, 1)) == before
+    assert (widget_data(alice, stored, 0), widget_data(alice, stored, 1)) == before
     bars = {bar["label"]: bar["value"] for bar in before[0]["bars"]}
     assert (bars["Initial"], bars["InProgress"]) == (3, 0)
     assert [point["value"] for point in before[1]["points"]] == [0, 3]

@@ -12,15 +12,7 @@ from tests.conftest import ApiClient
 from tests.contracts.problem import assert_problem
 from tests.dashboards.conftest import board, created, widget
 from tests.entities.conftest import save
-
-
-def data(api: ApiClient, dashboard: dict[str, Any], index: int, **query: Any) -> Any:
-    response = api.get(f"/api/dashboard/{dashboard['id']}/widget/{index}", query_string=query)
-    assert response.status_code == 200, response.get_data(as_text=True)
-    body = response.get_json()
-    assert body["index"] == index
-    assert body["plugin"] == dashboard["widgets"][index]["plugin"]
-    return body["data"]
+from tests.helpers.dashboards import widget_data
 
 
 def _two_labs(member: Callable[..., ApiClient], department: Callable[..., str]):
@@ -41,23 +33,23 @@ def test_each_viewer_sees_only_their_rows(member: Callable[..., ApiClient],
         widget("saved-list", {"eClass": "Sample", "columns": ["id", "name"], "top": 2}),
         widget("recent-activity", {"limit": 5}),
     ], departmentIDs=[chemistry]))
-    bars = data(alice, stored, 0)["bars"]
+    bars = widget_data(alice, stored, 0)["bars"]
     assert bars[0] == {"label": "Initial", "value": 3}
     assert sum(bar["value"] for bar in bars) == 3
-    assert data(bob, stored, 0)["bars"][0] == {"label": "Initial", "value": 1}
-    points = data(alice, stored, 1)["points"]
+    assert widget_data(bob, stored, 0)["bars"][0] == {"label": "Initial", "value": 1}
+    points = widget_data(alice, stored, 1)["points"]
     assert len(points) == 4 and points[-1]["value"] == 3
-    assert sum(point["value"] for point in data(bob, stored, 1)["points"]) == 1
-    listing = data(alice, stored, 2)
+    assert sum(point["value"] for point in widget_data(bob, stored, 1)["points"]) == 1
+    listing = widget_data(alice, stored, 2)
     assert (listing["hasMore"], listing["page"], listing["columns"]) == (True, 0, ["id", "name"])
     assert [row["name"] for row in listing["rows"]] == ["P0", "P1"]
-    last = data(alice, stored, 2, page=1)
+    last = widget_data(alice, stored, 2, page=1)
     assert [row["name"] for row in last["rows"]] == ["P2"] and last["hasMore"] is False
-    assert [row["name"] for row in data(bob, stored, 2)["rows"]] == ["C0"]
+    assert [row["name"] for row in widget_data(bob, stored, 2)["rows"]] == ["C0"]
     def samples(rows: list[dict[str, Any]]) -> set[str]:
         return {row["name"] for row in rows if row["eClass"] == "Sample"}
-    assert samples(data(bob, stored, 3)["rows"]) == {"C0"}
-    assert samples(data(alice, stored, 3)["rows"]) == {"P0", "P1", "P2"}
+    assert samples(widget_data(bob, stored, 3)["rows"]) == {"C0"}
+    assert samples(widget_data(alice, stored, 3)["rows"]) == {"P0", "P1", "P2"}
 
 
 def test_saved_list_filter_applies(member: Callable[..., ApiClient],
@@ -65,7 +57,7 @@ def test_saved_list_filter_applies(member: Callable[..., ApiClient],
     _, _, alice, _ = _two_labs(member, department)
     stored = created(alice, board("F", [widget("saved-list", {
         "eClass": "Sample", "filter": "name eq 'P1'"})]))
-    assert [row["name"] for row in data(alice, stored, 0)["rows"]] == ["P1"]
+    assert [row["name"] for row in widget_data(alice, stored, 0)["rows"]] == ["P1"]
 
 
 def test_my_requests_and_note(member: Callable[..., ApiClient]) -> None:
@@ -76,8 +68,8 @@ def test_my_requests_and_note(member: Callable[..., ApiClient]) -> None:
     stored = created(bob, board("B", [
         widget("my-requests"),
         widget("note", {"markdown": "# Hi\n<script>alert(1)</script> [x](javascript:y)"})]))
-    assert [row["name"] for row in data(bob, stored, 0)["rows"]] == ["Open"]
-    html = data(bob, stored, 1)["html"]
+    assert [row["name"] for row in widget_data(bob, stored, 0)["rows"]] == ["Open"]
+    html = widget_data(bob, stored, 1)["html"]
     assert "<h1>Hi</h1>" in html
     assert "<script>" not in html and 'href="javascript' not in html
 
@@ -87,7 +79,7 @@ def test_storage_usage_counts_what_is_stored(app: Flask, admin: ApiClient) -> No
          {"eClass": "Location", "id": "FRZ-2", "name": "Freezer 2"})
     save(admin, *({"eClass": "Sample", "locationID": "FRZ-1"} for _ in range(4)))
     stored = created(admin, board("S", [widget("storage-usage")]))
-    assert data(admin, stored, 0)["bars"] == [
+    assert widget_data(admin, stored, 0)["bars"] == [
         {"label": "Freezer 1", "id": "FRZ-1", "value": 4, "capacity": 10}]
     with app.app_context(), transaction() as session:
         assert session.get(Location, "FRZ-2").capacity is None  # unlimited: not drawn

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from flask import Flask
 
 from tests.datamodel.conftest import admin_client
-from tests.datamodel.test_extensions import created
+from tests.helpers.entities import created_entities
 from tests.sync.conftest import decoded, restore, save
 
 
@@ -16,13 +16,13 @@ def _a_lab_with_its_own_classes(extended: Callable[..., Flask]) -> Flask:
     app = extended()
     client = admin_client(app)
     assert client.post("/api/sync").status_code == 200
-    (species,) = created(client, {"eClass": "TaxonomyItem", "name": "Great tit",
-                                  "scientificName": "Parus major", "rank": "Species"})
-    (genome,) = created(client, {"eClass": "Genome", "name": "Parus major v2",
-                                 "taxonomyID": species["id"], "sizeMb": 1020.5,
-                                 "sequencedOn": "2026-11-02"})
-    created(client, {"eClass": "Sample", "name": "Blood 1", "genomeID": genome["id"],
-                     "coverage": 30})
+    (species,) = created_entities(client, {"eClass": "TaxonomyItem", "name": "Great tit",
+                                           "scientificName": "Parus major", "rank": "Species"})
+    (genome,) = created_entities(client, {"eClass": "Genome", "name": "Parus major v2",
+                                          "taxonomyID": species["id"], "sizeMb": 1020.5,
+                                          "sequencedOn": "2026-11-02"})
+    created_entities(client, {"eClass": "Sample", "name": "Blood 1", "genomeID": genome["id"],
+                              "coverage": 30})
     return app
 
 

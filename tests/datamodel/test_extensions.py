@@ -3,18 +3,11 @@ dataset, the hierarchy, their views and the datamodel endpoint."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from flask import Flask
-from flask.testing import FlaskClient
 
 from tests.datamodel.conftest import admin_client
-
-
-def created(client: FlaskClient, *entities: dict[str, Any]) -> list[dict[str, Any]]:
-    response = client.post("/api/entity", json={"entities": list(entities)})
-    assert response.status_code == 201, response.get_json()
-    return response.get_json()["entities"]
+from tests.helpers.entities import created_entities
 
 
 def test_sync_creates_what_the_extension_needs(extended: Callable[..., Flask]) -> None:
@@ -43,19 +36,19 @@ def test_sync_creates_what_the_extension_needs(extended: Callable[..., Flask]) -
 def test_an_extension_class_works_like_a_built_in_one(extended: Callable[..., Flask]) -> None:
     client = admin_client(extended())
     client.post("/api/sync")
-    order, species = created(
+    order, species = created_entities(
         client, {"eClass": "TaxonomyItem", "id": "#order", "name": "Passeriformes",
                  "scientificName": "Passeriformes", "rank": "Order"},
         {"eClass": "TaxonomyItem", "name": "Great tit", "scientificName": "Parus major",
          "rank": "Species", "parentID": "#order"})
     assert order["id"] == "TAX00001" and species["parentID"] == "TAX00001"
     assert species["status"] == "Active"
-    (genome,) = created(client, {"eClass": "Genome", "name": "Parus major v2",
-                                 "taxonomyID": species["id"], "sizeMb": 1020.5,
-                                 "sequencedOn": "2026-11-02"})
+    (genome,) = created_entities(client, {"eClass": "Genome", "name": "Parus major v2",
+                                          "taxonomyID": species["id"], "sizeMb": 1020.5,
+                                          "sequencedOn": "2026-11-02"})
     assert genome["id"] == "GEN00001" and genome["status"] == "Initial"
-    (sample,) = created(client, {"eClass": "Sample", "name": "Blood 1",
-                                 "genomeID": genome["id"], "coverage": 30})
+    (sample,) = created_entities(client, {"eClass": "Sample", "name": "Blood 1",
+                                          "genomeID": genome["id"], "coverage": 30})
     assert sample["genomeID"] == genome["id"] and sample["coverage"] == 30
 
     # Validation sees the fields: a wrong type and an unknown choice are refused.
@@ -139,7 +132,7 @@ def test_a_column_no_longer_declared_stays_and_is_reported(
     application = extended()
     client = admin_client(application)
     client.post("/api/sync")
-    created(client, {"eClass": "Sample", "coverage": 12})
+    created_entities(client, {"eClass": "Sample", "coverage": 12})
     less = {**LAB_EXTENSION, "fields": {"Sample": [{"name": "genomeID", "type": "ref(Genome)"}]}}
     import json
     from pathlib import Path

@@ -7,6 +7,7 @@ from typing import Any
 
 from flask import Flask
 from flask.testing import FlaskClient
+from werkzeug.test import TestResponse
 
 from tests.conftest import PASSWORD, csrf_of
 
@@ -36,6 +37,11 @@ def signed_in(app: Flask, username: str) -> FlaskClient:
 def html(client: FlaskClient, url: str, status: int = 200) -> str:
     response = client.get(url)
     assert response.status_code == status, response.get_data(as_text=True)[:2000]
+    return response.get_data(as_text=True)
+
+
+def html_of(response: TestResponse) -> str:
+    """The body of ``response`` as text (the page, whatever its status)."""
     return response.get_data(as_text=True)
 
 

@@ -17,7 +17,7 @@ from labapp.db import transaction
 from labapp.model import Entity
 from labapp.search import index, indexer
 from labapp.search.index import documents as index_documents
-from tests.search.test_queue import _row, queued
+from tests.helpers.searching import entity_row, queued
 
 LABELS = frozenset({"dept:D1"})
 STRAINS = ("K-12", "BL21", "DH5α", "β-actin", "pH7.4")
@@ -123,7 +123,7 @@ def test_a_drain_counts_every_batch_it_indexed(app: Flask,
             worker.setattr(indexer, "worker_alive", lambda: True)
             with transaction() as session:
                 session.execute(insert(Entity.__table__),
-                                [_row(f"Q-BATCH-{number}") for number in range(5)])
+                                [entity_row(f"Q-BATCH-{number}") for number in range(5)])
         assert queued(app) == [f"Q-BATCH-{number}" for number in range(5)]
         assert indexer.drain() == 5
     assert queued(app) == []

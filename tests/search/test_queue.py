@@ -4,7 +4,6 @@ is 503 with the rebuild to run, and the CLI rebuilds it and reports its state.""
 from __future__ import annotations
 
 import shutil
-from datetime import UTC, datetime
 
 import pytest
 from flask import Flask
@@ -17,25 +16,14 @@ from labapp.search.indexer import index_path
 from tests.conftest import ApiClient
 from tests.contracts.problem import assert_problem
 from tests.entities.conftest import save
+from tests.helpers.searching import entity_row, queued
 from tests.search.conftest import found
-
-
-def queued(app: Flask) -> list[str]:
-    with app.app_context():
-        return list(db.session.scalars(select(SearchQueue.entity_id).order_by(SearchQueue.id)))
-
-
-def _row(entity_id: str) -> dict[str, object]:
-    now = datetime.now(UTC)
-    return {"id": entity_id, "eclass": "Sample", "name": f"core {entity_id}",
-            "status": "Initial", "type": "Other", "attributes": {}, "created_by": "admin",
-            "created_utc": now, "modified_by": "admin", "modified_utc": now, "version": 1}
 
 
 def test_a_rolled_back_change_queues_nothing(app: Flask) -> None:
     with app.app_context():
         with pytest.raises(RuntimeError), transaction() as session:
-            session.execute(insert(Entity.__table__), [_row("Q-ROLLED")])
+            session.execute(insert(Entity.__table__), [entity_row("Q-ROLLED")])
             assert db.session.scalar(select(func.count()).select_from(SearchQueue)) == 1
             raise RuntimeError("rejected")
     assert queued(app) == []
@@ -44,7 +32,7 @@ def test_a_rolled_back_change_queues_nothing(app: Flask) -> None:
 def test_a_core_insert_is_queued_with_it_and_drained_after_the_commit(
         app: Flask, admin: ApiClient) -> None:
     with app.app_context(), transaction() as session:
-        session.execute(insert(Entity.__table__), [_row("Q-CORE-1"), _row("Q-CORE-2")])
+        session.execute(insert(Entity.__table__), [entity_row("Q-CORE-1"), entity_row("Q-CORE-2")])
         session.execute(insert(Sample.__table__), [{"id": "Q-CORE-1"}, {"id": "Q-CORE-2"}])
     assert queued(app) == []
     assert set(found(admin, "fulltext/core")) == {"Q-CORE-1", "Q-CORE-2"}
@@ -56,7 +44,7 @@ def test_queue_ids_are_never_reused_once_the_queue_empties(app: Flask) -> None:
     ids = []
     for entity_id in ("Q-REUSE-1", "Q-REUSE-2"):
         with app.app_context(), transaction() as session:
-            session.execute(insert(Entity.__table__), [_row(entity_id)])
+            session.execute(insert(Entity.__table__), [entity_row(entity_id)])
             ids.append(session.scalar(select(SearchQueue.id).where(
                 SearchQueue.entity_id == entity_id)))
         assert queued(app) == []

@@ -11,12 +11,8 @@ from flask.testing import FlaskClient
 from labapp.storage.service import closed_status
 from tests.conftest import ApiClient
 from tests.entities.conftest import Grants
-from tests.helpers.pages import page_login, post_form
+from tests.helpers.pages import html_of, page_login, post_form
 from tests.storage.conftest import body_of, check_in, make_items, make_locations, refs
-
-
-def html(response) -> str:
-    return response.get_data(as_text=True)
 
 
 def cell(page: str, position: str) -> str:
@@ -28,8 +24,8 @@ def cell(page: str, position: str) -> str:
 
 def flashed(client: FlaskClient, response) -> str:
     """The page a redirecting form answer leads to (with its flashed message)."""
-    assert response.status_code == 302, html(response)
-    return html(client.get(response.headers["Location"]))
+    assert response.status_code == 302, html_of(response)
+    return html_of(client.get(response.headers["Location"]))
 
 
 def test_tree_shows_fill_bars_and_needs_a_login(client: FlaskClient, alice: ApiClient) -> None:
@@ -38,7 +34,7 @@ def test_tree_shows_fill_bars_and_needs_a_login(client: FlaskClient, alice: ApiC
                                   {"name": "Box 5", "parentID": "#f", "capacity": 4})
     check_in(alice, box["id"], refs("Sample", make_items(alice, "Sample", 3)))
     assert page_login(client, "alice").status_code == 303
-    page = html(client.get("/storage"))
+    page = html_of(client.get("/storage"))
     assert "Freezer A" in page and 'value="3"' in page and "3 / 4" in page
     assert page.index("Freezer A") < page.index("Box 5")
 
@@ -49,7 +45,7 @@ def test_box_page_draws_the_grid_and_an_empty_slot_checks_in(browser: FlaskClien
     first, second = make_items(alice, "Sample", 2)
     check_in(alice, box["id"], [{"eClass": "Sample", "id": first, "position": "B3"}])
     url = f"/storage/locations/{box['id']}"
-    page = html(browser.get(url))
+    page = html_of(browser.get(url))
     assert page.count('class="slot slot-taken"') == 1 and page.count("slot slot-free") == 5
     assert f'<a href="/entities/Sample/{first}" title="B3: {first}' in cell(page, "B3")
     assert 'data-choose-slot="A2"' in cell(page, "A2") and ">free<" in cell(page, "A2")
@@ -59,13 +55,13 @@ def test_box_page_draws_the_grid_and_an_empty_slot_checks_in(browser: FlaskClien
     assert f"{second} ({second}) checked in at Box, slot A2." in flashed(browser, response)
     assert body_of(alice.get(f"/api/entity/Sample/{second}"), 200)["position"] == "A2"
     refused = post_form(browser, f"{url}/checkin", {"code": first, "position": "A2"})
-    assert refused.status_code == 409 and "slot A2" in html(refused)
-    assert f'data-confirm="Check out Sample {second} ({second}) from Box?"' in html(
+    assert refused.status_code == 409 and "slot A2" in html_of(refused)
+    assert f'data-confirm="Check out Sample {second} ({second}) from Box?"' in html_of(
         browser.get(url))
     out = post_form(browser, f"{url}/checkout", {"eClass": "Sample", "id": second})
     assert out.status_code == 302
     assert body_of(alice.get(f"/api/entity/Sample/{second}"), 200)["locationID"] is None
-    assert "checkout" in html(browser.get(url))
+    assert "checkout" in html_of(browser.get(url))
 
 
 def test_bench_scans_a_location_then_items(browser: FlaskClient, alice: ApiClient) -> None:
@@ -74,24 +70,24 @@ def test_bench_scans_a_location_then_items(browser: FlaskClient, alice: ApiClien
     headers = {"HX-Request": "true"}
     answer = post_form(browser, "/storage/bench/scan", {"code": "LB-1", "target": ""},
                        headers=headers)
-    assert answer.status_code == 200 and "Now storing into Box" in html(answer)
-    assert 'hx-swap-oob="true"' in html(answer) and f'value="{box["id"]}"' in html(answer)
+    assert answer.status_code == 200 and "Now storing into Box" in html_of(answer)
+    assert 'hx-swap-oob="true"' in html_of(answer) and f'value="{box["id"]}"' in html_of(answer)
     for sample, slot in zip(samples[:2], ("A1", "A2"), strict=True):
         answer = post_form(browser, "/storage/bench/scan",
                            {"code": sample, "target": box["id"]}, headers=headers)
-        assert answer.status_code == 200 and f"slot {slot}" in html(answer)
+        assert answer.status_code == 200 and f"slot {slot}" in html_of(answer)
     full = post_form(browser, "/storage/bench/scan", {"code": samples[2], "target": box["id"]},
                      headers=headers)
-    assert full.status_code == 409 and "scan-error" in html(full)
+    assert full.status_code == 409 and "scan-error" in html_of(full)
     unknown = post_form(browser, "/storage/bench/scan", {"code": "NOPE", "target": ""},
                         headers=headers)
-    assert unknown.status_code == 404 and "scan-error" in html(unknown)
+    assert unknown.status_code == 404 and "scan-error" in html_of(unknown)
     out = post_form(browser, "/storage/bench/scan",
                     {"code": samples[0], "mode": "checkout", "target": box["id"]},
                     headers=headers)
-    assert out.status_code == 200 and "checked out" in html(out)
+    assert out.status_code == 200 and "checked out" in html_of(out)
     plain = post_form(browser, "/storage/bench/scan", {"code": samples[2]})
-    assert plain.status_code == 400 and "<html" in html(plain) and "Scan a location" in html(
+    assert plain.status_code == 400 and "<html" in html_of(plain) and "Scan a location" in html_of(
         plain)
 
 
@@ -101,10 +97,10 @@ def test_move_asks_for_confirmation_then_moves(browser: FlaskClient, alice: ApiC
                                        {"name": "Box", "parentID": "#r1"})
     check_in(alice, box["id"], refs("Sample", make_items(alice, "Sample", 2)))
     url = f"/storage/locations/{box['id']}/move"
-    page = html(browser.get(url))
+    page = html_of(browser.get(url))
     assert f'<option value="{rack2["id"]}"' in page and f'value="{box["id"]}"' not in page
     confirm = post_form(browser, url, {"parentID": rack2["id"]})
-    assert confirm.status_code == 200 and 'id="move-items">2<' in html(confirm)
+    assert confirm.status_code == 200 and 'id="move-items">2<' in html_of(confirm)
     assert body_of(alice.get(f"/api/storage/location/{box['id']}"), 200)["parentID"] \
         == rack1["id"]
     done = post_form(browser, url, {"parentID": rack2["id"], "confirmed": "yes"})
@@ -119,7 +115,7 @@ def test_move_asks_for_confirmation_then_moves(browser: FlaskClient, alice: ApiC
 def test_labels_draw_both_codes_as_svg(browser: FlaskClient, alice: ApiClient) -> None:
     sample, = make_items(alice, "Sample", 1, barcode="BC-42")
     experiment, = make_items(alice, "Experiment", 1)
-    page = html(browser.get("/storage/labels", query_string={
+    page = html_of(browser.get("/storage/labels", query_string={
         "ids": f"{sample}, {experiment} NOPE"}))
     assert page.count('data-label="') == 1 and "BC-42" in page
     assert page.count("<svg") == 2 and "style=" not in page.split('id="label-sheet"')[1]
@@ -142,7 +138,7 @@ def test_a_slot_another_department_holds_is_occupied_counted_and_never_offered(
     check_in(admin, box["id"], [{"eClass": "Sample", "id": theirs, "position": "I7"},
                                 {"eClass": "Sample", "id": mine, "position": "A1"}])
     url = f"/storage/locations/{box['id']}"
-    page = html(browser.get(url))
+    page = html_of(browser.get(url))
     slot = cell(page, "I7")
     assert 'class="slot slot-occupied"' in slot and ">occupied</span>" in slot
     assert "data-choose-slot" not in slot and "<a " not in slot
@@ -151,14 +147,14 @@ def test_a_slot_another_department_holds_is_occupied_counted_and_never_offered(
     assert page.count("slot slot-free") == 79 and page.count("data-choose-slot=") == 79
     assert "2 / 81" in page.split('id="location-summary"')[1].split("</p>")[0]
     refused = post_form(browser, f"{url}/checkin", {"code": spare, "position": "I7"})
-    assert refused.status_code == 409 and "slot I7" in html(refused)
-    assert theirs not in html(refused)
+    assert refused.status_code == 409 and "slot I7" in html_of(refused)
+    assert theirs not in html_of(refused)
     # A box the viewer may only read: free slots are drawn, never offered.
     readonly = department("Read only")
     grant.department(readonly, "Read", user="alice")
     shelf, = make_locations(admin, {"name": "Their box", "rows": 2, "columns": 2,
                                     "departmentID": readonly})
-    page = html(browser.get(f"/storage/locations/{shelf['id']}"))
+    page = html_of(browser.get(f"/storage/locations/{shelf['id']}"))
     assert page.count("slot slot-free") == 4 and "data-choose-slot" not in page
     assert 'id="slot-form"' not in page
 
@@ -183,13 +179,13 @@ def test_the_tree_counts_what_is_stored_below_each_location(
     check_in(admin, rack["id"], refs("Sample", make_items(admin, "Sample", 1)))
     check_in(admin, hidden["id"], refs("Sample", make_items(admin, "Sample", 2,
                                                            departmentID=other)))
-    page = html(browser.get("/storage"))
+    page = html_of(browser.get("/storage"))
     assert "6 stored" in _tree_entry(page, freezer["id"])
     assert "1 / 4 · 6 in all" in _tree_entry(page, rack["id"])
     assert "3 / 81" in _tree_entry(page, box["id"]) and "in all" not in _tree_entry(
         page, box["id"])
     assert hidden["id"] not in page and "Their box" not in page
-    location = html(browser.get(f"/storage/locations/{freezer['id']}"))
+    location = html_of(browser.get(f"/storage/locations/{freezer['id']}"))
     assert "6 stored" in location.split('id="location-summary"')[1].split("</p>")[0]
     assert "1 / 4 · 6 in all" in location.split('id="children"')[1]
 
@@ -213,12 +209,12 @@ def test_storing_a_stored_tube_says_where_it_moved_from(browser: FlaskClient,
     headers = {"HX-Request": "true"}
     scanned = post_form(browser, "/storage/bench/scan", {"code": "T-7", "target": first["id"]},
                         headers=headers)
-    assert scanned.status_code == 200 and "scan-ok" in html(scanned)
+    assert scanned.status_code == 200 and "scan-ok" in html_of(scanned)
     assert (f"{said} moved from Rack / Box 2, slot A1 → Rack / Box 1, slot A1."
-            in html(scanned))
+            in html_of(scanned))
     again = post_form(browser, "/storage/bench/scan", {"code": "T-7", "target": first["id"]},
                       headers=headers)
-    assert f"{said} is already at Rack / Box 1, slot A1." in html(again)
+    assert f"{said} is already at Rack / Box 1, slot A1." in html_of(again)
 
 
 def test_a_tube_whose_workflow_is_over_is_stored_only_when_confirmed(
@@ -232,7 +228,7 @@ def test_a_tube_whose_workflow_is_over_is_stored_only_when_confirmed(
             == ["Discarded", "Canceled", None]
     url = f"/storage/locations/{box['id']}"
     refused = post_form(browser, f"{url}/checkin", {"code": discarded, "position": "B2"})
-    page = html(refused)
+    page = html_of(refused)
     assert refused.status_code == 409
     assert f"Sample {discarded} (Old) is Discarded. Store it anyway?" in page
     form = page.split('id="confirm-form"')[1].split("</form>")[0]
@@ -247,15 +243,16 @@ def test_a_tube_whose_workflow_is_over_is_stored_only_when_confirmed(
     headers = {"HX-Request": "true"}
     scan = {"code": canceled, "target": box["id"]}
     asked = post_form(browser, "/storage/bench/scan", scan, headers=headers)
-    assert asked.status_code == 409 and "is Canceled. Store it anyway?" in html(asked)
-    assert 'name="confirm" value="yes"' in html(asked) and "Store anyway</button>" in html(asked)
+    assert asked.status_code == 409 and "is Canceled. Store it anyway?" in html_of(asked)
+    assert 'name="confirm" value="yes"' in html_of(asked)
+    assert "Store anyway</button>" in html_of(asked)
     assert body_of(alice.get(f"/api/entity/Sample/{canceled}"), 200)["locationID"] is None
     confirmed = post_form(browser, "/storage/bench/scan", {**scan, "confirm": "yes"},
                           headers=headers)
-    assert confirmed.status_code == 200 and "checked in at Box, slot A1." in html(confirmed)
+    assert confirmed.status_code == 200 and "checked in at Box, slot A1." in html_of(confirmed)
     plain = post_form(browser, "/storage/bench/scan", {"code": completed, "target": box["id"]},
                       headers=headers)
-    assert plain.status_code == 200 and "slot A2" in html(plain)
+    assert plain.status_code == 200 and "slot A2" in html_of(plain)
 
 
 def test_a_slot_named_in_the_address_is_highlighted(browser: FlaskClient,
@@ -264,14 +261,14 @@ def test_a_slot_named_in_the_address_is_highlighted(browser: FlaskClient,
     tube, second = make_items(alice, "Sample", 2)
     check_in(alice, box["id"], [{"eClass": "Sample", "id": tube, "position": "A1"}])
     url = f"/storage/locations/{box['id']}"
-    free = html(browser.get(url, query_string={"slot": "c04"}))
+    free = html_of(browser.get(url, query_string={"slot": "c04"}))
     assert "slot-highlight" in cell(free, "C4") and 'aria-current="true"' in cell(free, "C4")
     assert free.count('aria-current="true"') == 1
     assert 'id="slot-position" value="C4"' in free
     assert '<span id="slot-chosen">slot C4</span>' in free
     # A slot held by an item: said taken, marked apart; the form offers, and highlights,
     # the first free slot, which it really stores into (issue 32 §5).
-    taken = html(browser.get(url, query_string={"slot": "A1"}))
+    taken = html_of(browser.get(url, query_string={"slot": "A1"}))
     assert 'aria-current="true"' in cell(taken, "A1") and "slot-shown" in cell(taken, "A1")
     assert "slot-highlight" not in cell(taken, "A1") and taken.count('aria-current="true"') == 1
     assert "slot-highlight" in cell(taken, "A2") and ">chosen<" in cell(taken, "A2")
@@ -282,14 +279,14 @@ def test_a_slot_named_in_the_address_is_highlighted(browser: FlaskClient,
     assert f'<a href="{url}?slot=A1">A1</a>' in taken.split('id="contents-table"')[1]
     stored = post_form(browser, f"{url}/checkin", {"code": second, "position": "A2"})
     assert body_of(alice.get(f"/api/entity/Sample/{second}"), 200)["position"] == "A2"
-    after = html(browser.get(stored.headers["Location"]))
+    after = html_of(browser.get(stored.headers["Location"]))
     assert "slot-shown" in cell(after, "A2") and "slot-highlight" in cell(after, "A3")
-    outside = html(browser.get(url, query_string={"slot": "D5"}))
+    outside = html_of(browser.get(url, query_string={"slot": "D5"}))
     assert 'aria-current="true"' not in outside
     for junk in ("A" * 10000 + "1", "ZZZZ9999", "<b>A1</b>", "a01"):
         answer = browser.get(url, query_string={"slot": junk})
         assert answer.status_code == 200, junk
-        assert html(answer).count('aria-current="true"') == (1 if junk == "a01" else 0), junk
+        assert html_of(answer).count('aria-current="true"') == (1 if junk == "a01" else 0), junk
     assert browser.get(url, query_string={"slot": "\x00\x01A1"}).status_code == 400
 
 
@@ -300,7 +297,7 @@ def test_contents_sort_by_slot_as_people_read_a_box(browser: FlaskClient,
     check_in(alice, box["id"], [{"eClass": "Sample", "id": tube, "position": position}
                                 for tube, position in zip(tubes, ("B1", "A10", "A2", "A12",
                                                                   "A1"), strict=True)])
-    page = html(browser.get(f"/storage/locations/{box['id']}"))
+    page = html_of(browser.get(f"/storage/locations/{box['id']}"))
     contents = page.split('id="contents-table"')[1].split("</table>")[0]
     assert re.findall(r'\?slot=(\w+)">', contents) == ["A1", "A2", "A10", "A12", "B1"]
 
@@ -309,7 +306,7 @@ def test_a_full_box_says_so_instead_of_offering_a_slot(browser: FlaskClient,
                                                        alice: ApiClient) -> None:
     box, = make_locations(alice, {"name": "Box", "rows": 1, "columns": 2})
     check_in(alice, box["id"], refs("Sample", make_items(alice, "Sample", 2)))
-    page = html(browser.get(f"/storage/locations/{box['id']}", query_string={"slot": "A2"}))
+    page = html_of(browser.get(f"/storage/locations/{box['id']}", query_string={"slot": "A2"}))
     assert 'id="slot-form"' not in page and 'id="box-full"' in page
     assert "Slot A2 is taken by" in page and "The form stores" not in page
 
@@ -320,7 +317,7 @@ def test_the_log_names_people_and_items_in_words_and_scrolls_by_keyboard(
     tube, = make_items(alice, "Sample", 1, name="Broth")
     check_in(alice, box["id"], [{"eClass": "Sample", "id": tube, "position": "A1"}])
     alice.post("/api/storage/location/checkout", json=[{"eClass": "Sample", "id": tube}])
-    page = html(browser.get(f"/storage/locations/{box['id']}"))
+    page = html_of(browser.get(f"/storage/locations/{box['id']}"))
     log = page.split('id="log-table"')[1].split("</table>")[0]
     assert log.count("<td>Checked in</td>") == 1 and log.count("<td>Checked out</td>") == 1
     assert (f'<a href="/entities/Sample/{tube}">Broth</a> '

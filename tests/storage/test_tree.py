@@ -17,8 +17,8 @@ from labapp.db import db
 from labapp.model import User
 from labapp.storage import tree
 from tests.conftest import BACKEND, ApiClient
+from tests.helpers.pages import html_of
 from tests.storage.conftest import check_in, make_items, make_locations, refs
-from tests.storage.test_pages import html
 
 HTMX = {"HX-Request": "true"}
 
@@ -49,10 +49,10 @@ def freezer(admin: ApiClient, department: Callable[..., str]) -> dict[str, str]:
 
 def test_the_page_draws_whole_levels_within_the_budget(
         browser: FlaskClient, freezer: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
-    page = html(browser.get("/storage"))  # a small lab: everything, as before
+    page = html_of(browser.get("/storage"))  # a small lab: everything, as before
     assert "3 / 10" in _entry(page, freezer["Box"]) and "Their box" not in page
     monkeypatch.setattr(tree, "TREE_BUDGET", 3)  # the freezer and its racks, not the boxes
-    page = html(browser.get("/storage"))
+    page = html_of(browser.get("/storage"))
     assert f'data-location="{freezer["Box"]}"' not in page
     assert "5 stored" in _entry(page, freezer["Freezer"])
     rack = _entry(page, freezer["Rack 1"])
@@ -62,29 +62,29 @@ def test_the_page_draws_whole_levels_within_the_budget(
     assert 'aria-expanded="true"' in _entry(page, freezer["Freezer"])
     assert '<a class="tree-toggle"' not in _entry(page, freezer["Rack 2"])  # nothing inside
     monkeypatch.setattr(tree, "TREE_BUDGET", 1)  # the roots are always drawn
-    assert f'data-location="{freezer["Freezer"]}"' in html(browser.get("/storage"))
+    assert f'data-location="{freezer["Freezer"]}"' in html_of(browser.get("/storage"))
 
 
 def test_opening_a_location_answers_its_entry_with_its_children(
         browser: FlaskClient, freezer: dict[str, str]) -> None:
     response = browser.get(f"/storage/locations/{freezer['Rack 1']}/children", headers=HTMX)
     assert response.status_code == 200
-    fragment = html(response)
+    fragment = html_of(response)
     assert fragment.startswith(f'<li data-location="{freezer["Rack 1"]}">')
     assert "<html" not in fragment and "5 stored" in _entry(fragment, freezer["Rack 1"])
     assert 'aria-expanded="true"' in _entry(fragment, freezer["Rack 1"])
     assert "3 / 10" in _entry(fragment, freezer["Box"]) and "Their box" not in fragment
     # A plain request gets the same fragment (the page links the location's own page).
-    assert html(browser.get(f"/storage/locations/{freezer['Rack 1']}/children")) == fragment
+    assert html_of(browser.get(f"/storage/locations/{freezer['Rack 1']}/children")) == fragment
 
 
 def test_opening_a_hidden_location_is_404_like_an_unknown_one(
         app: Flask, browser: FlaskClient, freezer: dict[str, str]) -> None:
-    assert freezer["Their box"] not in html(browser.get("/storage"))
+    assert freezer["Their box"] not in html_of(browser.get("/storage"))
     hidden = browser.get(f"/storage/locations/{freezer['Their box']}/children", headers=HTMX)
     unknown = browser.get("/storage/locations/NO-SUCH/children", headers=HTMX)
     assert hidden.status_code == unknown.status_code == 404
-    assert html(hidden) == html(unknown).replace("NO-SUCH", freezer["Their box"])
+    assert html_of(hidden) == html_of(unknown).replace("NO-SUCH", freezer["Their box"])
     anonymous = app.test_client().get(f"/storage/locations/{freezer['Rack 1']}/children")
     assert anonymous.status_code == 302 and "/login" in anonymous.headers["Location"]
 
@@ -102,7 +102,7 @@ def test_a_location_under_a_hidden_one_is_a_root_and_counts_in_the_visible_above
     with app.app_context():
         assert tree.rollup([room["id"], box["id"]]) == {room["id"]: (0, 4),
                                                         box["id"]: (4, 4)}
-    page = html(browser.get("/storage"))
+    page = html_of(browser.get("/storage"))
     assert "4 stored" in _entry(page, room["id"]) and "4 / 9" in _entry(page, box["id"])
     assert "aria-expanded" not in _entry(page, room["id"])  # its only child is hidden
     assert "Their shelf" not in page
@@ -116,10 +116,10 @@ def test_locations_sort_by_their_numbers(browser: FlaskClient, admin: ApiClient)
     expected = ["Box", "Box 1a", "Box 1b", "Box 02", "Box 2", "box 3", "Box 10"]
     listed = admin.get(f"/api/storage/location/{rack}/children")
     assert [location["name"] for location in listed.get_json()] == expected
-    fragment = html(browser.get(f"/storage/locations/{rack}/children", headers=HTMX))
+    fragment = html_of(browser.get(f"/storage/locations/{rack}/children", headers=HTMX))
     drawn = re.findall(r'data-location="[^"]+">.*?>(Box[^<]*|box[^<]*)<', fragment, re.S)
     assert drawn == expected
-    page = html(browser.get("/storage"))
+    page = html_of(browser.get("/storage"))
     assert [name for name in re.findall(r">((?:Box|box)[^<]*)<", page)
             if name in names] == expected
 

@@ -23,14 +23,10 @@ from labapp.model import Notification
 from labapp.model.access import DepartmentAccess
 from labapp.notifications.service import raise_for
 from tests.conftest import ADMIN_PASSWORD, DEFAULT_DEPARTMENT, ApiClient
-from tests.helpers.pages import page_login
+from tests.helpers.pages import html_of, page_login
 
 AUTHOR = "alice"
 ROW_LINK = re.compile(r'<td><a href="/entities/Sample/([^"]+)">')
-
-
-def html_of(response: TestResponse) -> str:
-    return response.get_data(as_text=True)
 
 
 def row_ids(response: TestResponse) -> list[str]:
