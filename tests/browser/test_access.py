@@ -4,30 +4,15 @@ suggest box; they see the project's sample but cannot edit it; Write is granted 
 succeeds (fixtures and skip rules in ``conftest.py``)."""
 from __future__ import annotations
 
-from typing import Any
-
 from playwright.sync_api import Browser, Page, expect
 
-from tests.browser.conftest import BROWSER_MARKS, create_entities
+from tests.browser.conftest import BROWSER_MARKS
 from tests.conftest import ADMIN_PASSWORD
+from tests.helpers.browser import log_in_as, seed
 
 pytestmark = BROWSER_MARKS
 
 DAVE_PASSWORD = "dave digs the soil"
-
-
-def seed(base_url: str, *items: dict[str, Any]) -> list[dict[str, Any]]:
-    """Create ``items`` through ``POST /api/entity`` on the live server as the administrator."""
-    return create_entities(base_url, *items, username="admin", password=ADMIN_PASSWORD)
-
-
-def log_in_as(page: Page, base_url: str, username: str, password: str) -> None:
-    """Log in through the form and land on the home page."""
-    page.goto("/login")
-    page.fill("#username", username)
-    page.fill("#password", password)
-    page.click("#login-form button[type=submit]")
-    page.wait_for_url(f"{base_url}/")
 
 
 def test_read_then_write_on_a_project(page: Page, live_server: str, browser: Browser) -> None:

@@ -15,9 +15,8 @@ from labapp.db import transaction
 from labapp.users.service import create_user
 from tests.browser.axe import assert_no_serious_violations
 from tests.browser.conftest import BROWSER_MARKS, log_in, watched_page
-from tests.browser.test_access import seed
-from tests.browser.test_dashboards import _api
 from tests.conftest import PASSWORD
+from tests.helpers.browser import live_api, seed
 
 pytestmark = BROWSER_MARKS
 
@@ -135,7 +134,7 @@ def test_arrange_configure_share_save_and_delete(page: Page, live_app: Flask, li
     page.click("#save-dashboard")
     expect(page.locator(".flash-success")).to_have_text("Dashboard saved.")
 
-    (saved,) = [board for board in _api(live_server, "GET", "/api/dashboard")
+    (saved,) = [board for board in live_api(live_server, "GET", "/api/dashboard")
                 if board["name"] == "Lab board"]
     assert [w["gridster"] for w in saved["widgets"]] == [
         {"x": 0, "y": 1, "cols": 6, "rows": 6}, {"x": 6, "y": 0, "cols": 5, "rows": 4}]
@@ -160,11 +159,11 @@ def test_arrange_configure_share_save_and_delete(page: Page, live_app: Flask, li
     page.once("dialog", refuse)
     delete.click()
     assert asked == ["Delete the dashboard “Lab board”? This cannot be undone."]
-    assert "Lab board" in [board["name"] for board in _api(live_server, "GET", "/api/dashboard")]
+    assert "Lab board" in [b["name"] for b in live_api(live_server, "GET", "/api/dashboard")]
     page.once("dialog", lambda dialog: dialog.accept())
     delete.click()
     expect(page.locator(".flash-success")).to_have_text("Dashboard deleted.")
-    assert "Lab board" not in [b["name"] for b in _api(live_server, "GET", "/api/dashboard")]
+    assert "Lab board" not in [b["name"] for b in live_api(live_server, "GET", "/api/dashboard")]
 
 
 def test_the_editor_works_without_javascript(browser: Browser, live_server: str) -> None:
@@ -187,7 +186,7 @@ def test_the_editor_works_without_javascript(browser: Browser, live_server: str)
         page.press("#field-name", "Enter")
         expect(page.locator(".flash-success")).to_have_text("Dashboard saved.")
         _no_horizontal_scroll(page)
-    (saved,) = [board for board in _api(live_server, "GET", "/api/dashboard")
+    (saved,) = [board for board in live_api(live_server, "GET", "/api/dashboard")
                 if board["name"] == "Plain board"]
     assert [(w["header"], w["config"], w["gridster"]) for w in saved["widgets"]] == [
         ("Latest", {"limit": 5}, {"x": 2, "y": 0, "cols": 6, "rows": 4})]

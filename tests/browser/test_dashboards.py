@@ -5,10 +5,7 @@ dashboard passes axe-core at desktop and tablet widths, each chart with its tabl
 §4)."""
 from __future__ import annotations
 
-import json
 import re
-from typing import Any
-from urllib.request import Request, urlopen
 
 import pytest
 from flask import Flask
@@ -17,9 +14,10 @@ from playwright.sync_api import Browser, Page, expect
 from labapp.db import transaction
 from labapp.users.service import create_user
 from tests.browser.axe import assert_no_serious_violations
-from tests.browser.conftest import BROWSER_MARKS, USERNAME, create_entities, log_in, watched_page
-from tests.browser.test_access import log_in_as, seed
-from tests.conftest import PASSWORD, basic_header
+from tests.browser.conftest import BROWSER_MARKS, create_entities, log_in, watched_page
+from tests.conftest import PASSWORD
+from tests.helpers.browser import live_api, log_in_as, seed
+from tests.helpers.dashboards import grid_widget
 
 pytestmark = BROWSER_MARKS
 
@@ -104,23 +102,6 @@ def test_request_assignment_reaches_the_bell(page: Page, live_app: Flask,
     expect(page.locator("#bell-count")).to_have_text("0")
 
 
-def _api(base_url: str, method: str, path: str, body: Any = None) -> Any:
-    """``method path`` on the live server's API as carol; the decoded JSON answer."""
-    request = Request(f"{base_url}{path}", method=method,
-                      data=None if body is None else json.dumps(body).encode(),
-                      headers={"Content-Type": "application/json",
-                               **basic_header(USERNAME, PASSWORD)})
-    with urlopen(request, timeout=10) as response:
-        assert response.status in (200, 201)
-        return json.load(response)
-
-
-def _widget(plugin: str, x: int, y: int, cols: int, config: dict[str, Any]) -> dict[str, Any]:
-    return {"plugin": {"app": "labapp", "plugin": plugin},
-            "gridster": {"x": x, "y": y, "cols": cols, "rows": 4}, "config": config,
-            "header": None}
-
-
 @pytest.mark.parametrize("width", [1366, 768])
 def test_home_dashboard_is_accessible(page: Page, live_server: str, width: int) -> None:
     create_entities(live_server, {"eClass": "Location", "id": "FRZ-1", "name": "Freezer 1",
@@ -129,13 +110,13 @@ def test_home_dashboard_is_accessible(page: Page, live_server: str, width: int) 
                                     "locationID": "FRZ-1"} for n in range(3)))
     page.set_viewport_size({"width": width, "height": 900})
     log_in(page, live_server)
-    (home,) = _api(live_server, "GET", "/api/dashboard")
-    _api(live_server, "PUT", f"/api/dashboard/{home['id']}", {**home, "widgets": [
-        _widget("status-counts", 0, 0, 6, {"eClass": "Sample"}),
-        _widget("created-per-week", 6, 0, 6, {"eClass": "Sample", "weeks": 26}),
-        _widget("saved-list", 0, 4, 6, {"eClass": "Sample", "columns": ["id", "name"]}),
-        _widget("storage-usage", 6, 4, 6, {}),
-        _widget("note", 0, 8, 12, {"markdown": "See the [samples](/entities/Sample) list."}),
+    (home,) = live_api(live_server, "GET", "/api/dashboard")
+    live_api(live_server, "PUT", f"/api/dashboard/{home['id']}", {**home, "widgets": [
+        grid_widget("status-counts", 0, 0, 6, {"eClass": "Sample"}),
+        grid_widget("created-per-week", 6, 0, 6, {"eClass": "Sample", "weeks": 26}),
+        grid_widget("saved-list", 0, 4, 6, {"eClass": "Sample", "columns": ["id", "name"]}),
+        grid_widget("storage-usage", 6, 4, 6, {}),
+        grid_widget("note", 0, 8, 12, {"markdown": "See the [samples](/entities/Sample) list."}),
     ]})
     page.goto("/")
     for index in range(5):

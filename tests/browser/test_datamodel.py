@@ -7,8 +7,8 @@ from playwright.sync_api import Page, expect
 
 from labapp.db import db
 from tests.browser.conftest import BROWSER_MARKS
-from tests.browser.test_access import log_in_as
 from tests.conftest import ADMIN_PASSWORD
+from tests.helpers.browser import log_in_as
 
 pytestmark = BROWSER_MARKS
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from playwright.sync_api import Page, expect
 
 from tests.browser.conftest import BROWSER_MARKS, create_entities
-from tests.browser.test_access import log_in_as
 from tests.conftest import ADMIN_PASSWORD
+from tests.helpers.browser import log_in_as
 
 pytestmark = BROWSER_MARKS
 

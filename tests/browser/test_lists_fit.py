@@ -14,7 +14,8 @@ from playwright.sync_api import Locator, Page, expect
 
 from tests.browser.axe import assert_no_serious_violations
 from tests.browser.conftest import BROWSER_MARKS, USERNAME, create_entities, log_in
-from tests.browser.test_dashboards import _api, _widget
+from tests.helpers.browser import live_api
+from tests.helpers.dashboards import grid_widget
 
 pytestmark = BROWSER_MARKS
 
@@ -116,23 +117,23 @@ def _lists_dashboard(live_server: str) -> dict[str, Any]:
     create_entities(live_server, {"eClass": "Request", "name": "Thaw plates for the "
                                   "overnight_incubation_run_2026", "assigneeID": USERNAME,
                                   "dueDate": "2025-06-01", "priority": "Urgent"})
-    rule = _api(live_server, "POST", "/api/alert-rule", {
+    rule = live_api(live_server, "POST", "/api/alert-rule", {
         "name": "Running low", "eClass": "Sample", "filter": "amount le 5",
         "recipients": {"userIDs": [USERNAME], "departmentIDs": [], "projectIDs": [],
                        "userRoles": []},
         "channels": ["bell"], "cadence": "immediate", "active": True})
     columns = ["name", "barcode", "status", "amount", "locationID", "expiryDate"]
-    expiring = _widget("saved-list", 0, 0, 5, {"eClass": "Sample", "columns": columns,
-                                                "orderby": "expiryDate asc"})
+    expiring = grid_widget("saved-list", 0, 0, 5, {"eClass": "Sample", "columns": columns,
+                                                    "orderby": "expiryDate asc"})
     body = {"name": "Lab lists", "description": None, "shares": {}, "widgets": [
         {**expiring, "header": "Expiring"},
-        _widget("alerts", 5, 0, 7, {"ruleID": rule["id"]}),
-        _widget("my-requests", 0, 4, 4, {}),
-        _widget("recent-activity", 4, 4, 8, {"limit": 5}),
-        _widget("status-counts", 0, 8, 3, {"eClass": "Sample"}),
-        _widget("note", 3, 8, 9, {"markdown": "Beside the narrow chart."}),
-        _widget("created-per-week", 9, 30, 2, {"eClass": "Sample", "weeks": 26})]}
-    board: dict[str, Any] = _api(live_server, "POST", "/api/dashboard", body)
+        grid_widget("alerts", 5, 0, 7, {"ruleID": rule["id"]}),
+        grid_widget("my-requests", 0, 4, 4, {}),
+        grid_widget("recent-activity", 4, 4, 8, {"limit": 5}),
+        grid_widget("status-counts", 0, 8, 3, {"eClass": "Sample"}),
+        grid_widget("note", 3, 8, 9, {"markdown": "Beside the narrow chart."}),
+        grid_widget("created-per-week", 9, 30, 2, {"eClass": "Sample", "weeks": 26})]}
+    board: dict[str, Any] = live_api(live_server, "POST", "/api/dashboard", body)
     return board
 
 
@@ -180,7 +181,7 @@ def test_list_widgets_keep_each_column_whole_and_charts_stay_readable(
 def test_the_charts_redraw_at_their_new_width_when_the_window_narrows(
         page: Page, live_server: str) -> None:
     log_in(page, live_server)
-    (home,) = _api(live_server, "GET", "/api/dashboard")
+    (home,) = live_api(live_server, "GET", "/api/dashboard")
     page.set_viewport_size({"width": 1366, "height": 900})
     page.goto("/")
     chart = page.locator("#widget-2 svg.chart-svg")
@@ -197,10 +198,10 @@ def test_the_editor_opens_no_band_of_empty_grid_above_save(page: Page, live_serv
                                                            width: int) -> None:
     log_in(page, live_server)
     body = {"name": "Far apart", "description": None, "shares": {}, "widgets": [
-        _widget("note", 0, 0, 6, {"markdown": "top"}),
-        _widget("status-counts", 6, 0, 3, {"eClass": "Sample"}),
-        _widget("note", 0, 30, 12, {"markdown": "far below"})]}
-    board = _api(live_server, "POST", "/api/dashboard", body)
+        grid_widget("note", 0, 0, 6, {"markdown": "top"}),
+        grid_widget("status-counts", 6, 0, 3, {"eClass": "Sample"}),
+        grid_widget("note", 0, 30, 12, {"markdown": "far below"})]}
+    board = live_api(live_server, "POST", "/api/dashboard", body)
     page.set_viewport_size({"width": width, "height": 900})
     page.goto(f"/dashboards/{board['id']}/edit")
     expect(page.locator("#w2-y")).to_have_value("4")  # closed up under the others
@@ -228,7 +229,7 @@ def test_the_editor_opens_no_band_of_empty_grid_above_save(page: Page, live_serv
     assert_no_serious_violations(page)
     page.click("#save-dashboard")
     expect(page.locator(".flash-success")).to_have_text("Dashboard saved.")
-    (saved,) = [item for item in _api(live_server, "GET", "/api/dashboard")
+    (saved,) = [item for item in live_api(live_server, "GET", "/api/dashboard")
                 if item["name"] == "Far apart"]
     assert [item["gridster"] for item in saved["widgets"]] == [
         {"x": 0, "y": 3, "cols": 6, "rows": 4}, {"x": 6, "y": 0, "cols": 6, "rows": 4},

@@ -10,8 +10,8 @@ from playwright.sync_api import Page, expect
 
 from labapp.web.headers import CONTENT_SECURITY_POLICY
 from tests.browser.conftest import BROWSER_MARKS, USERNAME, create_entities
-from tests.browser.test_access import log_in_as
 from tests.conftest import ADMIN_PASSWORD, DEFAULT_DEPARTMENT
+from tests.helpers.browser import log_in_as
 
 pytestmark = BROWSER_MARKS
 

@@ -5,34 +5,17 @@ keyboard or named in the address, check-out and "Store anyway" confirmations, an
 finding nothing serious on the storage pages."""
 from __future__ import annotations
 
-import json
 import re
-from typing import Any
-from urllib.request import Request, urlopen
 
 import pytest
 from playwright.sync_api import Page, expect
 
 from tests.browser.axe import assert_no_serious_violations
-from tests.browser.conftest import BROWSER_MARKS, USERNAME, create_entities, log_in
-from tests.conftest import ADMIN_PASSWORD, PASSWORD, basic_header
+from tests.browser.conftest import BROWSER_MARKS, create_entities, log_in
+from tests.conftest import ADMIN_PASSWORD
+from tests.helpers.browser import DESKTOP, TABLET, check_in, create_locations, live_post
 
 pytestmark = BROWSER_MARKS
-DESKTOP, TABLET = {"width": 1366, "height": 900}, {"width": 768, "height": 1024}
-
-
-def _post(base_url: str, path: str, body: Any, status: int, username: str = USERNAME,
-          password: str = PASSWORD) -> Any:
-    request = Request(f"{base_url}{path}", data=json.dumps(body).encode(), method="POST",
-                      headers={"Content-Type": "application/json",
-                               **basic_header(username, password)})
-    with urlopen(request, timeout=10) as response:
-        assert response.status == status
-        return json.load(response)
-
-
-def create_locations(base_url: str, *items: dict) -> list[dict]:
-    return _post(base_url, "/api/storage/location", list(items), 201)
 
 
 def scan(page: Page, code: str) -> None:
@@ -76,10 +59,6 @@ def test_scan_to_store_into_a_grid_box_and_a_refusal_in_red(page: Page,
     assert samples[4]["id"] not in page.content()
 
 
-def _check_in(base_url: str, location_id: str, items: list[dict], **login: str) -> None:
-    _post(base_url, f"/api/storage/location/{location_id}/checkin", items, 200, **login)
-
-
 def store_in_slot(page: Page, position: str, code: str) -> None:
     """Tap a free slot of the box grid, then type a code into the scan field and press
     Enter."""
@@ -100,8 +79,8 @@ def test_a_slot_taken_meanwhile_is_refused_in_red(page: Page, live_server: str) 
     store_in_slot(page, "A2", first["id"])
     expect(page.locator('td[data-slot="A2"] a')).to_have_text("First")
     # Someone else takes B1 while this page still shows it empty.
-    _check_in(live_server, box["id"], [{"eClass": "Sample", "id": second["id"],
-                                        "position": "B1"}])
+    check_in(live_server, box["id"], [{"eClass": "Sample", "id": second["id"],
+                                       "position": "B1"}])
     store_in_slot(page, "B1", third["id"])
     error = page.locator("#storage-error")
     expect(error).to_contain_text("slot B1")
@@ -115,7 +94,7 @@ def test_move_a_box_to_another_rack(page: Page, live_server: str) -> None:
         live_server, {"id": "#r1", "name": "Rack 1"}, {"name": "Rack 2"},
         {"name": "Box 9", "parentID": "#r1", "rows": 2, "columns": 2})
     samples = create_entities(live_server, {"eClass": "Sample"}, {"eClass": "Sample"})
-    _check_in(live_server, box["id"], [{"eClass": "Sample", "id": s["id"]} for s in samples])
+    check_in(live_server, box["id"], [{"eClass": "Sample", "id": s["id"]} for s in samples])
     log_in(page, live_server)
     page.goto(f"/storage/locations/{box['id']}")
     page.click("#move-link")
@@ -165,12 +144,12 @@ def _boxes_with_a_hidden_tube(base_url: str) -> list[dict]:
     for box, tube, hidden in zip(boxes, (tubes[:2], tubes[2:4], tubes[4:]), theirs,
                                  strict=True):
         last_row = chr(ord("A") + box["rows"] - 1)
-        _check_in(base_url, box["id"],
-                  [{"eClass": "Sample", "id": tube[0]["id"], "position": "A1"},
-                   {"eClass": "Sample", "id": tube[1]["id"],
-                    "position": f"A{box['columns']}"},
-                   {"eClass": "Sample", "id": hidden["id"], "position": f"{last_row}3"}],
-                  **admin)
+        check_in(base_url, box["id"],
+                 [{"eClass": "Sample", "id": tube[0]["id"], "position": "A1"},
+                  {"eClass": "Sample", "id": tube[1]["id"],
+                   "position": f"A{box['columns']}"},
+                  {"eClass": "Sample", "id": hidden["id"], "position": f"{last_row}3"}],
+                 **admin)
     return boxes
 
 
@@ -208,7 +187,7 @@ def test_a_free_slot_is_chosen_by_keyboard_and_the_tube_stored_there(
     first, second = create_entities(live_server, {"eClass": "Sample", "name": "First"},
                                     {"eClass": "Sample", "name": "Second",
                                      "barcode": "TUBE-2"})
-    _check_in(live_server, box["id"], [{"eClass": "Sample", "id": first["id"]}])
+    check_in(live_server, box["id"], [{"eClass": "Sample", "id": first["id"]}])
     page.set_viewport_size(TABLET)
     log_in(page, live_server)
     page.goto(f"/storage/locations/{box['id']}")
@@ -243,8 +222,8 @@ def test_a_slot_named_in_the_address_is_highlighted_and_scrolled_to(
         page: Page, live_server: str) -> None:
     box, = create_locations(live_server, {"name": "Deep box", "rows": 10, "columns": 10})
     tube, = create_entities(live_server, {"eClass": "Sample", "name": "Last tube"})
-    _check_in(live_server, box["id"], [{"eClass": "Sample", "id": tube["id"],
-                                        "position": "J10"}])
+    check_in(live_server, box["id"], [{"eClass": "Sample", "id": tube["id"],
+                                       "position": "J10"}])
     page.set_viewport_size({"width": 768, "height": 500})
     log_in(page, live_server)
     page.goto(f"/storage/locations/{box['id']}?slot=J10")
@@ -256,7 +235,7 @@ def test_a_slot_named_in_the_address_is_highlighted_and_scrolled_to(
 def test_check_out_asks_first(page: Page, live_server: str) -> None:
     box, = create_locations(live_server, {"name": "Box 3", "rows": 2, "columns": 2})
     tube, = create_entities(live_server, {"eClass": "Sample", "name": "Keep me"})
-    _check_in(live_server, box["id"], [{"eClass": "Sample", "id": tube["id"]}])
+    check_in(live_server, box["id"], [{"eClass": "Sample", "id": tube["id"]}])
     log_in(page, live_server)
     page.goto(f"/storage/locations/{box['id']}")
     asked: list[str] = []
@@ -316,8 +295,8 @@ def test_moves_say_where_the_tube_came_from(page: Page, live_server: str,
         {"name": "Box 12", "parentID": "#rack", "rows": 9, "columns": 9},
         {"name": "Box 13", "parentID": "#rack", "rows": 9, "columns": 9, "barcode": "BOX-13"})
     tube, = create_entities(live_server, {"eClass": "Sample", "name": "Serum", "barcode": "S-1"})
-    _check_in(live_server, first["id"], [{"eClass": "Sample", "id": tube["id"],
-                                          "position": "A1"}])
+    check_in(live_server, first["id"], [{"eClass": "Sample", "id": tube["id"],
+                                         "position": "A1"}])
     page.set_viewport_size(viewport)
     log_in(page, live_server)
     page.goto(f"/storage/locations/{first['id']}?slot=C4")
@@ -347,12 +326,12 @@ def test_a_held_slot_in_the_address_offers_the_first_free_one_and_the_log_scroll
     box, = create_locations(live_server, {"name": "Box 3", "rows": 8, "columns": 12})
     tubes = create_entities(live_server, *({"eClass": "Sample", "name": f"Tube {n}",
                                             "barcode": f"T-{n}"} for n in range(13)))
-    _check_in(live_server, box["id"], [{"eClass": "Sample", "id": tube["id"]}
-                                       for tube in tubes[:12]])
-    _post(live_server, "/api/storage/location/checkout",
-          [{"eClass": "Sample", "id": tube["id"]} for tube in tubes[1:11]], 200)
-    _check_in(live_server, box["id"], [{"eClass": "Sample", "id": tube["id"]}
-                                       for tube in tubes[1:11]])
+    check_in(live_server, box["id"], [{"eClass": "Sample", "id": tube["id"]}
+                                      for tube in tubes[:12]])
+    live_post(live_server, "/api/storage/location/checkout",
+              [{"eClass": "Sample", "id": tube["id"]} for tube in tubes[1:11]], 200)
+    check_in(live_server, box["id"], [{"eClass": "Sample", "id": tube["id"]}
+                                      for tube in tubes[1:11]])
     page.set_viewport_size(viewport)
     log_in(page, live_server)
     page.goto(f"/storage/locations/{box['id']}?slot=A1")

@@ -10,7 +10,7 @@ from playwright.sync_api import Browser, Page, expect
 from labapp.storage import tree
 from tests.browser.axe import assert_no_serious_violations
 from tests.browser.conftest import BROWSER_MARKS, create_entities, log_in, watched_page
-from tests.browser.test_storage import DESKTOP, TABLET, _check_in, create_locations
+from tests.helpers.browser import DESKTOP, TABLET, check_in, create_locations
 
 pytestmark = BROWSER_MARKS
 
@@ -23,8 +23,8 @@ def _freezer(base_url: str) -> dict[str, str]:
                             {"name": "Box 1", "parentID": "#r", "rows": 2, "columns": 2})
     ids = {location["name"]: location["id"] for location in made}
     tubes = create_entities(base_url, *({"eClass": "Sample"} for _ in range(3)))
-    _check_in(base_url, ids["Box 1"], [{"eClass": "Sample", "id": tube["id"]}
-                                       for tube in tubes])
+    check_in(base_url, ids["Box 1"], [{"eClass": "Sample", "id": tube["id"]}
+                                      for tube in tubes])
     return ids
 
 

@@ -15,3 +15,11 @@ def widget_data(api: ApiClient, dashboard: dict[str, Any], index: int, **query: 
     assert body["index"] == index
     assert body["plugin"] == dashboard["widgets"][index]["plugin"]
     return body["data"]
+
+
+def grid_widget(plugin: str, x: int, y: int, cols: int, config: dict[str, Any]
+                ) -> dict[str, Any]:
+    """A widget of a dashboard body at column ``x``, row ``y``, ``cols`` wide, 4 rows high."""
+    return {"plugin": {"app": "labapp", "plugin": plugin},
+            "gridster": {"x": x, "y": y, "cols": cols, "rows": 4}, "config": config,
+            "header": None}
