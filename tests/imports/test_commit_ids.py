@@ -18,12 +18,11 @@ from labapp.entities.service import save_batch
 from labapp.imports import jobs
 from labapp.model import Entity, Sample, Sequence
 from labapp.sequences.service import format_value
-from tests.conftest import BACKEND, ApiClient
-from tests.entities.conftest import save
+from tests.conftest import BACKEND
 from tests.helpers.importing import commits_held, job_now
 from tests.helpers.processes import ADMIN, wait_for
 from tests.imports.conftest import actor_of
-from tests.imports.uploading import job_of, queue_job, run_queued, upload
+from tests.imports.uploading import queue_job, run_queued
 
 ROWS = 300  # the import's samples, named C-1 …
 
@@ -92,7 +91,10 @@ def _entities(app: Flask, ids: list[str]) -> set[str]:
 
 
 def test_a_failed_commit_leaves_a_gap_and_its_ids_are_never_handed_out(
-        app: Flask, admin: ApiClient, monkeypatch: pytest.MonkeyPatch) -> None:
+        fresh_app: Callable[..., Flask], monkeypatch: pytest.MonkeyPatch) -> None:
+    # A database of its own: the draw commits apart from the commit's transaction, which a
+    # test's rolled-back connection would fold into one.
+    app = fresh_app(initialised=True)
     text = "Name,Barcode\nG-1,G-1\nG-2,G-2\nG-3,G-3\n"
     before = _sequence_of_samples(app)
     real_commit = jobs.commit_import
@@ -105,18 +107,19 @@ def test_a_failed_commit_leaves_a_gap_and_its_ids_are_never_handed_out(
         return real_commit(actor, plan, **options)
 
     monkeypatch.setattr(jobs, "commit_import", racing)
-    failed = upload(admin, text, dryRun="false")
+    failed = queue_job(app, text, dry_run=False)
     run_queued(app)
-    assert job_of(admin, failed["id"])["status"] == "failed"
+    assert job_now(app, failed).status == "failed"
     monkeypatch.undo()
 
     drawn = _sample_ids(before, before.next_value, 3)  # by the failed commit
     assert _sequence_of_samples(app).next_value == before.next_value + 3
     assert _entities(app, drawn) == set(), "nothing of the failed commit was written"
 
-    after, = save(admin, {"eClass": "Sample", "name": "After the failure"})
-    assert after["id"] == _sample_ids(before, before.next_value + 3, 1)[0]
-    done = upload(admin, text, dryRun="false")
+    status, body = _create_sample(app, "after the failure")
+    assert status == 201, body
+    assert body["entities"][0]["id"] == _sample_ids(before, before.next_value + 3, 1)[0]
+    done = queue_job(app, text, dry_run=False)
     run_queued(app)
-    assert job_of(admin, done["id"])["status"] == "done"
+    assert job_now(app, done).status == "done"
     assert _samples_named(app, "G-%") == set(_sample_ids(before, before.next_value + 4, 3))
