@@ -6,18 +6,16 @@ The commit is held mid-transaction by the test itself, on PostgreSQL: a lock on 
 row outcomes, which the commit writes after its entities. On SQLite a commit holds the
 database's only write lock, so no writer can make a change meanwhile; what writers get
 then is tested in tests/imports/test_writers_during_commit.py, and the lanes themselves on
-both databases in tests/test_worker.py. The change is an experiment: an import's commit
-holds the row of its class's id sequence (samples here) until it ends, so a sample created
-beside it waits on PostgreSQL too (bench/runs/2026-11-28-worker-lanes.md)."""
+both databases in tests/test_worker.py. The change is a sample, of the class the import
+writes: the import drew its ids before its commit began, so the sample takes the next id
+without waiting for the commit (docs/decisions/import-ids-drawn-apart.md)."""
 from __future__ import annotations
 
 from collections.abc import Callable
 
-import psycopg
 import pytest
 from flask import Flask
 from sqlalchemy import func, select
-from sqlalchemy.engine import make_url
 
 from labapp.access.grant_sets import actor_for
 from labapp.alerts import service as rules
@@ -25,6 +23,7 @@ from labapp.db import db, transaction
 from labapp.model import AlertState, ImportJob, Notification, Sample, User
 from tests.alerts.conftest import rule_body
 from tests.conftest import BACKEND, run_init
+from tests.helpers.importing import commits_held
 from tests.helpers.processes import ADMIN, alive, wait_for, worker_process
 from tests.helpers.searching import client_found
 from tests.imports.uploading import queue_job
@@ -33,19 +32,6 @@ pytestmark = pytest.mark.skipif(BACKEND != "postgresql", reason=(
     "on SQLite an import's commit holds the only write lock: no change can be made beside it"))
 
 ROWS = 300  # the import's samples, named L-1 …
-
-
-def _dsn(app: Flask) -> str:
-    url = make_url(app.config["LABAPP"]["DATABASE_URL"])
-    return url.set(drivername="postgresql").render_as_string(hide_password=False)
-
-
-def _commit_waits_on_the_test(probe: psycopg.Connection) -> bool:
-    """Whether another connection's transaction waits for the lock the test holds on the
-    row outcomes (the import's commit, its entities written)."""
-    row = probe.execute("SELECT count(*) FROM pg_locks WHERE relation = "
-                        "'import_row'::regclass AND NOT granted").fetchone()
-    return bool(row and row[0])
 
 
 def _in_app(app: Flask, read: Callable[[], object]) -> object:
@@ -61,9 +47,13 @@ def _job_status(app: Flask, job_id: str) -> object:
         select(ImportJob.status).where(ImportJob.id == job_id)))
 
 
-def _imported(app: Flask) -> object:
-    return _in_app(app, lambda: db.session.scalar(
-        select(func.count()).select_from(Sample).where(Sample.name.like("L-%"))))
+def _imported(app: Flask) -> set[str]:
+    """The ids of the samples the import wrote."""
+    with app.app_context():
+        try:
+            return set(db.session.scalars(select(Sample.id).where(Sample.name.like("L-%"))))
+        finally:
+            db.session.remove()
 
 
 def _alerted(app: Flask, rule_id: str, entity_id: str) -> object:
@@ -80,7 +70,7 @@ def _alerted(app: Flask, rule_id: str, entity_id: str) -> object:
 def _make_rule(app: Flask) -> str:
     with app.app_context(), transaction():
         admin = actor_for(db.session.get(User, "admin"), method=None)
-        made = rules.create(admin, rule_body("New experiments", eclass="Experiment",
+        made = rules.create(admin, rule_body("New samples", eclass="Sample",
                                              filter=None, users=["admin"]))
         rule_id = str(made.id)
     return rule_id
@@ -92,15 +82,12 @@ def test_a_change_is_searched_and_alerted_while_an_import_commits(
     run_init(app)
     rows = "Name,Amount\n" + "".join(f"L-{number},100\n" for number in range(1, ROWS + 1))
     # The worker is stopped last: it ends an import it runs before it stops.
-    with worker_process(app, ALERT_TICK_SECONDS="1"), psycopg.connect(_dsn(app)) as holder, \
-            psycopg.connect(_dsn(app), autocommit=True) as probe:
-        holder.execute("LOCK TABLE import_row IN SHARE MODE")  # until the test lets go
+    with worker_process(app, ALERT_TICK_SECONDS="1"), commits_held(app) as held:
         job_id = queue_job(app, rows, dry_run=False)
-        wait_for(lambda: _commit_waits_on_the_test(probe), "the import's commit to write",
-                 timeout=120)
+        wait_for(held.waiting, "the import's commit to write", timeout=120)
         rule_id = _make_rule(app)
         response = app.test_client().post("/api/entity", headers=ADMIN, json={
-            "entities": [{"eClass": "Experiment", "name": "beside the commit"}]})
+            "entities": [{"eClass": "Sample", "name": "beside the commit"}]})
         assert response.status_code == 201, response.get_json()
         entity_id = response.get_json()["entities"][0]["id"]
 
@@ -109,9 +96,10 @@ def test_a_change_is_searched_and_alerted_while_an_import_commits(
         wait_for(lambda: _alerted(app, rule_id, entity_id),
                  "the alert tick to tell of it while the import commits")
         assert alive(app), "the search lane drains: its heartbeat is fresh"
-        assert _commit_waits_on_the_test(probe), "the import still commits"
-        assert _job_status(app, job_id) == "running" and _imported(app) == 0
+        assert held.waiting(), "the import still commits"
+        assert _job_status(app, job_id) == "running" and _imported(app) == set()
 
-        holder.rollback()  # the import's commit goes on and ends
+        held.release()  # the import's commit goes on and ends
         wait_for(lambda: _job_status(app, job_id) == "done", "the import to end", timeout=120)
-    assert _imported(app) == ROWS
+    imported = _imported(app)
+    assert len(imported) == ROWS and entity_id not in imported

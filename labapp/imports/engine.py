@@ -7,7 +7,9 @@ nothing) or an ``error`` naming the column and the reason. :func:`commit_import`
 file again and saves its rows through :func:`labapp.entities.service.save_batch` in chunks —
 sequences, audit, search queue, tallies, notifications and the check-in rule as for any API
 write — inside the caller's one transaction; the plan keeps outcomes only, so memory stays
-flat however long the file is.
+flat however long the file is. The ids of the rows it creates are drawn beforehand by
+:func:`draw_ids`, in a short transaction of their own, so the class's sequence is not held
+for the length of the commit.
 
 Every row of a dry run goes through the checks of the commit: the order of day and month in
 a date column is decided from all its cells in a first pass, before any row is built, and
@@ -18,6 +20,7 @@ as an error with the reason in words, as a dry run would have.
 from __future__ import annotations
 
 import bisect
+import itertools
 import pickle
 import tempfile
 import weakref
@@ -36,7 +39,7 @@ from labapp.imports.spreadsheets import SourceTable
 from labapp.imports.targets import taken_values
 from labapp.imports.values import DateOrder, date_evidence
 from labapp.model.registry import ClassSpec
-from labapp.sequences.service import next_ids
+from labapp.sequences.service import Drawn, draw_apart, next_ids
 from labapp.storage.checkin import refusal_of
 
 CHUNK = 500  # rows per chunk: per bulk lookup, and per save_batch (the API's bulk size)
@@ -100,6 +103,8 @@ class ImportPlan:
     spool: Spool | None = field(default=None, repr=False)
     # The slot the dry run gave each row storing an item without naming one.
     slots: dict[int, str] = field(default_factory=dict)
+    # How many created rows take their id from the class's sequence (no id of their own).
+    drawn_ids: int = 0
 
     @property
     def ok(self) -> bool:
@@ -137,6 +142,11 @@ def _check_match(spec: ClassSpec, mapping: Mapping[str, str], match: str | None)
         raise InvalidInput(f"Rows are matched by {found.name}, but no column is mapped to it.",
                            code="invalid_match")
     return found.name
+
+
+def _draws_id(draft: Draft) -> bool:
+    """Whether the row creates an entity whose id the class's sequence gives."""
+    return draft.existing is None and not isinstance(draft.values.get("id"), str)
 
 
 def _outcome(draft: Draft) -> RowOutcome:
@@ -190,6 +200,7 @@ def plan_import(actor: Actor, spec: ClassSpec, table: SourceTable, mapping: Mapp
     outcomes: list[RowOutcome] = []
     forward: list[tuple[int, str, str]] = []  # (row, field, key) naming a row further down
     file_refs: dict[tuple[int, str], int] = {}
+    drawn_ids = 0
     for chunk in chunks:
         if spooling is not None:
             spooling.add(chunk)
@@ -199,7 +210,10 @@ def plan_import(actor: Actor, spec: ClassSpec, table: SourceTable, mapping: Mapp
                     file_refs[draft.row, name] = value.row
                 elif isinstance(value, Named) and name in builder.self_refs:
                     forward.append((draft.row, name, value.key))
-            outcomes.append(_outcome(draft))
+            outcome = _outcome(draft)
+            outcomes.append(outcome)
+            if spec.prefix and outcome.outcome == "create" and _draws_id(draft):
+                drawn_ids += 1
         if progress is not None:
             progress(len(outcomes))
     _link_forward(builder, outcomes, forward, file_refs)
@@ -207,7 +221,7 @@ def plan_import(actor: Actor, spec: ClassSpec, table: SourceTable, mapping: Mapp
     for outcome in outcomes:
         counts[outcome.outcome] += 1
     return ImportPlan(spec, outcomes, counts, table, checked, chosen, builder.date_orders,
-                      file_refs, spool, builder.slots)
+                      file_refs, spool, builder.slots, drawn_ids)
 
 
 def _link_forward(builder: RowBuilder, outcomes: list[RowOutcome],
@@ -278,9 +292,12 @@ def _item(plan: ImportPlan, draft: Draft, row_ids: Mapping[int, str]) -> dict[st
 class _Committer:
     """Saves drafts in batches, parents before the rows that refer to them."""
 
-    def __init__(self, actor: Actor, plan: ImportPlan, builder: RowBuilder) -> None:
+    def __init__(self, actor: Actor, plan: ImportPlan, builder: RowBuilder,
+                 ids: Drawn | None) -> None:
         self.actor, self.spec, self.plan, self.builder = actor, plan.spec, plan, builder
-        self.sequence = resolve_sequence(plan.spec.name) if plan.spec.prefix else None
+        self.sequence = (ids.sequence_id if ids is not None else
+                         resolve_sequence(plan.spec.name) if plan.spec.prefix else None)
+        self.drawn = iter(ids) if ids is not None else None
         self.referenced = set(plan.file_refs.values())
         self.row_ids: dict[int, str] = {}
         self.batch: list[Draft] = []
@@ -302,10 +319,9 @@ class _Committer:
     def flush(self) -> None:
         if not self.batch:
             return
-        new = [draft for draft in self.batch
-               if draft.existing is None and not isinstance(draft.values.get("id"), str)]
+        new = [draft for draft in self.batch if _draws_id(draft)]
         if new and self.sequence is not None:
-            drawn = next_ids(self.sequence, len(new))
+            drawn = self._ids(self.sequence, len(new))
             if taken_values("id", drawn):
                 raise Conflict(f"An id drawn from sequence {self.sequence!r} is already taken; "
                                "raise the sequence's nextValue.", code="duplicate_id")
@@ -324,6 +340,16 @@ class _Committer:
             _at(self.outcomes, draft.row).entity_id = entity["id"]
         self.batch, self.in_batch = [], set()
 
+    def _ids(self, sequence: str, count: int) -> list[str]:
+        """The ids of ``count`` new rows: the next of those drawn beforehand, or drawn now
+        in the caller's transaction when none were."""
+        if self.drawn is None:
+            return next_ids(sequence, count)
+        ids = list(itertools.islice(self.drawn, count))
+        if len(ids) < count:
+            raise InvalidInput("The file creates more rows than its dry run counted; run it "
+                               "again.", code="import_changed")
+        return ids
 
     def _on_row(self, error: AppError) -> AppError:
         """The batch's error told by the spreadsheet row it is about, in words, and that
@@ -347,21 +373,38 @@ class _Committer:
         return error
 
 
-def commit_import(actor: Actor, plan: ImportPlan, *,
+def draw_ids(plan: ImportPlan) -> Drawn | None:
+    """Draw the ids the commit of ``plan`` gives the rows it creates, in a short write unit
+    of their own (:func:`labapp.sequences.service.draw_apart`): the row of the class's
+    sequence is locked for the draw only, so while the commit runs other requests create
+    entities of the class without waiting for it. None when no row takes an id from a
+    sequence. Ids of a commit that then fails are a gap in the sequence, never reused.
+
+    Call it before the commit's unit opens (on SQLite a side unit inside it would wait for
+    the write lock the unit holds)."""
+    if not plan.drawn_ids:
+        return None
+    return draw_apart(resolve_sequence(plan.spec.name), plan.drawn_ids)
+
+
+def commit_import(actor: Actor, plan: ImportPlan, *, ids: Drawn | None = None,
                   progress: Callable[[int], None] | None = None) -> list[str]:
     """Write the rows ``plan`` creates or updates; the ids written, in the order of the
     plan's ``create``/``update`` outcomes (each outcome's ``entity_id`` is set too).
 
     Runs in the caller's transaction, which must roll back on any error: the whole import
-    is then unwritten. Raises :class:`InvalidInput` for a plan with errors, and whatever
-    the entity batch raises (naming the row) should the data have changed since the plan.
+    is then unwritten. New rows take their ids from ``ids`` (:func:`draw_ids`); without
+    them the commit draws its ids chunk by chunk in the caller's transaction, which then
+    holds the sequence's row (PostgreSQL) until it ends. Raises :class:`InvalidInput` for a
+    plan with errors, and whatever the entity batch raises (naming the row) should the
+    data have changed since the plan.
     """
     if not plan.ok:
         raise InvalidInput(f"{plan.counts['error']} rows have errors; nothing was imported.",
                            code="import_has_errors")
     builder = RowBuilder(actor, plan.spec, plan.table.headers, plan.mapping, plan.match,
                          checking=False, date_orders=plan.date_orders, file_refs=plan.file_refs)
-    committer = _Committer(actor, plan, builder)
+    committer = _Committer(actor, plan, builder, ids)
     done = 0
     chunks = plan.spool.chunks() if plan.spool is not None else _chunks(plan.table, CHUNK)
     for chunk in chunks:

@@ -15,7 +15,9 @@ Running
     A commit writes the entities, the outcomes and the counts in ONE transaction: all or
     nothing; any row error (found by the plan or by the write) fails the job and writes no
     entity. A failed job keeps the reason in ``error`` and, when the plan was made, the
-    outcome of every row.
+    outcome of every row. The ids of the rows it creates are drawn just before, in a short
+    transaction of their own (:func:`labapp.imports.engine.draw_ids`): the class's sequence
+    is not held for the length of the commit, and a commit that fails leaves a gap in it.
 
 A worker that stops while it runs a job
     ``claim`` records the id of the claiming process (:func:`labapp.liveness.own_id`); that
@@ -47,7 +49,7 @@ from labapp.access.grant_sets import actor_for
 from labapp.db import db, end_read, own_read, rows_matched, side_unit, transaction
 from labapp.errors import AppError
 from labapp.imports import service, uploads, workers
-from labapp.imports.engine import ImportPlan, RowOutcome, commit_import, plan_import
+from labapp.imports.engine import ImportPlan, RowOutcome, commit_import, draw_ids, plan_import
 from labapp.model import ImportJob, ImportRow, User
 from labapp.model.registry import existing_class
 from labapp.model.types import utc_now
@@ -133,7 +135,7 @@ def run(job_id: str, report: Report | None = None) -> ImportJob:
 
         plan = plan_import(actor, spec, table, dict(job.mapping), match=job.match,
                            progress=progress)
-        _finish(job_id, actor, plan, report)
+        _finish(job_id, actor, plan, job.dry_run, report)
     except Exception as error:  # recorded on the job: the owner sees why it failed
         end_read()
         if not isinstance(error, AppError | LookupError):
@@ -151,15 +153,16 @@ def _reason(error: Exception) -> str:
            "worker's log has the details."
 
 
-def _finish(job_id: str, actor: Actor, plan: ImportPlan, report: Report | None) -> None:
-    """Store the plan's outcome, and when the job commits and no row failed, the entities."""
+def _finish(job_id: str, actor: Actor, plan: ImportPlan, dry_run: bool,
+            report: Report | None) -> None:
+    """Store the plan's outcome, and when the job commits and no row failed, the entities
+    (their ids drawn before the commit's unit opens: see the module docstring)."""
     counts = {outcome: int(plan.counts.get(outcome, 0))
               for outcome in ("create", "update", "unchanged", "error")}
     done = sum(counts.values())
+    ids = draw_ids(plan) if not dry_run and plan.ok else None
     with transaction():
-        job = db.session.get(ImportJob, job_id, populate_existing=True)
-        assert job is not None
-        if not job.dry_run and counts["error"]:
+        if not dry_run and counts["error"]:
             _store_rows(job_id, plan.outcomes)
             _set(job_id, status="failed", counts=counts, progress_done=done,
                  progress_total=done, error=(
@@ -168,9 +171,9 @@ def _finish(job_id: str, actor: Actor, plan: ImportPlan, report: Report | None) 
                      f"{counts['error']} rows have errors: nothing was imported. Correct "
                      "them and import the file again."))
             return
-        if not job.dry_run:
+        if not dry_run:
             writing = counts["create"] + counts["update"]
-            commit_import(actor, plan, progress=None if report is None else (
+            commit_import(actor, plan, ids=ids, progress=None if report is None else (
                 lambda done: report("writing", min(done, writing), writing)))
         _store_rows(job_id, plan.outcomes)
         _set(job_id, status="done", counts=counts, progress_done=done, progress_total=done)

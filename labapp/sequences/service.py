@@ -1,14 +1,16 @@
 """Sequences: the default one per class, adding and updating them, and atomic number generation."""
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import select, update
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
 
 from labapp import changes
-from labapp.db import db
+from labapp.db import db, side_unit
 from labapp.errors import Conflict, InvalidInput
 from labapp.model import Sequence
 from labapp.model.registry import classes
@@ -82,13 +84,26 @@ def save_sequence(sequence_id: str, values: Mapping[str, Any]) -> tuple[Sequence
     return sequence, created
 
 
-def next_ids(sequence_id: str, count: int = 1) -> list[str]:
-    """Draw the next ``count`` values of a sequence, formatted; 400 for an unknown sequence.
+@dataclass(frozen=True, slots=True)
+class Drawn:
+    """``count`` values drawn together from sequence ``sequence_id``, numbers ``first`` on,
+    formatted as they are iterated (an import's hundred thousand ids are held as five
+    fields, not as a list of strings)."""
 
-    The increment is a single ``UPDATE … RETURNING``: the row lock (PostgreSQL) or the write
-    lock (SQLite) makes concurrent callers queue, so no value is handed out twice.
-    """
-    row = db.session.execute(
+    sequence_id: str
+    prefix: str
+    min_digits: int
+    first: int
+    count: int
+
+    def __iter__(self) -> Iterator[str]:
+        for number in range(self.first, self.first + self.count):
+            yield format_value(self.prefix, number, self.min_digits)
+
+
+def _draw(session: Session, sequence_id: str, count: int) -> Drawn:
+    """The increment itself: a single ``UPDATE … RETURNING`` in ``session``'s transaction."""
+    row = session.execute(
         update(Sequence).where(Sequence.id == sequence_id)
         .values(next_value=Sequence.next_value + count)
         .returning(Sequence.prefix, Sequence.next_value, Sequence.min_digits)
@@ -96,7 +111,32 @@ def next_ids(sequence_id: str, count: int = 1) -> list[str]:
     if row is None:
         raise InvalidInput(f"Unknown sequence {sequence_id!r}.", code="unknown_sequence")
     prefix, after, min_digits = row
-    return [format_value(prefix, number, min_digits) for number in range(after - count, after)]
+    return Drawn(sequence_id, prefix, min_digits, after - count, count)
+
+
+def next_ids(sequence_id: str, count: int = 1) -> list[str]:
+    """Draw the next ``count`` values of a sequence, formatted; 400 for an unknown sequence.
+
+    The increment is a single ``UPDATE … RETURNING`` in the caller's transaction: the row
+    lock (PostgreSQL) or the write lock (SQLite) makes concurrent callers queue, so no value
+    is handed out twice. On PostgreSQL the row stays locked until the caller's transaction
+    ends: every other draw from the sequence waits for it (see :func:`draw_apart`).
+    """
+    return list(_draw(db.session(), sequence_id, count))
+
+
+def draw_apart(sequence_id: str, count: int) -> Drawn:
+    """Draw the next ``count`` values of a sequence in a write unit of its own
+    (:func:`labapp.db.side_unit`), committed at once: the sequence's row is locked for the
+    draw only, not for the length of the caller's work, so others draw from it meanwhile.
+    Values the caller then does not use (its work failed) are a gap, never handed out again
+    (docs/decisions/import-ids-drawn-apart.md). 400 for an unknown sequence.
+
+    Call it outside any write unit: on SQLite a side unit waits for the write lock, which
+    the session's own write unit would hold until the side unit gave up.
+    """
+    with side_unit() as session:
+        return _draw(session, sequence_id, count)
 
 
 def next_id(sequence_id: str) -> str:

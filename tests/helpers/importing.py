@@ -1,9 +1,12 @@
 """Probes of a running import for tests with real worker processes: which worker holds its
-lock, a job as the database holds it now, and whether an import's commit is writing."""
+lock, a job as the database holds it now, whether an import's commit is writing, and (on
+PostgreSQL) a hold on every import's commit once its entities are written."""
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 
 import psycopg
 from flask import Flask
@@ -40,6 +43,41 @@ def job_now(app: Flask, job_id: str) -> ImportJob:
             db.session.remove()
 
 
+def postgresql_dsn(app: Flask) -> str:
+    """The psycopg connection string of ``app``'s PostgreSQL database."""
+    url = make_url(app.config["LABAPP"]["DATABASE_URL"])
+    return url.set(drivername="postgresql").render_as_string(hide_password=False)
+
+
+@dataclass
+class CommitHold:
+    """A lock the test holds on the table of row outcomes, which an import's commit writes
+    after its entities, within its one transaction."""
+
+    holder: psycopg.Connection
+    probe: psycopg.Connection
+
+    def waiting(self) -> bool:
+        """Whether a commit waits for the hold (its entities written, its transaction open)."""
+        row = self.probe.execute("SELECT count(*) FROM pg_locks WHERE relation = "
+                                 "'import_row'::regclass AND NOT granted").fetchone()
+        return bool(row and row[0])
+
+    def release(self) -> None:
+        """Let the commit go on to its end."""
+        self.holder.rollback()
+
+
+@contextmanager
+def commits_held(app: Flask) -> Iterator[CommitHold]:
+    """On PostgreSQL, hold every import's commit of ``app`` in the middle of its transaction
+    until :meth:`CommitHold.release` or the end of the block."""
+    dsn = postgresql_dsn(app)
+    with psycopg.connect(dsn) as holder, psycopg.connect(dsn, autocommit=True) as probe:
+        holder.execute("LOCK TABLE import_row IN SHARE MODE")
+        yield CommitHold(holder, probe)
+
+
 def commit_writing(app: Flask) -> Callable[[], bool]:
     """A probe: whether another connection's transaction is writing entities now."""
     url = make_url(app.config["LABAPP"]["DATABASE_URL"])
@@ -56,7 +94,7 @@ def commit_writing(app: Flask) -> Callable[[], bool]:
             finally:
                 probe.close()
         return sqlite_writing
-    dsn = url.set(drivername="postgresql").render_as_string(hide_password=False)
+    dsn = postgresql_dsn(app)
 
     def postgresql_writing() -> bool:
         with psycopg.connect(dsn, autocommit=True) as probe:

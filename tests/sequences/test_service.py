@@ -6,7 +6,7 @@ from flask import Flask
 
 from labapp.db import transaction
 from labapp.errors import InvalidInput
-from labapp.sequences.service import next_id, next_ids, save_sequence
+from labapp.sequences.service import draw_apart, next_id, next_ids, save_sequence
 from tests.conftest import ApiClient
 
 
@@ -44,6 +44,24 @@ def test_a_rolled_back_draw_is_drawn_again(app: Flask) -> None:
 def test_unknown_sequence_is_invalid_input(app: Flask) -> None:
     with app.app_context(), transaction(), pytest.raises(InvalidInput):
         next_ids("NO-SUCH-SEQUENCE")
+
+
+def test_a_draw_apart_takes_the_next_values_and_the_next_draw_goes_on_after_them(
+        app: Flask) -> None:
+    """An import's ids are drawn in a unit of their own (``draw_apart``), as ``next_ids``
+    draws them; the block is formatted as it is handed out."""
+    with app.app_context(), transaction():
+        save_sequence("APART", {"prefix": "A", "min_digits": 3})
+    with app.app_context():
+        drawn = draw_apart("APART", 3)
+    assert (drawn.sequence_id, list(drawn)) == ("APART", ["A001", "A002", "A003"])
+    with app.app_context(), transaction():
+        assert next_id("APART") == "A004"
+
+
+def test_a_draw_apart_from_an_unknown_sequence_is_invalid_input(app: Flask) -> None:
+    with app.app_context(), pytest.raises(InvalidInput):
+        draw_apart("NO-SUCH-SEQUENCE", 2)
 
 
 def test_only_sequence_attributes_may_be_saved(app: Flask) -> None:
