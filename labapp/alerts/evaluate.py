@@ -14,19 +14,24 @@ that moves the rule's due time on is the one that sends it.
 
 A tick writes in short units, so it never holds SQLite's write lock for long (a rule's first
 tick once matched 22,368 items and held it 4.1 s): the rules and what they match are read
-first, outside any write unit; states are inserted or deleted :data:`CHUNK` at a time, each
-chunk a unit of its own, with ``alerted_utc`` empty ("not told yet"); then items are told
-:data:`TELL_CHUNK` at a time, each unit marking the states it tells (``UPDATE … WHERE
+first, outside any write unit; states are inserted or deleted up to :data:`CHUNK` at a time,
+each chunk a unit of its own, with ``alerted_utc`` empty ("not told yet"); then items are told
+up to :data:`TELL_CHUNK` at a time, each unit marking the states it tells (``UPDATE … WHERE
 alerted_utc IS NULL RETURNING``) in the same transaction as the bell lines and e-mails it
-raises. A tick that stops between two units leaves states not told yet, which the next tick
-tells: every item is told once, never twice, and a rule whose first tick tells more than
-:data:`TELL_CHUNK` items tells them in as many bell lines and e-mails.
+raises. What a unit tells, and its messages, are read and composed before it, so the unit
+only writes. Each unit's size follows from how long the last one took (:data:`UNIT_SECONDS`
+aimed at), so a loaded machine gets smaller units. A tick that stops between two units
+leaves states not told yet, which the next tick tells: every item is told once, never twice,
+and a rule whose first tick tells more items than one unit takes tells them in as many bell
+lines and e-mails.
 """
 from __future__ import annotations
 
 import logging
+import time
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from typing import Any
@@ -49,6 +54,10 @@ from labapp.notifications.service import ALERT, raise_for
 
 CHUNK = 500  # rows per INSERT or DELETE statement, and per write unit of the states
 TELL_CHUNK = 500  # items told per write unit (of all rules)
+# What a write unit of the tick aims at: each unit's size follows from how long the last one
+# took (a loaded machine gets smaller units), never below MIN_UNIT_ITEMS nor above the chunk.
+UNIT_SECONDS = 0.1
+MIN_UNIT_ITEMS = 50
 # The fields a message tells of an item, when its class has them: its expiry date, and where
 # it is stored (the location and the slot there).
 EXPIRY_FIELD, PLACE_FIELD, SLOT_FIELD = "expiryDate", "locationID", "position"
@@ -84,6 +93,39 @@ class Report:
                  f"e-mail: {self.sent} sent, {self.failed} failed"]
         found += [f"rule {rule_id} skipped: {why}" for rule_id, why in self.broken.items()]
         return found
+
+
+class _UnitSize:
+    """How many items the next write unit takes: ``largest`` at first, then as many as the
+    last unit's pace fits in :data:`UNIT_SECONDS`, between ``min(MIN_UNIT_ITEMS, largest)``
+    and ``largest``. The time includes the wait for the write lock, which errs on the small
+    side."""
+
+    def __init__(self, largest: int) -> None:
+        self.largest = largest
+        self.items = largest
+
+    @contextmanager
+    def timing(self, items: int) -> Iterator[None]:
+        """Time the unit run in the block, of ``items`` items, and size the next from it."""
+        started = time.perf_counter()
+        yield
+        self.follow(items, time.perf_counter() - started)
+
+    def follow(self, items: int, seconds: float) -> None:
+        """Size the next unit after one of ``items`` items that took ``seconds``."""
+        if items and seconds > 0:
+            self.items = max(min(MIN_UNIT_ITEMS, self.largest),
+                             min(self.largest, int(items * UNIT_SECONDS / seconds)))
+
+    def slices(self, values: Sequence[str]) -> Iterator[list[str]]:
+        """``values`` a unit at a time, each slice as large as :attr:`items` is when it is
+        taken."""
+        start = 0
+        while start < len(values):
+            taken = list(values[start:start + self.items])
+            yield taken
+            start += len(taken)
 
 
 def _chunks(values: Sequence[str]) -> Iterable[list[str]]:
@@ -347,20 +389,22 @@ def _by_rule(rows: Iterable[Any]) -> dict[str, list[str]]:
 
 
 def _track(rule_id: str, matching: set[str], now: datetime, report: Report) -> None:
-    """Bring the rule's states in line with what matches now, :data:`CHUNK` items per unit:
-    states of items that stopped matching deleted, of those that started inserted, not told
-    yet."""
+    """Bring the rule's states in line with what matches now, up to :data:`CHUNK` items per
+    unit (fewer when units run slow, :class:`_UnitSize`): states of items that stopped
+    matching deleted, of those that started inserted, not told yet."""
     states = table_of(AlertState)
     with own_read() as session:
         known = set(session.scalars(select(states.c.entity_id)
                                     .where(states.c.rule_id == rule_id)))
     stopped = sorted(known - matching)
-    for chunk in _chunks(stopped):
-        with transaction():
+    size = _UnitSize(CHUNK)
+    for chunk in size.slices(stopped):
+        with size.timing(len(chunk)), transaction():
             _forget(rule_id, chunk)
     report.stopped += len(stopped)
-    for chunk in _chunks(sorted(matching - known)):
-        with transaction():
+    size = _UnitSize(CHUNK)
+    for chunk in size.slices(sorted(matching - known)):
+        with size.timing(len(chunk)), transaction():
             report.started += len(_claim(rule_id, chunk, now))
 
 
@@ -421,19 +465,19 @@ def _add(teller: _Teller, taken: Sequence[tuple[AlertRule, set[str]]],
 
 
 def _tell_chunk(rule_ids: Sequence[str], digests: set[str], first: bool,
-                matched: dict[str, set[str]], size: int, now: datetime, mail: MailSettings,
-                report: Report) -> bool:
-    """One unit of telling: up to ``size`` items not told yet, of the immediate rules and of
+                matched: dict[str, set[str]], size: _UnitSize, now: datetime,
+                mail: MailSettings, report: Report) -> bool:
+    """One unit of telling: up to ``size.items`` items not told yet, of the immediate rules and of
     the digest rules whose digest this worker sends now (decided in the ``first`` unit,
     which moves their due time on: ``digests`` collects them). The states to mark and the
     messages are read and composed before the unit (:func:`_plan`); the unit marks the
     states and writes the messages, composing them afresh only when it marked other states
     than planned (another worker took some, a rule was switched off or its digest sent by
     another worker). Whether any state was marked told."""
-    plan = _plan(rule_ids, digests, first, matched, size, now, mail, report)
+    plan = _plan(rule_ids, digests, first, matched, size.items, now, mail, report)
     if not plan.taking and not first:
         return False
-    with transaction():
+    with size.timing(sum(len(ids) for ids in plan.taking.values())), transaction():
         rules = list(db.session.scalars(select(AlertRule).where(
             AlertRule.id.in_(rule_ids), AlertRule.active.is_(True)).order_by(AlertRule.id)))
         taken: list[tuple[AlertRule, set[str]]] = []
@@ -477,7 +521,8 @@ def evaluate(now: datetime | None = None, mail: MailSettings | None = None) -> R
         _track(rule_id, matched[rule_id], now, report)
     digests: set[str] = set()
     first = True
-    while _tell_chunk(rule_ids, digests, first, matched, TELL_CHUNK, now, mail, report):
+    size = _UnitSize(TELL_CHUNK)
+    while _tell_chunk(rule_ids, digests, first, matched, size, now, mail, report):
         first = False
     delivered = deliver(mail, now)
     report.sent, report.failed = delivered.sent, delivered.failed

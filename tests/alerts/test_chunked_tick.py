@@ -131,3 +131,26 @@ def test_a_tick_stopped_between_claims_leaves_the_rest_to_the_next(
     assert (report.started, report.notifications) == (SAMPLES - 3, 3)
     assert _states() == (SAMPLES, SAMPLES) and _bells() == 3
     _told_once(lab)
+
+
+def test_a_unit_is_sized_from_the_pace_of_the_last() -> None:
+    size = tick._UnitSize(500)
+    assert size.items == 500
+    size.follow(500, tick.UNIT_SECONDS * 4)
+    assert size.items == 125, "four times too slow: a quarter of the items"
+    size.follow(125, tick.UNIT_SECONDS * 100)
+    assert size.items == tick.MIN_UNIT_ITEMS, "never below the floor"
+    size.follow(50, tick.UNIT_SECONDS / 100)
+    assert size.items == 500, "never above the chunk"
+    small = tick._UnitSize(4)
+    small.follow(4, tick.UNIT_SECONDS * 10)
+    assert small.items == 4, "a chunk below the floor stays whole"
+
+
+def test_units_follow_their_size_as_it_changes() -> None:
+    size = tick._UnitSize(4)
+    sliced = []
+    for chunk in size.slices([str(number) for number in range(10)]):
+        sliced.append(chunk)
+        size.items = 3
+    assert sliced == [["0", "1", "2", "3"], ["4", "5", "6"], ["7", "8", "9"]]
