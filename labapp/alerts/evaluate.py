@@ -496,7 +496,7 @@ def _tell_chunk(rule_ids: Sequence[str], digests: set[str], first: bool,
             teller.actors = plan.teller.actors
             _add(teller, taken, matched, plan.known)
         if teller.parts:
-            teller.tell(now)
+            teller.tell(now, plan.known)
     return bool(taken)
 
 
