@@ -388,21 +388,20 @@ def _by_rule(rows: Iterable[Any]) -> dict[str, list[str]]:
     return found
 
 
-def _track(rule_id: str, matching: set[str], now: datetime, report: Report) -> None:
-    """Bring the rule's states in line with what matches now, up to :data:`CHUNK` items per
-    unit (fewer when units run slow, :class:`_UnitSize`): states of items that stopped
-    matching deleted, of those that started inserted, not told yet."""
+def _track(rule_id: str, matching: set[str], size: _UnitSize, now: datetime,
+           report: Report) -> None:
+    """Bring the rule's states in line with what matches now, ``size.items`` items per unit
+    (the size follows the pace of the tick's units, rule after rule): states of items that
+    stopped matching deleted, of those that started inserted, not told yet."""
     states = table_of(AlertState)
     with own_read() as session:
         known = set(session.scalars(select(states.c.entity_id)
                                     .where(states.c.rule_id == rule_id)))
     stopped = sorted(known - matching)
-    size = _UnitSize(CHUNK)
     for chunk in size.slices(stopped):
         with size.timing(len(chunk)), transaction():
             _forget(rule_id, chunk)
     report.stopped += len(stopped)
-    size = _UnitSize(CHUNK)
     for chunk in size.slices(sorted(matching - known)):
         with size.timing(len(chunk)), transaction():
             report.started += len(_claim(rule_id, chunk, now))
@@ -516,9 +515,10 @@ def evaluate(now: datetime | None = None, mail: MailSettings | None = None) -> R
         matched, report.broken = scan(rules, now)
         report.rules = len(rules)
         rule_ids = [rule.id for rule in rules if rule.id in matched]
+    tracking = _UnitSize(CHUNK)
     for rule_id in rule_ids:
         report.matching += len(matched[rule_id])
-        _track(rule_id, matched[rule_id], now, report)
+        _track(rule_id, matched[rule_id], tracking, now, report)
     digests: set[str] = set()
     first = True
     size = _UnitSize(TELL_CHUNK)
