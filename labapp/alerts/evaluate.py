@@ -14,19 +14,24 @@ that moves the rule's due time on is the one that sends it.
 
 A tick writes in short units, so it never holds SQLite's write lock for long (a rule's first
 tick once matched 22,368 items and held it 4.1 s): the rules and what they match are read
-first, outside any write unit; states are inserted or deleted :data:`CHUNK` at a time, each
-chunk a unit of its own, with ``alerted_utc`` empty ("not told yet"); then items are told
-:data:`TELL_CHUNK` at a time, each unit marking the states it tells (``UPDATE … WHERE
+first, outside any write unit; states are inserted or deleted up to :data:`CHUNK` at a time,
+each chunk a unit of its own, with ``alerted_utc`` empty ("not told yet"); then items are told
+up to :data:`TELL_CHUNK` at a time, each unit marking the states it tells (``UPDATE … WHERE
 alerted_utc IS NULL RETURNING``) in the same transaction as the bell lines and e-mails it
-raises. A tick that stops between two units leaves states not told yet, which the next tick
-tells: every item is told once, never twice, and a rule whose first tick tells more than
-:data:`TELL_CHUNK` items tells them in as many bell lines and e-mails.
+raises. What a unit tells, and its messages, are read and composed before it, so the unit
+only writes. Each unit's size follows from how long the last one took (:data:`UNIT_SECONDS`
+aimed at), so a loaded machine gets smaller units. A tick that stops between two units
+leaves states not told yet, which the next tick tells: every item is told once, never twice,
+and a rule whose first tick tells more items than one unit takes tells them in as many bell
+lines and e-mails.
 """
 from __future__ import annotations
 
 import logging
+import time
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from typing import Any
@@ -49,6 +54,10 @@ from labapp.notifications.service import ALERT, raise_for
 
 CHUNK = 500  # rows per INSERT or DELETE statement, and per write unit of the states
 TELL_CHUNK = 500  # items told per write unit (of all rules)
+# What a write unit of the tick aims at: each unit's size follows from how long the last one
+# took (a loaded machine gets smaller units), never below MIN_UNIT_ITEMS nor above the chunk.
+UNIT_SECONDS = 0.1
+MIN_UNIT_ITEMS = 50
 # The fields a message tells of an item, when its class has them: its expiry date, and where
 # it is stored (the location and the slot there).
 EXPIRY_FIELD, PLACE_FIELD, SLOT_FIELD = "expiryDate", "locationID", "position"
@@ -84,6 +93,39 @@ class Report:
                  f"e-mail: {self.sent} sent, {self.failed} failed"]
         found += [f"rule {rule_id} skipped: {why}" for rule_id, why in self.broken.items()]
         return found
+
+
+class _UnitSize:
+    """How many items the next write unit takes: ``largest`` at first, then as many as the
+    last unit's pace fits in :data:`UNIT_SECONDS`, between ``min(MIN_UNIT_ITEMS, largest)``
+    and ``largest``. The time includes the wait for the write lock, which errs on the small
+    side."""
+
+    def __init__(self, largest: int) -> None:
+        self.largest = largest
+        self.items = largest
+
+    @contextmanager
+    def timing(self, items: int) -> Iterator[None]:
+        """Time the unit run in the block, of ``items`` items, and size the next from it."""
+        started = time.perf_counter()
+        yield
+        self.follow(items, time.perf_counter() - started)
+
+    def follow(self, items: int, seconds: float) -> None:
+        """Size the next unit after one of ``items`` items that took ``seconds``."""
+        if items and seconds > 0:
+            self.items = max(min(MIN_UNIT_ITEMS, self.largest),
+                             min(self.largest, int(items * UNIT_SECONDS / seconds)))
+
+    def slices(self, values: Sequence[str]) -> Iterator[list[str]]:
+        """``values`` a unit at a time, each slice as large as :attr:`items` is when it is
+        taken."""
+        start = 0
+        while start < len(values):
+            taken = list(values[start:start + self.items])
+            yield taken
+            start += len(taken)
 
 
 def _chunks(values: Sequence[str]) -> Iterable[list[str]]:
@@ -187,6 +229,27 @@ class _Known:
                                       if about.location_id))
 
 
+@dataclass(frozen=True)
+class _Bell:
+    """A bell line composed before the unit that raises it."""
+
+    user_id: str
+    rule_id: str
+    message: str
+
+
+@dataclass(frozen=True)
+class _Mail:
+    """An e-mail composed before the unit that queues it."""
+
+    address: str
+    user_id: str
+    subject: str
+    text: str
+    html: str
+    rule_ids: list[str]
+
+
 class _Teller:
     """Collects, per recipient, the items each rule tells them, then tells them: one bell
     line per rule, one e-mail per recipient and cadence."""
@@ -196,6 +259,9 @@ class _Teller:
         self.actors = Actors()
         self.parts: dict[tuple[str, str], list[tuple[AlertRule, str, list[Item]]]] = \
             defaultdict(list)
+        self.bells: list[_Bell] = []
+        self.mails: list[_Mail] = []
+        self.composed = False
 
     def add(self, rule: AlertRule, eclass: str, items: Sequence[Item]) -> None:
         """Each user the rule tells (its recipients within its owner's reach) is to hear of
@@ -227,9 +293,10 @@ class _Teller:
         told.sort(key=lambda found: ((found.name or "").lower(), found.id))
         return wording.Told(rule, eclass, told, self._owner(rule))
 
-    def tell(self, now: datetime, read: _Known | None = None) -> None:
-        """Raise the bell lines and queue the e-mails of what was added; ``read`` holds what
-        was read of the items beforehand (outside the write unit), else it is read now."""
+    def compose(self, now: datetime, read: _Known | None = None) -> None:
+        """Compose the bell lines and e-mails of what was added, to be written by
+        :meth:`tell`: outside the write unit when the unit then tells what was planned.
+        ``read`` holds what was read of the items beforehand, else it is read now."""
         if read is None:
             by_class: dict[str, set[str]] = defaultdict(set)
             for parts in self.parts.values():
@@ -238,6 +305,7 @@ class _Teller:
             read = _Known.read(by_class)
         described, places = read.described, read.places
         today = now.astimezone(UTC).date()
+        self.bells, self.mails = [], []
         for (user_id, cadence), parts in sorted(self.parts.items()):
             known = self.actors.get(user_id)
             if known is None:
@@ -245,20 +313,32 @@ class _Teller:
             reader, address = known
             told = [self._told(reader, rule, eclass, items, described, places)
                     for rule, eclass, items in parts]
-            for part in told:
-                if "bell" in part.rule.channels:
-                    self.report.notifications += raise_for(
-                        [user_id], ALERT, wording.bell_message(part),
-                        subject_class="AlertRule", subject_id=part.rule.id, actor_id=None)
+            self.bells += [_Bell(user_id, part.rule.id, wording.bell_message(part))
+                           for part in told if "bell" in part.rule.channels]
             mailed = [part for part in told if "email" in part.rule.channels]
             if mailed and self.mail.enabled and address:
                 base = self.mail.public_url
-                queue(address, user_id, wording.subject(cadence, mailed),
-                      wording.text_body(base, cadence, mailed, today),
-                      wording.html_body(base, cadence, mailed, today), now,
-                      rule_ids=[part.rule.id for part in mailed])
-                self.report.emails += 1
+                self.mails.append(_Mail(address, user_id, wording.subject(cadence, mailed),
+                                        wording.text_body(base, cadence, mailed, today),
+                                        wording.html_body(base, cadence, mailed, today),
+                                        [part.rule.id for part in mailed]))
+        self.composed = True
+
+    def tell(self, now: datetime, read: _Known | None = None) -> None:
+        """Raise the bell lines and queue the e-mails of what was added, in the current
+        unit: those :meth:`compose` prepared, else composed now."""
+        if not self.composed:
+            self.compose(now, read)
+        for bell in self.bells:
+            self.report.notifications += raise_for(
+                [bell.user_id], ALERT, bell.message, subject_class="AlertRule",
+                subject_id=bell.rule_id, actor_id=None)
+        for mail in self.mails:
+            queue(mail.address, mail.user_id, mail.subject, mail.text, mail.html, now,
+                  rule_ids=mail.rule_ids)
+            self.report.emails += 1
         self.parts.clear()
+        self.bells, self.mails, self.composed = [], [], False
 
 
 def _due_digest(rule: AlertRule, now: datetime) -> bool:
@@ -272,21 +352,17 @@ def _due_digest(rule: AlertRule, now: datetime) -> bool:
         .values(digest_due_utc=next_digest(rule.cadence, now))) == 1
 
 
-def _take_untold(rule_id: str, now: datetime, limit: int) -> list[str]:
-    """Mark up to ``limit`` of the rule's states not told yet as told now; the ids this
+def _take(rule_id: str, entity_ids: Sequence[str], now: datetime) -> set[str]:
+    """Mark the rule's states of ``entity_ids`` not told yet as told now; the ids this
     transaction really marked (another worker's are left to it)."""
     states = table_of(AlertState)
-    waiting = list(db.session.scalars(
-        select(states.c.entity_id).where(states.c.rule_id == rule_id,
-                                         states.c.alerted_utc.is_(None))
-        .order_by(states.c.entity_id).limit(limit)))
-    taken: list[str] = []
-    for chunk in _chunks(waiting):
-        taken += db.session.scalars(
+    taken: set[str] = set()
+    for chunk in _chunks(sorted(entity_ids)):
+        taken.update(db.session.scalars(
             update(states).where(states.c.rule_id == rule_id, states.c.entity_id.in_(chunk),
                                  states.c.alerted_utc.is_(None))
-            .values(alerted_utc=now).returning(states.c.entity_id))
-    return sorted(taken)
+            .values(alerted_utc=now).returning(states.c.entity_id)))
+    return taken
 
 
 def _forget_inactive() -> None:
@@ -312,81 +388,115 @@ def _by_rule(rows: Iterable[Any]) -> dict[str, list[str]]:
     return found
 
 
-def _track(rule_id: str, matching: set[str], now: datetime, report: Report) -> None:
-    """Bring the rule's states in line with what matches now, :data:`CHUNK` items per unit:
-    states of items that stopped matching deleted, of those that started inserted, not told
-    yet."""
+def _track(rule_id: str, matching: set[str], size: _UnitSize, now: datetime,
+           report: Report) -> None:
+    """Bring the rule's states in line with what matches now, ``size.items`` items per unit
+    (the size follows the pace of the tick's units, rule after rule): states of items that
+    stopped matching deleted, of those that started inserted, not told yet."""
     states = table_of(AlertState)
     with own_read() as session:
         known = set(session.scalars(select(states.c.entity_id)
                                     .where(states.c.rule_id == rule_id)))
     stopped = sorted(known - matching)
-    for chunk in _chunks(stopped):
-        with transaction():
+    for chunk in size.slices(stopped):
+        with size.timing(len(chunk)), transaction():
             _forget(rule_id, chunk)
     report.stopped += len(stopped)
-    for chunk in _chunks(sorted(matching - known)):
-        with transaction():
+    for chunk in size.slices(sorted(matching - known)):
+        with size.timing(len(chunk)), transaction():
             report.started += len(_claim(rule_id, chunk, now))
 
 
-def _untold(rule_ids: Sequence[str], matched: dict[str, set[str]]) -> dict[str, set[str]]:
-    """Ids of up to :data:`TELL_CHUNK` states not told yet that still match, by class, read
-    before the unit that tells them (what is read then is not read under the write lock)."""
+def _tells_now(rule: AlertRule, digests: set[str], first: bool, now: datetime) -> bool:
+    """Whether the unit tells the rule's items: an immediate rule, or a digest this worker
+    sends (one due, when ``first``: the unit then moves its due time on)."""
+    return rule.cadence == "immediate" or rule.id in digests or (
+        first and rule.digest_due_utc is not None and rule.digest_due_utc <= now)
+
+
+@dataclass
+class _Plan:
+    """What the next unit is to tell, read and composed before it: up to ``size`` states not
+    told yet, by rule, and the teller holding the bell lines and e-mails of those that still
+    match."""
+
+    taking: dict[str, set[str]]
+    known: _Known
+    teller: _Teller
+
+
+def _plan(rule_ids: Sequence[str], digests: set[str], first: bool,
+          matched: dict[str, set[str]], size: int, now: datetime, mail: MailSettings,
+          report: Report) -> _Plan:
+    """Read, outside any unit, the states the next unit is to mark told, what the messages
+    say of their items, and compose the messages (what is done here is not done under the
+    write lock)."""
     states = table_of(AlertState)
+    teller = _Teller(mail, report)
     with own_read() as session:
-        eclass_of = dict(session.execute(select(AlertRule.id, AlertRule.eclass)
-                                         .where(AlertRule.id.in_(rule_ids))).all())
-        found: dict[str, set[str]] = defaultdict(set)
+        rules = {rule.id: rule for rule in session.scalars(
+            select(AlertRule).where(AlertRule.id.in_(rule_ids), AlertRule.active.is_(True))
+            .order_by(AlertRule.id)) if _tells_now(rule, digests, first, now)}
+        taking: dict[str, set[str]] = defaultdict(set)
+        by_class: dict[str, set[str]] = defaultdict(set)
         for rule_id, entity_id in session.execute(
                 select(states.c.rule_id, states.c.entity_id)
-                .where(states.c.rule_id.in_(rule_ids), states.c.alerted_utc.is_(None))
-                .order_by(states.c.rule_id, states.c.entity_id).limit(TELL_CHUNK)):
-            if entity_id in matched.get(rule_id, ()) and rule_id in eclass_of:
-                found[eclass_of[rule_id]].add(entity_id)
-        return found
+                .where(states.c.rule_id.in_(sorted(rules)), states.c.alerted_utc.is_(None))
+                .order_by(states.c.rule_id, states.c.entity_id).limit(size)):
+            taking[rule_id].add(entity_id)
+            if entity_id in matched.get(rule_id, ()):
+                by_class[rules[rule_id].eclass].add(entity_id)
+        known = _Known.read(by_class)
+        _add(teller, [(rules[rule_id], ids) for rule_id, ids in sorted(taking.items())],
+             matched, known)
+        teller.compose(now, known)
+    return _Plan(dict(taking), known, teller)
+
+
+def _add(teller: _Teller, taken: Sequence[tuple[AlertRule, set[str]]],
+         matched: dict[str, set[str]], known: _Known) -> None:
+    """Hand ``teller`` the items taken of each rule that still match."""
+    for rule, ids in taken:
+        items = [known.items[entity_id] for entity_id in sorted(ids)
+                 if entity_id in matched[rule.id] and entity_id in known.items]
+        if items:
+            teller.add(rule, rule.eclass, items)
 
 
 def _tell_chunk(rule_ids: Sequence[str], digests: set[str], first: bool,
-                matched: dict[str, set[str]], now: datetime, mail: MailSettings,
-                report: Report) -> bool:
-    """One unit of telling: up to :data:`TELL_CHUNK` items not told yet, of the immediate
-    rules and of the digest rules whose digest this worker sends now (decided in the
-    ``first`` unit, which moves their due time on: ``digests`` collects them). What the
-    messages say of the items is read before the unit. Whether any state was marked told."""
-    known = _Known.read(_untold(rule_ids, matched))
-    with transaction():
+                matched: dict[str, set[str]], size: _UnitSize, now: datetime,
+                mail: MailSettings, report: Report) -> bool:
+    """One unit of telling: up to ``size.items`` items not told yet, of the immediate rules and of
+    the digest rules whose digest this worker sends now (decided in the ``first`` unit,
+    which moves their due time on: ``digests`` collects them). The states to mark and the
+    messages are read and composed before the unit (:func:`_plan`); the unit marks the
+    states and writes the messages, composing them afresh only when it marked other states
+    than planned (another worker took some, a rule was switched off or its digest sent by
+    another worker). Whether any state was marked told."""
+    plan = _plan(rule_ids, digests, first, matched, size.items, now, mail, report)
+    if not plan.taking and not first:
+        return False
+    with size.timing(sum(len(ids) for ids in plan.taking.values())), transaction():
         rules = list(db.session.scalars(select(AlertRule).where(
             AlertRule.id.in_(rule_ids), AlertRule.active.is_(True)).order_by(AlertRule.id)))
-        telling: list[tuple[AlertRule, list[str]]] = []
-        budget = TELL_CHUNK
+        taken: list[tuple[AlertRule, set[str]]] = []
         for rule in rules:
             if rule.cadence != "immediate" and rule.id not in digests:
                 if not (first and _due_digest(rule, now)):
                     continue
                 digests.add(rule.id)
                 report.digests += 1
-            if not budget:
-                continue
-            taken = _take_untold(rule.id, now, budget)
-            budget -= len(taken)
-            told = [entity_id for entity_id in taken if entity_id in matched[rule.id]]
-            if told:
-                telling.append((rule, told))
-        if telling:
-            missing = {entity_id for _, ids in telling for entity_id in ids
-                       if entity_id not in known.items}
-            if missing:  # taken, but not among those read before: read them all now
-                by_class: dict[str, set[str]] = defaultdict(set)
-                for rule, ids in telling:
-                    by_class[rule.eclass].update(ids)
-                known = _Known.read(by_class)
+            ids = _take(rule.id, sorted(plan.taking.get(rule.id, ())), now)
+            if ids:
+                taken.append((rule, ids))
+        teller = plan.teller
+        if {rule.id: ids for rule, ids in taken} != plan.taking:
             teller = _Teller(mail, report)
-            for rule, ids in telling:
-                teller.add(rule, rule.eclass, [known.items[entity_id] for entity_id in ids
-                                               if entity_id in known.items])
-            teller.tell(now, known)
-    return budget < TELL_CHUNK
+            teller.actors = plan.teller.actors
+            _add(teller, taken, matched, plan.known)
+        if teller.parts:
+            teller.tell(now, plan.known)
+    return bool(taken)
 
 
 def evaluate(now: datetime | None = None, mail: MailSettings | None = None) -> Report:
@@ -405,12 +515,14 @@ def evaluate(now: datetime | None = None, mail: MailSettings | None = None) -> R
         matched, report.broken = scan(rules, now)
         report.rules = len(rules)
         rule_ids = [rule.id for rule in rules if rule.id in matched]
+    tracking = _UnitSize(CHUNK)
     for rule_id in rule_ids:
         report.matching += len(matched[rule_id])
-        _track(rule_id, matched[rule_id], now, report)
+        _track(rule_id, matched[rule_id], tracking, now, report)
     digests: set[str] = set()
     first = True
-    while _tell_chunk(rule_ids, digests, first, matched, now, mail, report):
+    size = _UnitSize(TELL_CHUNK)
+    while _tell_chunk(rule_ids, digests, first, matched, size, now, mail, report):
         first = False
     delivered = deliver(mail, now)
     report.sent, report.failed = delivered.sent, delivered.failed

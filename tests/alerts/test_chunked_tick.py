@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from flask import Flask
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 
 from labapp.access.grant_sets import actor_for
 from labapp.alerts import evaluate as tick
@@ -131,3 +131,50 @@ def test_a_tick_stopped_between_claims_leaves_the_rest_to_the_next(
     assert (report.started, report.notifications) == (SAMPLES - 3, 3)
     assert _states() == (SAMPLES, SAMPLES) and _bells() == 3
     _told_once(lab)
+
+
+def test_a_unit_is_sized_from_the_pace_of_the_last() -> None:
+    size = tick._UnitSize(500)
+    assert size.items == 500
+    size.follow(500, tick.UNIT_SECONDS * 4)
+    assert size.items == 125, "four times too slow: a quarter of the items"
+    size.follow(125, tick.UNIT_SECONDS * 100)
+    assert size.items == tick.MIN_UNIT_ITEMS, "never below the floor"
+    size.follow(50, tick.UNIT_SECONDS / 100)
+    assert size.items == 500, "never above the chunk"
+    small = tick._UnitSize(4)
+    small.follow(4, tick.UNIT_SECONDS * 10)
+    assert small.items == 4, "a chunk below the floor stays whole"
+
+
+def test_units_follow_their_size_as_it_changes() -> None:
+    size = tick._UnitSize(4)
+    sliced = []
+    for chunk in size.slices([str(number) for number in range(10)]):
+        sliced.append(chunk)
+        size.items = 3
+    assert sliced == [["0", "1", "2", "3"], ["4", "5", "6"], ["7", "8", "9"]]
+
+
+def test_states_another_worker_takes_after_the_plan_are_left_to_it(
+        lab: Flask, monkeypatch: pytest.MonkeyPatch) -> None:
+    plan = tick._plan
+    taken_elsewhere: list[str] = []
+
+    def raced(*args: Any, **kwargs: Any) -> Any:
+        planned = plan(*args, **kwargs)
+        for rule_id, ids in planned.taking.items():
+            first = sorted(ids)[0]
+            with transaction():  # another worker marks it told between the plan and the unit
+                db.session.execute(update(AlertState).where(
+                    AlertState.rule_id == rule_id, AlertState.entity_id == first)
+                    .values(alerted_utc=NOW))
+            taken_elsewhere.append(first)
+        return planned
+
+    monkeypatch.setattr(tick, "_plan", raced)
+    report = tick.evaluate(NOW)
+    told = lab.extensions["told"]
+    assert len(taken_elsewhere) == 3 and not set(told) & set(taken_elsewhere)
+    assert len(told) == len(set(told)) == SAMPLES - 3, "the unit told what it marked, once"
+    assert report.notifications == 3 and _states() == (SAMPLES, SAMPLES)
