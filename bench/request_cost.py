@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import shlex
 import sys
 import time
@@ -53,6 +54,7 @@ ROUNDS = 100
 WARMUP = 10
 GET_ONE_TARGET = 0.004  # seconds, p50 on PostgreSQL
 RATIO_TARGET = 1.5      # request p50 ≤ 1.5 × (bare p50 + Core p50)
+TRANSACTION_CONTROL = re.compile(r"\s*(BEGIN|COMMIT|ROLLBACK)\b", re.IGNORECASE)
 Statement = tuple[str, Any]
 
 
@@ -122,14 +124,17 @@ def _target_sample(bench: Bench) -> str:
 
 def captured(bench: Bench, path: str, headers: dict[str, str]) -> list[Statement]:
     """The statements (with their parameters) one request for ``path`` sends, in order,
-    after two warm-up requests (caches filled, a PAT's last use just written)."""
+    after two warm-up requests (caches filled, a PAT's last use just written). Transaction
+    control (the unit of work's ``BEGIN``) is left out: the replay's connection begins and
+    ends its own transaction."""
     for _ in range(2):
         _in_process(bench, path, headers)
     seen: list[Statement] = []
 
     def record(_conn: Any, _cursor: Any, statement: str, parameters: Any, _context: Any,
                _many: bool) -> None:
-        seen.append((statement, parameters))
+        if not TRANSACTION_CONTROL.match(statement):
+            seen.append((statement, parameters))
 
     event.listen(bench.engine, "before_cursor_execute", record)
     try:
