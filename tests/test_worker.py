@@ -6,7 +6,8 @@ with a poisoned e-mail outbox."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 import pytest
 from flask import Flask
@@ -184,6 +185,25 @@ def _searchable(app: Flask, term: str) -> set[str]:
     return {item["name"] for item in response.get_json()["data"]}
 
 
+@contextmanager
+def lanes_running(app: Flask, in_lanes: list[Lane], stop: threading.Event,
+                  released: threading.Event) -> Iterator[threading.Thread]:
+    """The worker's loop over ``in_lanes`` in a thread, on ``app``; on leaving, the held
+    jobs are ``released``, the worker is told to ``stop`` and its thread joined."""
+    def work() -> None:
+        with app.app_context():
+            run(stop, in_lanes=in_lanes)
+
+    thread = threading.Thread(target=work, name="test-worker")
+    thread.start()
+    try:
+        yield thread
+    finally:
+        released.set()
+        stop.set()
+        thread.join(timeout=60)
+
+
 def test_a_long_job_in_one_lane_never_starves_the_others(
         fresh_app: Callable[..., Flask]) -> None:
     app = fresh_app()
@@ -207,13 +227,7 @@ def test_a_long_job_in_one_lane_never_starves_the_others(
                 Lane(UPKEEP, [Upkeep("tick", tick)]),
                 Lane(IMPORTS, [Upkeep("long import", long_import)])]
 
-    def work() -> None:
-        with app.app_context():
-            run(stop, in_lanes=in_lanes)
-
-    thread = threading.Thread(target=work, name="test-worker")
-    thread.start()
-    try:
+    with lanes_running(app, in_lanes, stop, released) as thread:
         wait_for(importing.is_set, "the long import to start")
         wait_for(lambda: alive(app), "the search lane's heartbeat")
         response = app.test_client().post("/api/entity", headers=ADMIN, json={
@@ -224,10 +238,6 @@ def test_a_long_job_in_one_lane_never_starves_the_others(
         seen = ticks[0]
         wait_for(lambda: ticks[0] > seen, "the upkeep lane to tick while the import runs")
         assert not released.is_set() and thread.is_alive()
-    finally:
-        released.set()
-        stop.set()
-        thread.join(timeout=60)
     assert not thread.is_alive(), "every lane stopped"
     assert not alive(app), "a worker that stops removes its heartbeat"
 
@@ -253,13 +263,7 @@ def test_a_stalled_search_lane_lets_the_heartbeat_go_stale(
     in_lanes = [Lane(SEARCH, [Upkeep("search queue", stalled_drain)], pulse),
                 Lane(UPKEEP, [Upkeep("tick", tick)])]
 
-    def work() -> None:
-        with app.app_context():
-            run(stop, in_lanes=in_lanes)
-
-    thread = threading.Thread(target=work, name="test-worker")
-    thread.start()
-    try:
+    with lanes_running(app, in_lanes, stop, released) as thread:
         wait_for(draining.is_set, "the drain to stall")
         wait_for(lambda: not alive(app), "the heartbeat of a stalled drain to go stale",
                  timeout=30)
@@ -267,10 +271,6 @@ def test_a_stalled_search_lane_lets_the_heartbeat_go_stale(
         wait_for(lambda: ticks[0] > seen, "the other lane to go on", timeout=30)
         released.set()
         wait_for(lambda: alive(app), "the heartbeat once the drain goes on", timeout=30)
-    finally:
-        released.set()
-        stop.set()
-        thread.join(timeout=60)
     assert not thread.is_alive()
 
 

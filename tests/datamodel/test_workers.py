@@ -11,28 +11,16 @@ import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from flask import Flask
 
-from bench.server import Server, basic, free_port, request
-from tests.conftest import ADMIN_PASSWORD, SECRET_KEY, build_app, dispose, run_init
+from bench.server import Server, free_port
+from tests.conftest import SECRET_KEY, build_app, dispose, run_init
 from tests.datamodel.conftest import LAB_EXTENSION, admin_client
-from tests.helpers.processes import wait_for
+from tests.helpers.processes import call, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
-ADMIN = basic("admin", ADMIN_PASSWORD)
 ROUNDS = 24
-
-
-def call(server: Server, method: str, path: str, body: Any = None) -> tuple[int, Any]:
-    """One request on a connection of its own, so the two workers share the requests."""
-    connection = server.connection()
-    try:
-        status, raw = request(connection, method, path, ADMIN, body)
-    finally:
-        connection.close()
-    return status, json.loads(raw)
 
 
 def classes(server: Server) -> set[str]:

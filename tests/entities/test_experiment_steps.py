@@ -15,7 +15,7 @@ from flask.testing import FlaskClient
 from tests.conftest import ApiClient
 from tests.entities.conftest import body_of, save
 from tests.helpers.pages import HTMX, page_login
-from tests.web.conftest import statements
+from tests.helpers.statements import statements
 
 
 def signed_in(app: Flask, username: str) -> FlaskClient:

@@ -10,12 +10,12 @@ its events name the caller may see, only when events name any.
 from __future__ import annotations
 
 import base64
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import Any
 
 from flask import Flask
-from sqlalchemy import event, select
+from sqlalchemy import select
 
 from labapp.access.grant_sets import actor_for
 from labapp.access.visibility import readable
@@ -24,6 +24,7 @@ from labapp.model import AuditEvent, Entity, EntityEvent, File, User
 from labapp.reading.lookup import to_api
 from tests.conftest import ApiClient
 from tests.entities.conftest import body_of, save
+from tests.helpers.statements import statements
 
 # Authentication, entity, files, events with audit events.
 GET_ONE_STATEMENTS = 4
@@ -32,25 +33,13 @@ GET_ONE_NAMING_STATEMENTS = 5
 _TRANSACTION_CONTROL = ("SAVEPOINT", "RELEASE", "ROLLBACK")
 
 
-@contextmanager
-def counted(app: Flask) -> Iterator[list[str]]:
+def counted(app: Flask) -> AbstractContextManager[list[str]]:
     """The statements sent while the block runs, but the savepoints of the test harness and
     the worker's look at ``model_state`` (at most once a second, whichever request comes:
     ``labapp.datamodel.running``), which no request kind owns."""
-    seen: list[str] = []
-
-    def record(_conn: Any, _cursor: Any, statement: str, *_rest: Any) -> None:
-        if (not statement.lstrip().upper().startswith(_TRANSACTION_CONTROL)
-                and "model_state" not in statement):
-            seen.append(statement)
-
-    with app.app_context():
-        engine = db.engine
-    event.listen(engine, "before_cursor_execute", record)
-    try:
-        yield seen
-    finally:
-        event.remove(engine, "before_cursor_execute", record)
+    return statements(app, keep=lambda statement: (
+        not statement.lstrip().upper().startswith(_TRANSACTION_CONTROL)
+        and "model_state" not in statement))
 
 
 def _statements_of_get(app: Flask, api: ApiClient, path: str) -> list[str]:

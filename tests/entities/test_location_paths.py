@@ -13,7 +13,7 @@ from flask import Flask
 
 from tests.conftest import ApiClient
 from tests.entities.conftest import body_of, save
-from tests.web.conftest import statements
+from tests.helpers.statements import statements
 
 PATH = "Lab 2 / Freezer -80 / Rack 3 / Box 12"
 

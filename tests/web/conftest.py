@@ -5,15 +5,14 @@ from __future__ import annotations
 
 import io
 import re
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from html import unescape
 from typing import Any
 
 import pytest
 from flask import Flask
 from flask.testing import FlaskClient
-from sqlalchemy import event, select
+from sqlalchemy import select
 from werkzeug.test import TestResponse
 
 from labapp.db import db, transaction
@@ -68,23 +67,6 @@ def grant(app: Flask, user: str, department: str, access: str) -> None:
     with app.app_context(), transaction() as session:
         session.add(DepartmentAccess(department_id=department, user_id=user,
                                      access_type=access))
-
-
-@contextmanager
-def statements(app: Flask) -> Iterator[list[str]]:
-    """The SQL statements the database receives inside the block, as they come."""
-    seen: list[str] = []
-
-    def record(_connection: Any, _cursor: Any, statement: str, *_args: Any) -> None:
-        seen.append(statement)
-
-    with app.app_context():
-        engine = db.engine
-    event.listen(engine, "before_cursor_execute", record)
-    try:
-        yield seen
-    finally:
-        event.remove(engine, "before_cursor_execute", record)
 
 
 def entity_reads(seen: list[str]) -> list[str]:

@@ -11,16 +11,8 @@ import pytest
 
 from tests.conftest import DEFAULT_DEPARTMENT
 from tests.helpers.pages import HTMX, page_login, post_form
-from tests.web.conftest import (
-    entity_reads,
-    fetch,
-    grant,
-    hidden,
-    html_of,
-    row_ids,
-    save,
-    statements,
-)
+from tests.helpers.statements import statements
+from tests.web.conftest import entity_reads, fetch, grant, hidden, html_of, row_ids, save
 
 # ---- Login and navigation ---------------------------------------------------------------------
 

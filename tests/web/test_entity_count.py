@@ -9,7 +9,8 @@ from urllib.parse import parse_qs, urlsplit
 
 from tests.conftest import ADMIN_PASSWORD
 from tests.helpers.pages import HTMX
-from tests.web.conftest import entity_reads, html_of, row_ids, save, statements
+from tests.helpers.statements import statements
+from tests.web.conftest import entity_reads, html_of, row_ids, save
 
 FILTER = "name ne 'x'"
 TOTAL = re.compile(r'<span id="table-total"([^>]*)>(.*?)</span>', re.S)

@@ -14,7 +14,8 @@ from flask.testing import FlaskClient
 from labapp.entities.display import number_text
 from tests.conftest import ADMIN_PASSWORD, ApiClient
 from tests.helpers.pages import section
-from tests.web.conftest import html_of, save, statements
+from tests.helpers.statements import statements
+from tests.web.conftest import html_of, save
 
 NAME_LOOKUP = re.compile(r"SELECT entity\.id, entity\.eclass, entity\.name\s+FROM entity")
 
