@@ -5,12 +5,13 @@ For each active rule the items matching now are compared with its ``alert_state`
 rows of items that stopped matching are deleted (so they may alert again), rows of items
 that started are inserted with ``ON CONFLICT DO NOTHING``, and only the ids the insert
 really added are told, so two workers evaluating at once, or a restart, never tell twice.
-A rule tells the recipients its owner may address now (:mod:`labapp.alerts.reach`), each
-only of the items they may read (the one visibility rule): the bell gets one line per rule
-naming its owner ("Expire within 14 days: 7 samples · rule of Alice Smith (alice)"), e-mail
-a message listing the items with their expiry, their place and links. Rules with a daily or
-weekly cadence collect their new items and tell them in a digest when it is due; the worker
-that moves the rule's due time on is the one that sends it.
+A rule tells (:mod:`labapp.alerts.telling`) the recipients its owner may address now
+(:mod:`labapp.alerts.reach`), each only of the items they may read (the one visibility
+rule): the bell gets one line per rule naming its owner ("Expire within 14 days: 7 samples
+· rule of Alice Smith (alice)"), e-mail a message listing the items with their expiry,
+their place and links. Rules with a daily or weekly cadence collect their new items and
+tell them in a digest when it is due; the worker that moves the rule's due time on is the
+one that sends it.
 
 A tick writes in short units, so it never holds SQLite's write lock for long (a rule's first
 tick once matched 22,368 items and held it 4.1 s): the rules and what they match are read
@@ -33,7 +34,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime
+from datetime import datetime
 from typing import Any
 
 from flask import current_app
@@ -41,16 +42,13 @@ from sqlalchemy import delete, select, update
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
-from labapp.access.actor import Actor
-from labapp.alerts import wording
-from labapp.alerts.mail import MailSettings, deliver, queue
-from labapp.alerts.matching import Actors, Item, may_read, placed, scan, told_ids
+from labapp.alerts.mail import MailSettings, deliver
+from labapp.alerts.matching import scan
 from labapp.alerts.service import next_digest
+from labapp.alerts.telling import Known, Teller
 from labapp.db import db, own_read, rows_matched, table_of, transaction
-from labapp.model import AlertRule, AlertState, Location
-from labapp.model.registry import find_class
+from labapp.model import AlertRule, AlertState
 from labapp.model.types import utc_now
-from labapp.notifications.service import ALERT, raise_for
 
 CHUNK = 500  # rows per INSERT or DELETE statement, and per write unit of the states
 TELL_CHUNK = 500  # items told per write unit (of all rules)
@@ -58,9 +56,6 @@ TELL_CHUNK = 500  # items told per write unit (of all rules)
 # took (a loaded machine gets smaller units), never below MIN_UNIT_ITEMS nor above the chunk.
 UNIT_SECONDS = 0.1
 MIN_UNIT_ITEMS = 50
-# The fields a message tells of an item, when its class has them: its expiry date, and where
-# it is stored (the location and the slot there).
-EXPIRY_FIELD, PLACE_FIELD, SLOT_FIELD = "expiryDate", "locationID", "position"
 logger = logging.getLogger(__name__)
 
 
@@ -158,189 +153,6 @@ def _forget(rule_id: str, entity_ids: Sequence[str]) -> None:
                                                 states.c.entity_id.in_(chunk)))
 
 
-@dataclass(frozen=True)
-class _Described:
-    """What a message says of an item besides its id: name, expiry date, where it is."""
-
-    name: str | None
-    expiry: date | None = None
-    location_id: str | None = None
-    position: str | None = None
-
-
-def _described(ids_by_class: dict[str, set[str]]) -> dict[str, _Described]:
-    """Name, expiry date and location of each item, by id: one query per class and chunk
-    (a class without an expiry date or a location has none)."""
-    found: dict[str, _Described] = {}
-    for eclass, ids in sorted(ids_by_class.items()):
-        spec = find_class(eclass)
-        if spec is None:
-            continue
-        model = spec.model
-        columns = {name: getattr(model, spec.fields[name].stored_attr)
-                   for name in (EXPIRY_FIELD, PLACE_FIELD, SLOT_FIELD)
-                   if name in spec.fields and spec.fields[name].attr is not None}
-        if PLACE_FIELD in columns and spec.fields[PLACE_FIELD].ref != "Location":
-            del columns[PLACE_FIELD]
-        for chunk in _chunks(sorted(ids)):
-            for row in db.session.execute(select(model.id, model.name, *columns.values())
-                                          .where(model.id.in_(chunk))):
-                values = dict(zip(columns, row[2:], strict=True))
-                found[row[0]] = _Described(row[1], values.get(EXPIRY_FIELD),
-                                           values.get(PLACE_FIELD), values.get(SLOT_FIELD))
-    return found
-
-
-@dataclass(frozen=True)
-class _Place:
-    """A location as a message names it (its name path), and what visibility needs."""
-
-    path: str
-    eclass: str
-    item: Item
-
-
-def _places(location_ids: Iterable[str]) -> dict[str, _Place]:
-    """The locations of ``location_ids`` by id, read once for every recipient."""
-    found: dict[str, _Place] = {}
-    for chunk in _chunks(sorted(set(location_ids))):
-        found.update((row.id, _Place(row.hierarchy or row.name or row.id, row.eclass,
-                                     Item(row.id, row.department_id, row.project_id)))
-                     for row in db.session.execute(
-                         select(Location.id, Location.name, Location.hierarchy,
-                                Location.eclass, Location.department_id, Location.project_id)
-                         .where(Location.id.in_(chunk))))
-    return found
-
-
-@dataclass(frozen=True)
-class _Known:
-    """What the messages say of the items (and of their places), read before telling."""
-
-    items: dict[str, Item]
-    described: dict[str, _Described]
-    places: dict[str, _Place]
-
-    @classmethod
-    def read(cls, ids_by_class: dict[str, set[str]]) -> _Known:
-        described = _described(ids_by_class)
-        return cls(placed(entity_id for ids in ids_by_class.values() for entity_id in ids),
-                   described, _places(about.location_id for about in described.values()
-                                      if about.location_id))
-
-
-@dataclass(frozen=True)
-class _Bell:
-    """A bell line composed before the unit that raises it."""
-
-    user_id: str
-    rule_id: str
-    message: str
-
-
-@dataclass(frozen=True)
-class _Mail:
-    """An e-mail composed before the unit that queues it."""
-
-    address: str
-    user_id: str
-    subject: str
-    text: str
-    html: str
-    rule_ids: list[str]
-
-
-class _Teller:
-    """Collects, per recipient, the items each rule tells them, then tells them: one bell
-    line per rule, one e-mail per recipient and cadence."""
-
-    def __init__(self, mail: MailSettings, report: Report) -> None:
-        self.mail, self.report = mail, report
-        self.actors = Actors()
-        self.parts: dict[tuple[str, str], list[tuple[AlertRule, str, list[Item]]]] = \
-            defaultdict(list)
-        self.bells: list[_Bell] = []
-        self.mails: list[_Mail] = []
-        self.composed = False
-
-    def add(self, rule: AlertRule, eclass: str, items: Sequence[Item]) -> None:
-        """Each user the rule tells (its recipients within its owner's reach) is to hear of
-        the ``items`` they may read."""
-        for user_id in sorted(told_ids(rule, self.actors)):
-            known = self.actors.get(user_id)
-            if known is None:
-                continue
-            seen = [item for item in items if may_read(known[0], eclass, item)]
-            if seen:
-                self.parts[(user_id, rule.cadence)].append((rule, eclass, seen))
-
-    def _owner(self, rule: AlertRule) -> str:
-        known = self.actors.get(rule.owner_id)
-        return wording.owner_label(rule.owner_id, known[0].name if known else None)
-
-    def _told(self, reader: Actor, rule: AlertRule, eclass: str, items: Sequence[Item],
-              described: dict[str, _Described], places: dict[str, _Place]) -> wording.Told:
-        """The rule's items as ``reader`` is told of them, by name: a place only when they
-        may read the location."""
-        told = []
-        for item in items:
-            about = described.get(item.id, _Described(None))
-            place = places.get(about.location_id or "")
-            where = None
-            if place is not None and may_read(reader, place.eclass, place.item):
-                where = f"{place.path} · {about.position}" if about.position else place.path
-            told.append(wording.ToldItem(item.id, about.name, about.expiry, where))
-        told.sort(key=lambda found: ((found.name or "").lower(), found.id))
-        return wording.Told(rule, eclass, told, self._owner(rule))
-
-    def compose(self, now: datetime, read: _Known | None = None) -> None:
-        """Compose the bell lines and e-mails of what was added, to be written by
-        :meth:`tell`: outside the write unit when the unit then tells what was planned.
-        ``read`` holds what was read of the items beforehand, else it is read now."""
-        if read is None:
-            by_class: dict[str, set[str]] = defaultdict(set)
-            for parts in self.parts.values():
-                for _, eclass, items in parts:
-                    by_class[eclass].update(item.id for item in items)
-            read = _Known.read(by_class)
-        described, places = read.described, read.places
-        today = now.astimezone(UTC).date()
-        self.bells, self.mails = [], []
-        for (user_id, cadence), parts in sorted(self.parts.items()):
-            known = self.actors.get(user_id)
-            if known is None:
-                continue
-            reader, address = known
-            told = [self._told(reader, rule, eclass, items, described, places)
-                    for rule, eclass, items in parts]
-            self.bells += [_Bell(user_id, part.rule.id, wording.bell_message(part))
-                           for part in told if "bell" in part.rule.channels]
-            mailed = [part for part in told if "email" in part.rule.channels]
-            if mailed and self.mail.enabled and address:
-                base = self.mail.public_url
-                self.mails.append(_Mail(address, user_id, wording.subject(cadence, mailed),
-                                        wording.text_body(base, cadence, mailed, today),
-                                        wording.html_body(base, cadence, mailed, today),
-                                        [part.rule.id for part in mailed]))
-        self.composed = True
-
-    def tell(self, now: datetime, read: _Known | None = None) -> None:
-        """Raise the bell lines and queue the e-mails of what was added, in the current
-        unit: those :meth:`compose` prepared, else composed now."""
-        if not self.composed:
-            self.compose(now, read)
-        for bell in self.bells:
-            self.report.notifications += raise_for(
-                [bell.user_id], ALERT, bell.message, subject_class="AlertRule",
-                subject_id=bell.rule_id, actor_id=None)
-        for mail in self.mails:
-            queue(mail.address, mail.user_id, mail.subject, mail.text, mail.html, now,
-                  rule_ids=mail.rule_ids)
-            self.report.emails += 1
-        self.parts.clear()
-        self.bells, self.mails, self.composed = [], [], False
-
-
 def _due_digest(rule: AlertRule, now: datetime) -> bool:
     """Whether this worker sends the rule's digest now: it is due, and this worker's
     conditional UPDATE moved the due time on (another worker's would match no row)."""
@@ -421,8 +233,8 @@ class _Plan:
     match."""
 
     taking: dict[str, set[str]]
-    known: _Known
-    teller: _Teller
+    known: Known
+    teller: Teller
 
 
 def _plan(rule_ids: Sequence[str], digests: set[str], first: bool,
@@ -432,7 +244,7 @@ def _plan(rule_ids: Sequence[str], digests: set[str], first: bool,
     say of their items, and compose the messages (what is done here is not done under the
     write lock)."""
     states = table_of(AlertState)
-    teller = _Teller(mail, report)
+    teller = Teller(mail, report)
     with own_read() as session:
         rules = {rule.id: rule for rule in session.scalars(
             select(AlertRule).where(AlertRule.id.in_(rule_ids), AlertRule.active.is_(True))
@@ -446,15 +258,15 @@ def _plan(rule_ids: Sequence[str], digests: set[str], first: bool,
             taking[rule_id].add(entity_id)
             if entity_id in matched.get(rule_id, ()):
                 by_class[rules[rule_id].eclass].add(entity_id)
-        known = _Known.read(by_class)
+        known = Known.read(by_class)
         _add(teller, [(rules[rule_id], ids) for rule_id, ids in sorted(taking.items())],
              matched, known)
         teller.compose(now, known)
     return _Plan(dict(taking), known, teller)
 
 
-def _add(teller: _Teller, taken: Sequence[tuple[AlertRule, set[str]]],
-         matched: dict[str, set[str]], known: _Known) -> None:
+def _add(teller: Teller, taken: Sequence[tuple[AlertRule, set[str]]],
+         matched: dict[str, set[str]], known: Known) -> None:
     """Hand ``teller`` the items taken of each rule that still match."""
     for rule, ids in taken:
         items = [known.items[entity_id] for entity_id in sorted(ids)
@@ -491,7 +303,7 @@ def _tell_chunk(rule_ids: Sequence[str], digests: set[str], first: bool,
                 taken.append((rule, ids))
         teller = plan.teller
         if {rule.id: ids for rule, ids in taken} != plan.taking:
-            teller = _Teller(mail, report)
+            teller = Teller(mail, report)
             teller.actors = plan.teller.actors
             _add(teller, taken, matched, plan.known)
         if teller.parts:

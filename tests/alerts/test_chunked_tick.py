@@ -14,6 +14,7 @@ from sqlalchemy import func, select, update
 from labapp.access.grant_sets import actor_for
 from labapp.alerts import evaluate as tick
 from labapp.alerts import service as rules
+from labapp.alerts import telling
 from labapp.db import after_commit, db, transaction
 from labapp.entities.service import save_batch
 from labapp.model import AlertState, Notification, User
@@ -43,15 +44,15 @@ def lab(fresh_app: Callable[..., Flask], monkeypatch: pytest.MonkeyPatch) -> Ite
         rules.create(admin, {**rule_body("Low", users=["admin"]), "filter": "amount le 5"})
     told: list[str] = []
     app.extensions["told"] = told
-    tell = tick._Teller.tell
+    tell = telling.Teller.tell
 
-    def recording(self: tick._Teller, now: datetime, read: Any = None) -> None:
+    def recording(self: telling.Teller, now: datetime, read: Any = None) -> None:
         telling = [item.id for parts in self.parts.values() for _, _, items in parts
                    for item in items]
         tell(self, now, read)
         after_commit(lambda: told.extend(dict.fromkeys(telling)))
 
-    monkeypatch.setattr(tick._Teller, "tell", recording)
+    monkeypatch.setattr(telling.Teller, "tell", recording)
     with app.app_context():
         yield app
         db.session.remove()
@@ -91,20 +92,20 @@ def test_a_tick_tells_every_item_once_a_chunk_at_a_time(lab: Flask) -> None:
 
 def test_a_tick_stopped_between_tellings_leaves_the_rest_to_the_next(
         lab: Flask, monkeypatch: pytest.MonkeyPatch) -> None:
-    tell = tick._Teller.tell
+    tell = telling.Teller.tell
     units = [0]
 
-    def stopping(self: tick._Teller, now: datetime, read: Any = None) -> None:
+    def stopping(self: telling.Teller, now: datetime, read: Any = None) -> None:
         units[0] += 1
         if units[0] == 2:
             raise Stopped
         tell(self, now, read)
 
-    monkeypatch.setattr(tick._Teller, "tell", stopping)
+    monkeypatch.setattr(telling.Teller, "tell", stopping)
     with pytest.raises(Stopped):
         tick.evaluate(NOW)
     assert _states() == (SAMPLES, 4) and _bells() == 1, "the first unit stands, alone"
-    monkeypatch.setattr(tick._Teller, "tell", tell)
+    monkeypatch.setattr(telling.Teller, "tell", tell)
     report = tick.evaluate(NOW)
     assert (report.started, report.notifications) == (0, 2)
     assert _states() == (SAMPLES, SAMPLES) and _bells() == 3
