@@ -81,9 +81,18 @@ def cheap_hasher() -> PasswordHasher:
     return PasswordHasher(time_cost=1, memory_cost=1024, parallelism=1)
 
 
-@pytest.fixture(autouse=True)
-def _cheap_argon2(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(password_secrets, "hasher", cheap_hasher())
+@pytest.fixture(scope="session", autouse=True)
+def _cheap_argon2() -> Iterator[None]:
+    """Cheap hashing for the whole test process, session fixtures included: when it lasted
+    one test function, the shared application's ``flask init`` (made before it) hashed the
+    admin's password at production cost, and every test signing in as admin paid
+    50-250 ms to verify it, a fifth of the suite's time."""
+    cheap = cheap_hasher()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(password_secrets, "hasher", cheap)
+        # What an unknown username's password is checked against, at the same cost.
+        patch.setattr(password_secrets, "_DUMMY_HASH", cheap.hash("unknown user"))
+        yield
 
 
 @dataclass(frozen=True)
@@ -105,9 +114,7 @@ def initialised_template(tmp_path_factory: pytest.TempPathFactory
                          ) -> Iterator[InitialisedTemplate]:
     """This test process's template for ``fresh_app(initialised=True)``: made on first use."""
     instance = tmp_path_factory.mktemp("template-instance")
-    with new_database(instance, prefix="labapp_template") as url, \
-            pytest.MonkeyPatch.context() as patch:
-        patch.setattr(password_secrets, "hasher", cheap_hasher())
+    with new_database(instance, prefix="labapp_template") as url:
         application = build_app(instance, url)
         run_init(application)
         with application.app_context():
@@ -119,10 +126,15 @@ def initialised_template(tmp_path_factory: pytest.TempPathFactory
 
 @pytest.fixture(scope="session")
 def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Flask]:
-    """The application on a database initialised once per run by ``flask init``."""
+    """The application on a database initialised once per run by ``flask init``.
+
+    It indexes for search at the start of the next request (``SEARCH_DRAIN =
+    next-request``), not after every commit: most tests write and never search, and a
+    search request still finds everything written before it. Tests of indexing itself
+    switch back with :func:`drain_after_commit`."""
     instance = tmp_path_factory.mktemp("instance")
     with new_database(instance) as url:
-        application = build_app(instance, url)
+        application = build_app(instance, url, SEARCH_DRAIN="next-request")
         run_init(application)
         yield application
         dispose(application)
@@ -157,6 +169,19 @@ def _rolled_back(request: pytest.FixtureRequest) -> Iterator[None]:
         db.session = production_session
         outer.rollback()
         connection.close()
+
+
+@pytest.fixture
+def drain_after_commit(app: Flask) -> Iterator[None]:
+    """The shared application indexes each unit of work's changes after its commit, as a
+    production install without a worker does, for the length of the test."""
+    settings = app.config["LABAPP"]
+    before = settings["SEARCH_DRAIN"]
+    settings["SEARCH_DRAIN"] = "after-commit"
+    try:
+        yield
+    finally:
+        settings["SEARCH_DRAIN"] = before
 
 
 @pytest.fixture

@@ -22,14 +22,11 @@ from io import BytesIO
 from pathlib import Path
 from typing import Any
 
-import pytest
-from argon2 import PasswordHasher
 from flask import Flask
 from flask.testing import FlaskClient
 
 from labapp.access.grant_sets import actor_for
 from labapp.auth import pats
-from labapp.auth import secrets as password_secrets
 from labapp.db import db, transaction
 from labapp.model import User
 from tests.conftest import (
@@ -164,16 +161,10 @@ class _ClosingBody:
 
 
 def fuzz_lab(directory: Path) -> Iterator[FuzzLab]:
-    """Build the lab in a new database under ``directory``; drop it afterwards.
-
-    Passwords are hashed and checked at minimal Argon2 cost for the whole run (the suite's
-    ``_cheap_argon2`` lasts one test function): generated logins and Basic credentials check
-    hundreds of passwords, each one the unknown-user dummy hash or a real user's hash.
-    """
-    cheap = PasswordHasher(time_cost=1, memory_cost=1024, parallelism=1)
-    with pytest.MonkeyPatch.context() as patch, new_database(directory) as url:
-        patch.setattr(password_secrets, "hasher", cheap)
-        patch.setattr(password_secrets, "_DUMMY_HASH", cheap.hash("unknown user"))
+    """Build the lab in a new database under ``directory``; drop it afterwards. Generated
+    logins and Basic credentials check hundreds of passwords, at the suite's minimal Argon2
+    cost (``_cheap_argon2``, for the whole test process)."""
+    with new_database(directory) as url:
         application = build_app(directory, url, **UNTHROTTLED)
         application.wsgi_app = _ClosingBody(application.wsgi_app)
         try:

@@ -14,12 +14,9 @@ from io import BytesIO
 from pathlib import Path
 from typing import Any
 
-import pytest
-from argon2 import PasswordHasher
 from flask import Flask
 from werkzeug.test import TestResponse
 
-from labapp.auth import secrets as password_secrets
 from tests.conftest import (
     ADMIN_PASSWORD,
     ApiClient,
@@ -181,14 +178,9 @@ def populate(app: Flask, frozen: bool) -> LiveWorld:
 
 @contextmanager
 def built_world(directory: Path, *, frozen: bool) -> Iterator[LiveWorld]:
-    """A world on a new database of the selected backend, dropped afterwards.
-
-    Passwords are hashed at minimal Argon2 cost (as the suite's ``_cheap_argon2`` does per
-    test), so logins and the users a write path creates stay fast.
-    """
-    with pytest.MonkeyPatch.context() as patch, new_database(directory) as url:
-        patch.setattr(password_secrets, "hasher",
-                      PasswordHasher(time_cost=1, memory_cost=1024, parallelism=1))
+    """A world on a new database of the selected backend, dropped afterwards (passwords
+    hashed at the suite's minimal Argon2 cost, ``_cheap_argon2``)."""
+    with new_database(directory) as url:
         app = build_app(directory, url)
         try:
             run_init(app)
