@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 PREFIX = "LABAPP_"
+# When a web process indexes the changes it queued while no worker runs (SEARCH_DRAIN).
+SEARCH_DRAINS = ("after-commit", "next-request")
 # Variables of the test suite (LABAPP_TEST_BACKEND, LABAPP_TEST_POSTGRES_URL), not settings.
 TEST_PREFIX = "LABAPP_TEST_"
 
@@ -43,6 +45,13 @@ def _parse_non_negative_int(raw: str) -> int:
     value = int(raw)
     if value < 0:
         raise ValueError("expected a whole number, zero or more")
+    return value
+
+
+def _parse_search_drain(raw: str) -> str:
+    value = raw.strip().lower()
+    if value not in SEARCH_DRAINS:
+        raise ValueError(f"expected one of {', '.join(SEARCH_DRAINS)}")
     return value
 
 
@@ -164,6 +173,12 @@ SETTINGS: tuple[Setting, ...] = (
             "Seconds a worker waits for the search index's write lock (held by another "
             "worker) before leaving its queued changes to the next drain.",
             _parse_positive_int),
+    Setting("SEARCH_DRAIN", "after-commit",
+            "While no worker runs, when a web process indexes the changes requests queued: "
+            "`after-commit` (each request indexes its own changes before it answers) or "
+            "`next-request` (every request first indexes what is waiting: a script writing "
+            "many entities pays one index commit per read instead of one per write, and a "
+            "search still finds everything committed before it began).", _parse_search_drain),
     Setting("ALERT_TICK_SECONDS", 60,
             "Seconds between two evaluations of the alert rules by the worker (each also "
             "sends the e-mail due).",

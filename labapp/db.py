@@ -145,6 +145,11 @@ class UnitInProgress(RuntimeError):
     unit's writes. Read in the caller's unit instead."""
 
 
+def in_unit() -> bool:
+    """Whether a unit of work is in progress in the current session."""
+    return _UNIT in db.session().info
+
+
 def _outside_units(session: Session, what: str) -> None:
     if _UNIT in session.info:
         raise UnitInProgress(f"{what} inside a unit of work would drop its writes")

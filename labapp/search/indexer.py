@@ -32,7 +32,7 @@ from sqlalchemy.orm import Session
 
 from labapp.access.labels import entity_labels
 from labapp.atomic import write_whole
-from labapp.db import after_commit, db, own_read, transaction, unit_state
+from labapp.db import after_commit, db, in_unit, own_read, transaction, unit_state
 from labapp.model import Entity, File, Note, SearchQueue
 from labapp.search import index
 
@@ -217,7 +217,13 @@ def _drain_batch(path: Path) -> list[Any]:
 
 
 def _drain_after_commit() -> None:
-    if worker_alive():  # the worker indexes the rows this unit of work queued
+    if current_app.config["LABAPP"]["SEARCH_DRAIN"] != "after-commit":
+        return  # the next request to start indexes them (see _drain_waiting)
+    _drain_unless_worker()
+
+
+def _drain_unless_worker() -> None:
+    if worker_alive():  # the worker indexes the queued rows
         return
     try:
         drain()
@@ -269,8 +275,9 @@ def health() -> str | None:
 
 def init_app(app: Flask) -> None:
     """Wake the indexer after every unit of work that wrote entities (ORM flushes and Core
-    statements alike), drain what earlier processes left on this process's first request,
-    and report the index's state in ``/healthz`` (``app.extensions["labapp.health"]``)."""
+    statements alike), drain what earlier processes left on this process's first request
+    (with ``SEARCH_DRAIN = next-request``, what waits at the start of every request), and
+    report the index's state in ``/healthz`` (``app.extensions["labapp.health"]``)."""
     app.extensions.setdefault("labapp.health", {})["searchIndex"] = health
     if not event.contains(Session, "after_flush", _after_flush):
         event.listen(Session, "after_flush", _after_flush)
@@ -279,10 +286,13 @@ def init_app(app: Flask) -> None:
     started = app.extensions[_STARTED] = _Once()
 
     @app.before_request
-    def _drain_once_at_start() -> None:
-        if not started.claim():
+    def _drain_waiting() -> None:
+        if not started.claim() and app.config["LABAPP"]["SEARCH_DRAIN"] == "after-commit":
             return
-        with own_read():
-            waiting = index.exists(index_path()) and queue_length()
+        if in_unit():  # a request inside its caller's unit of work (a test's): not ours
+            return
+        with own_read() as session:
+            waiting = index.exists(index_path()) and session.scalar(
+                select(SearchQueue.id).limit(1)) is not None
         if waiting:
-            _drain_after_commit()
+            _drain_unless_worker()

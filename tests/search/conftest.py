@@ -2,7 +2,8 @@
 
 The suite's application is shared and every test's data is rolled back, but the index lives
 in files: each search test starts by rebuilding it from the (rolled-back) database, so it
-holds exactly what the test's database holds.
+holds exactly what the test's database holds, and indexes after every commit (the suite's
+application otherwise indexes at the start of the next request).
 """
 from __future__ import annotations
 
@@ -26,10 +27,12 @@ from tests.entities.conftest import (  # noqa: F401  (fixtures)
 
 @pytest.fixture(autouse=True)
 def _fresh_index(request: pytest.FixtureRequest) -> None:
-    """Tests on the suite's application start from an index of exactly their database
-    (tests that bring their own application and server skip this)."""
+    """Tests on the suite's application start from an index of exactly their database and
+    index after every commit, as an install without a worker does (tests that bring their
+    own application and server skip this)."""
     if "app" not in request.fixturenames:
         return
+    request.getfixturevalue("drain_after_commit")
     app: Flask = request.getfixturevalue("app")
     with app.app_context():
         rebuild_index()
