@@ -19,7 +19,6 @@ from labapp.db import after_commit, db, transaction
 from labapp.entities.service import save_batch
 from labapp.model import AlertState, Notification, User
 from tests.alerts.conftest import rule_body
-from tests.conftest import run_init
 
 NOW = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)
 SAMPLES = 10
@@ -35,8 +34,7 @@ def lab(fresh_app: Callable[..., Flask], monkeypatch: pytest.MonkeyPatch) -> Ite
     told items, and every item a committed unit told recorded in ``app.extensions["told"]``."""
     monkeypatch.setattr(tick, "CHUNK", 3)
     monkeypatch.setattr(tick, "TELL_CHUNK", 4)
-    app = fresh_app()
-    run_init(app)
+    app = fresh_app(initialised=True)
     with app.app_context(), transaction():
         admin = actor_for(db.session.get(User, "admin"), method=None)
         save_batch(admin, [{"eClass": "Sample", "name": f"Tube {number}", "amount": 1.0}
@@ -136,14 +134,18 @@ def test_a_tick_stopped_between_claims_leaves_the_rest_to_the_next(
 
 def test_a_unit_is_sized_from_the_pace_of_the_last() -> None:
     size = tick._UnitSize(500)
-    assert size.items == 500
+    assert size.items == tick.MIN_UNIT_ITEMS, "the first unit, of unknown pace, is small"
+    size.follow(size.items, tick.UNIT_SECONDS / 100)
+    assert size.items == 2 * tick.MIN_UNIT_ITEMS, "a fast unit: at most twice as many"
+    for _ in range(10):
+        size.follow(size.items, tick.UNIT_SECONDS / 100)
+    assert size.items == 500, "never above the chunk"
     size.follow(500, tick.UNIT_SECONDS * 4)
     assert size.items == 125, "four times too slow: a quarter of the items"
     size.follow(125, tick.UNIT_SECONDS * 100)
     assert size.items == tick.MIN_UNIT_ITEMS, "never below the floor"
-    size.follow(50, tick.UNIT_SECONDS / 100)
-    assert size.items == 500, "never above the chunk"
     small = tick._UnitSize(4)
+    assert small.items == 4, "a chunk below the floor is taken whole"
     small.follow(4, tick.UNIT_SECONDS * 10)
     assert small.items == 4, "a chunk below the floor stays whole"
 
