@@ -69,8 +69,7 @@ def test_every_connection_gets_timeout_foreign_keys_and_synchronous(
 @pytest.fixture
 def database(fresh_app: Callable[..., Flask]) -> Iterator[Flask]:
     """An initialised application with its app context pushed (its real, committing session)."""
-    application = fresh_app()
-    run_init(application)
+    application = fresh_app(initialised=True)
     with application.app_context():
         yield application
 

@@ -29,7 +29,7 @@ from labapp.model import AlertRule, MailMessage, User
 from labapp.model.types import utc_now
 from labapp.users.service import create_user
 from tests.alerts.conftest import NOW, Inbox, rule_body
-from tests.conftest import PASSWORD, SECRET_KEY, run_init
+from tests.conftest import PASSWORD, SECRET_KEY
 from tests.helpers.processes import ROOT, beating, wait_for
 from tests.helpers.searching import client_found, client_post
 
@@ -95,8 +95,7 @@ def test_a_poisoned_outbox_does_not_stop_the_worker(
         tmp_path: Path) -> None:
     inbox, settings = smtp
     assert settings.url is not None
-    app = fresh_app()
-    run_init(app)
+    app = fresh_app(initialised=True)
     _poison(app)
 
     log = tmp_path / "worker.log"
@@ -139,8 +138,7 @@ def test_a_poisoned_outbox_does_not_stop_the_worker(
 def test_a_message_given_up_is_never_tried_again(
         fresh_app: Callable[..., Flask], smtp: tuple[Inbox, MailSettings]) -> None:
     inbox, settings = smtp
-    app = fresh_app()
-    run_init(app)
+    app = fresh_app(initialised=True)
     _poison(app)
     with app.app_context():
         first = evaluate(NOW, settings)
@@ -156,8 +154,7 @@ def test_a_message_given_up_is_never_tried_again(
 
 def test_a_message_queued_today_gets_a_header_safe_subject(
         fresh_app: Callable[..., Flask]) -> None:
-    app = fresh_app()
-    run_init(app)
+    app = fresh_app(initialised=True)
     with app.app_context(), transaction():
         queue("carol@lab.example.org", None, "A\r\nB\x00C\u2028D\tE", "text", "<p>html</p>",
               utc_now())

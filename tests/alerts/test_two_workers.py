@@ -17,7 +17,7 @@ from labapp.db import db, transaction
 from labapp.entities.service import save_batch
 from labapp.model import Notification, User
 from tests.alerts.conftest import rule_body
-from tests.conftest import build_app, dispose, run_init
+from tests.conftest import build_app, dispose
 
 NOW = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)
 SAMPLES = 40
@@ -40,8 +40,7 @@ def _notified(app: Flask) -> int:
 
 
 def test_two_evaluations_at_once_alert_once(fresh_app: Callable[..., Flask]) -> None:
-    app = fresh_app()
-    run_init(app)
+    app = fresh_app(initialised=True)
     _seed(app)
     start = threading.Barrier(2)
     reports: list[Report] = []

@@ -197,8 +197,7 @@ def test_the_memory_can_be_switched_off(fresh_app: Callable[..., Flask],
 def unbound_app(fresh_app: Callable[..., Flask]) -> Flask:
     """An application on its own database with its real engine (no test transaction), as
     gunicorn workers run it, with alice (password PASSWORD)."""
-    application = fresh_app()
-    run_init(application)
+    application = fresh_app(initialised=True)
     with application.app_context(), transaction():
         create_user(username="alice", name="Alice", department_id=DEFAULT_DEPARTMENT,
                     password=PASSWORD, created_by="admin")

@@ -22,7 +22,6 @@ from labapp.db import db, unit_state
 from labapp.model import Role
 from labapp.web.loader import csrf_exempt
 from labapp.web.units import opens_own
-from tests.conftest import run_init
 
 LABAPP = Path(__file__).resolve().parents[2] / "labapp"
 
@@ -116,8 +115,7 @@ def _committed(app: Flask) -> set[str]:
 @pytest.fixture
 def unit_app(fresh_app: Callable[..., Flask]) -> Flask:
     """An initialised application with routes that write, then answer or fail."""
-    application = fresh_app()
-    run_init(application)
+    application = fresh_app(initialised=True)
 
     def written() -> Response:
         _add_role("U_WRITTEN")

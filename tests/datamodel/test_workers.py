@@ -15,7 +15,7 @@ from pathlib import Path
 from flask import Flask
 
 from bench.server import Server, free_port
-from tests.conftest import SECRET_KEY, build_app, dispose, run_init
+from tests.conftest import SECRET_KEY, build_app, dispose
 from tests.datamodel.conftest import LAB_EXTENSION, admin_client
 from tests.helpers.processes import call, wait_for
 
@@ -31,8 +31,7 @@ def classes(server: Server) -> set[str]:
 
 def test_workers_started_before_a_sync_serve_its_model_next(
         fresh_app: Callable[..., Flask]) -> None:
-    syncing = fresh_app()
-    run_init(syncing)
+    syncing = fresh_app(initialised=True)
     settings = syncing.config["LABAPP"]
     # Two more workers on the same instance and database, started before the files exist.
     served_before, first_request_after = (
@@ -55,8 +54,7 @@ def test_workers_started_before_a_sync_serve_its_model_next(
 
 
 def test_every_worker_follows_a_sync(fresh_app: Callable[..., Flask], tmp_path: Path) -> None:
-    application = fresh_app()
-    run_init(application)
+    application = fresh_app(initialised=True)
     settings = application.config["LABAPP"]
     access_log = tmp_path / "access.log"
     port = free_port()

@@ -15,7 +15,7 @@ from labapp.db import db, transaction
 from labapp.imports import jobs, uploads, workers
 from labapp.model import ImportJob, ImportRow
 from labapp.model.types import utc_now
-from tests.conftest import ApiClient, run_init
+from tests.conftest import ApiClient
 from tests.helpers.processes import held_lock, killed
 from tests.imports.uploading import GOOD_CSV, job_of, queue_job, run_queued, upload
 
@@ -23,8 +23,7 @@ WORKERS = 4
 
 
 def test_two_workers_racing_for_a_job_take_it_once(fresh_app: Callable[..., Flask]) -> None:
-    app = fresh_app()
-    run_init(app)
+    app = fresh_app(initialised=True)
     job_id = queue_job(app)
     start = threading.Barrier(WORKERS)
     taken: list[str | None] = []
@@ -54,8 +53,7 @@ def test_two_workers_racing_for_a_job_take_it_once(fresh_app: Callable[..., Flas
 
 def test_the_worker_runs_a_queued_commit_and_records_progress(
         fresh_app: Callable[..., Flask]) -> None:
-    app = fresh_app()
-    run_init(app)
+    app = fresh_app(initialised=True)
     rows = "Name\n" + "".join(f"S-{number}\n" for number in range(1, 1201))
     job_id = queue_job(app, rows, dry_run=False)
     with app.app_context():

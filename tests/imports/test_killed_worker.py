@@ -16,7 +16,6 @@ from labapp import liveness
 from labapp.db import db
 from labapp.imports import workers
 from labapp.model import ImportRow, Sample
-from tests.conftest import run_init
 from tests.helpers.importing import commit_writing, holds_its_lock, job_now, steadily, worker_pids
 from tests.helpers.processes import wait_for, worker_process
 from tests.imports.uploading import GOOD_CSV, queue_job
@@ -39,8 +38,7 @@ def _imported(app: Flask, job_id: str) -> dict[str, int]:
 
 def test_a_worker_killed_mid_commit_fails_its_job_and_writes_nothing(
         fresh_app: Callable[..., Flask]) -> None:
-    app = fresh_app()
-    run_init(app)
+    app = fresh_app(initialised=True)
     rows = "Name\n" + "".join(f"K-{number}\n" for number in range(1, ROWS + 1))
     with ExitStack() as running:
         started = [running.enter_context(worker_process(
