@@ -70,7 +70,7 @@ lint: $(TEST_STAMP) ## ruff (pyflakes, pycodestyle, isort, bugbear), the import 
 	$(BIN)/lint-imports --no-cache
 	$(BIN)/mypy
 
-test: lint ## lint, then run the suite on SQLite, then its database tests (marked db) on PostgreSQL (skipped if unreachable, unless CI=true); prints each pass's time
+test: lint ## lint, then run the suite on SQLite and, beside it, its database tests (marked db) on PostgreSQL (skipped if unreachable, unless CI=true); prints each pass's time
 	@shown_url=$$(sed -E 's#(://[^:/@]*):[^@]*@#\1:***@#' <<<"$$LABAPP_TEST_POSTGRES_URL"); \
 	if reason=$$($(BIN)/python -c "$$PG_PROBE_PY" 2>&1); then pg=yes; else \
 	  pg=no; \
@@ -82,20 +82,29 @@ test: lint ## lint, then run the suite on SQLite, then its database tests (marke
 	  echo "*** PostgreSQL not reachable at $$shown_url: the PostgreSQL pass will be SKIPPED ***"; \
 	  echo "    ($$reason)"; \
 	fi; \
-	echo "=== pass 1/2: SQLite (LABAPP_TEST_BACKEND=sqlite, browser tests included) ==="; \
-	started=$$SECONDS; \
-	LABAPP_TEST_BACKEND=sqlite $(BIN)/python -m pytest -n $(PYTEST_WORKERS) $(PYTEST_ARGS); \
-	sqlite_took=$$((SECONDS - started)); \
-	echo "=== pass 1/2: SQLite passed in $${sqlite_took}s ==="; \
+	started=$$SECONDS; pg_pid=""; pg_rc=0; sqlite_rc=0; \
+	pg_log=$$(mktemp -t labapp-pg-pass.XXXXXX); pg_took=$$(mktemp -t labapp-pg-took.XXXXXX); \
+	trap 'if [ -n "$$pg_pid" ]; then kill "$$pg_pid" 2>/dev/null || true; fi; rm -f "$$pg_log" "$$pg_took"' EXIT; \
 	if [ "$$pg" = yes ]; then \
-	  echo "=== pass 2/2: PostgreSQL (LABAPP_TEST_BACKEND=postgresql at $$shown_url, the tests marked db, browser tests excluded) ==="; \
-	  started=$$SECONDS; \
-	  LABAPP_TEST_BACKEND=postgresql $(BIN)/python -m pytest -n $(PYTEST_WORKERS) -m "db and not browser" $(PYTEST_ARGS); \
-	  echo "=== pass 2/2: PostgreSQL passed in $$((SECONDS - started))s ==="; \
-	  echo "=== both passes (SQLite $${sqlite_took}s, PostgreSQL $$((SECONDS - started))s) passed ==="; \
+	  echo "=== pass 2/2: PostgreSQL (LABAPP_TEST_BACKEND=postgresql at $$shown_url, the tests marked db, browser tests excluded) runs beside pass 1; its output follows pass 1's ==="; \
+	  ( LABAPP_TEST_BACKEND=postgresql $(BIN)/python -m pytest -n $(PYTEST_WORKERS) -m "db and not browser" $(PYTEST_ARGS) >"$$pg_log" 2>&1; \
+	    rc=$$?; echo $$((SECONDS - started)) >"$$pg_took"; exit $$rc ) & pg_pid=$$!; \
+	fi; \
+	echo "=== pass 1/2: SQLite (LABAPP_TEST_BACKEND=sqlite, browser tests included) ==="; \
+	LABAPP_TEST_BACKEND=sqlite $(BIN)/python -m pytest -n $(PYTEST_WORKERS) $(PYTEST_ARGS) || sqlite_rc=$$?; \
+	sqlite_took=$$((SECONDS - started)); \
+	if [ "$$sqlite_rc" -eq 0 ]; then verdict=passed; else verdict=FAILED; fi; \
+	echo "=== pass 1/2: SQLite $$verdict in $${sqlite_took}s ==="; \
+	if [ -n "$$pg_pid" ]; then \
+	  wait "$$pg_pid" || pg_rc=$$?; pg_pid=""; \
+	  echo "=== pass 2/2: PostgreSQL output ==="; cat "$$pg_log"; \
+	  if [ "$$pg_rc" -eq 0 ]; then verdict=passed; else verdict=FAILED; fi; \
+	  echo "=== pass 2/2: PostgreSQL $$verdict in $$(cat "$$pg_took")s ==="; \
 	else \
-	  echo "*** PostgreSQL not reachable at $$shown_url: SKIPPING the PostgreSQL pass ***"; \
-	fi
+	  echo "*** PostgreSQL not reachable at $$shown_url: SKIPPED the PostgreSQL pass ***"; \
+	fi; \
+	echo "=== both passes took $$((SECONDS - started))s (SQLite $${sqlite_took}s, PostgreSQL $$(cat "$$pg_took" 2>/dev/null || echo -)s, side by side) ==="; \
+	[ "$$sqlite_rc" -eq 0 ] && [ "$$pg_rc" -eq 0 ]
 
 bench: $(TEST_STAMP) ## run the benchmarks in bench/
 	@if [ -f bench/__main__.py ]; then $(BIN)/python -m bench; else echo "no benchmarks yet"; fi

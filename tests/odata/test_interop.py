@@ -3,6 +3,7 @@
 Excel / Power BI ``OData.Feed`` session sends. The lab is in :mod:`tests.odata.live`."""
 from __future__ import annotations
 
+import fcntl
 import json
 import shutil
 import subprocess
@@ -59,10 +60,14 @@ def _npm() -> str:
 
 
 def _node_client() -> Path:
-    """The npm client, installed from the committed lock file when it is not yet there."""
-    if not (NODE_DIR / "node_modules" / "@odata" / "client").is_dir():
-        subprocess.run([_npm(), "ci", "--no-audit", "--no-fund"], cwd=NODE_DIR, check=True,
-                       capture_output=True, timeout=300)
+    """The npm client, installed from the committed lock file when it is not yet there.
+    Under a file lock: the test processes of both passes of ``make test`` may ask at once,
+    and two ``npm ci`` in one folder delete each other's files."""
+    with (NODE_DIR / ".install.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (NODE_DIR / "node_modules" / "@odata" / "client").is_dir():
+            subprocess.run([_npm(), "ci", "--no-audit", "--no-fund"], cwd=NODE_DIR,
+                           check=True, capture_output=True, timeout=300)
     return NODE_DIR / "read_feed.js"
 
 
