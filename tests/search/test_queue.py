@@ -106,3 +106,4 @@ def test_status_reports_queue_documents_size_and_last_commit(
     assert lines[1] == "worker: not running"
     assert lines[2] == f"documents: {entities}"
     assert lines[3].startswith("index size: ") and lines[4].startswith("last indexed: 20")
+    assert lines[5].startswith("backend: whoosh (index folder ")
