@@ -5,15 +5,16 @@ the transaction of each change. The one module that speaks PostgreSQL's full tex
 A row holds the entity's class, its access labels (``varchar[]``, GIN-indexed) and a
 ``tsvector`` of the words labapp's analyser makes of it
 (:func:`labapp.search.analysis.words_of`: identifiers whole and their parts, and adjacent
-word pairs), made with ``array_to_tsvector`` so PostgreSQL's own parser and dictionaries
-never touch them: the words are the ones the Whoosh backend indexes, and a query asks for
-the same words (:func:`labapp.search.analysis.terms_of`), so both backends find the same
-documents. Queries are ``tsquery`` values built from quoted
-lexemes: a word, the pairs of a phrase AND-ed, a prefix as ``'stem':*``. The edge n-grams
-Whoosh keeps for prefixes are not stored: the GIN index finds the words starting with a
-stem itself, and Whoosh's n-grams only stood in for its slow expansion of a prefix (and
-for its cap of :data:`labapp.search.index.searching.MAX_PREFIX_TERMS` expansions, which
-this backend does not have). Hits are ranked by ``ts_rank``; the order may differ from
+word pairs), given as quoted lexemes with their positions so PostgreSQL's own parser and
+dictionaries never touch them: the words are the ones the Whoosh backend indexes, and a
+query asks for the same words (:func:`labapp.search.analysis.terms_of`), so both backends
+find the same documents. Queries are ``tsquery`` values built from quoted lexemes: a word,
+the pairs of a phrase AND-ed, a prefix as ``'stem':*``.
+
+The edge n-grams Whoosh keeps for prefixes are not stored: the GIN index finds the words
+starting with a stem itself, and Whoosh's n-grams only stood in for its slow expansion of a
+prefix (and for its cap of 64 expansions, which this backend does not have). Hits are
+ranked by ``ts_rank`` (id, name and barcode words weigh most); the order may differ from
 Whoosh's, the hits do not.
 
 Nothing is kept in the process: every search reads the current transaction's snapshot, so
@@ -36,7 +37,9 @@ from labapp.search.analysis import (
     Document,
     Hits,
     IndexUnavailable,
+    analyse,
     terms_of,
+    with_parts,
     words_of,
 )
 from labapp.search.backend import Produce, Progress, Status
@@ -47,20 +50,30 @@ _documents = table(TABLE, column("entity_id", String), column("eclass", String),
 # PostgreSQL refuses a lexeme of 2,046 bytes or more; a search term has at most 256
 # characters, so longer words could never be asked for anyway.
 _LEXEME_BYTES = 2046
+_POSITIONS = 8  # positions kept per word: enough for ts_rank to count repeats
+_MAX_POSITION = 16383  # PostgreSQL's largest
 _CHUNK = 1000  # documents per statement
 _UPSERT = text(
     f"INSERT INTO {TABLE} (entity_id, eclass, labels, words) VALUES "
-    "(:entity_id, :eclass, CAST(:labels AS varchar[]), "
-    "array_to_tsvector(CAST(:lexemes AS text[]))) "
+    "(:entity_id, :eclass, CAST(:labels AS varchar[]), CAST(:vector AS tsvector)) "
     "ON CONFLICT (entity_id) DO UPDATE SET eclass = excluded.eclass, "
     "labels = excluded.labels, words = excluded.words")
 
 
-def lexemes(document: Document) -> list[str]:
-    """The distinct lexemes of ``document``'s ``tsvector``: its text words and word pairs."""
+def vector(document: Document) -> str:
+    """``document``'s ``tsvector`` as text: each of its text words and word pairs, quoted
+    (taken as they are, never parsed again), with the positions it has in them (up to
+    :data:`_POSITIONS`); the id, name and barcode words, which come first, weigh ``A``, so
+    ``ts_rank`` puts a match there before one in other text."""
     words = words_of(document)
-    return [word for word in dict.fromkeys(itertools.chain(words.text, words.pairs))
-            if len(word.encode()) < _LEXEME_BYTES]
+    keys = len(with_parts(analyse(document.key_text)))
+    positions: dict[str, list[str]] = {}
+    for position, word in enumerate(itertools.chain(words.text, words.pairs), start=1):
+        kept = positions.setdefault(word, [])
+        if len(kept) < _POSITIONS:
+            kept.append(f"{min(position, _MAX_POSITION)}{'A' if position <= keys else ''}")
+    return " ".join(f"{_quoted(word)}:{','.join(found)}" for word, found in positions.items()
+                    if len(word.encode()) < _LEXEME_BYTES)
 
 
 def _quoted(lexeme: str) -> str:
@@ -124,7 +137,7 @@ class PostgresBackend:
         for chunk in _chunks(documents, _CHUNK):
             db.session.execute(_UPSERT, [
                 {"entity_id": document.id, "eclass": document.eclass,
-                 "labels": sorted(document.labels), "lexemes": lexemes(document)}
+                 "labels": sorted(document.labels), "vector": vector(document)}
                 for document in chunk])
             count += len(chunk)
         return count
