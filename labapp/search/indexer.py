@@ -288,13 +288,20 @@ def _drain_after_commit() -> None:
                      "`flask --app labapp search rebuild`", error)
 
 
+def _writes_in_transaction() -> bool:
+    """Whether the current application's backend indexes changes in their transaction (an
+    application without a bound backend does not)."""
+    bound = current_app.extensions.get(backend.BACKEND)
+    return bool(bound is not None and bound.in_transaction)
+
+
 def _wake(session: Session) -> None:
     """Drain the queue once the current unit of work has committed (once per unit); with a
     backend that writes in transactions, index its changes just before it commits."""
     if session is not db.session():
         return
     try:
-        if backend.current().in_transaction:
+        if _writes_in_transaction():
             unit_state(_IN_TRANSACTION, lambda: [False])[0] = True
             return
         scheduled = unit_state(_WAKE, lambda: [False])

@@ -3,6 +3,7 @@ written in the transaction of the change, no queue left for a worker, the same h
 Whoosh backend, and ``flask search rebuild`` and ``status`` with it. PostgreSQL pass only."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ from labapp.access.actor import Actor
 from labapp.access.labels import actor_labels
 from labapp.db import db, own_read, transaction
 from labapp.model import Entity, Sample
+from labapp.search import backend
 from labapp.search.index import WhooshBackend
 from labapp.search.indexer import all_documents
 from labapp.search.postgresql import PostgresBackend, tsquery
@@ -21,7 +23,7 @@ from labapp.search.service import clauses
 from tests.conftest import ApiClient
 from tests.databases import BACKEND
 from tests.entities.conftest import save
-from tests.helpers.searching import entity_row, queued
+from tests.helpers.searching import client_found, client_post, entity_row, queued
 from tests.search.conftest import found
 
 pytestmark = pytest.mark.skipif(BACKEND != "postgresql", reason="PostgreSQL pass only")
@@ -129,3 +131,19 @@ def test_rebuild_and_status_on_the_command_line(app: Flask, runner: FlaskCliRunn
     assert lines[0] == "queue: 0 changes waiting"
     assert lines[2] == f"documents: {entities}"
     assert lines[-1] == "backend: postgresql (table search_document)"
+
+
+def test_the_setting_binds_the_backend_and_commits_write_documents(
+        fresh_app: Callable[..., Flask]) -> None:
+    """An application of its own with ``LABAPP_SEARCH_BACKEND=postgresql``: real commits (no
+    test savepoints), a rebuild from the command line, then an entity created through the
+    API is found at once, with no worker running and nothing left queued."""
+    application = fresh_app(initialised=True, SEARCH_BACKEND="postgresql")
+    with application.app_context():
+        assert backend.current().name == "postgresql"
+    result = application.test_cli_runner().invoke(args=["search", "rebuild"])
+    assert result.exit_code == 0, result.output
+    client_post(application, "cobalt chloride stock")
+    assert client_found(application, "cobalt") == {"cobalt chloride stock"}
+    assert client_found(application, '"chloride stock"') == {"cobalt chloride stock"}
+    assert queued(application) == []
