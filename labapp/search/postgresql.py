@@ -51,6 +51,10 @@ _documents = table(TABLE, column("entity_id", String), column("eclass", String),
 # characters, so longer words could never be asked for anyway.
 _LEXEME_BYTES = 2046
 _POSITIONS = 8  # positions kept per word: enough for ts_rank to count repeats
+# A tsvector holds at most 1 MB: the words of a longer text (a note of megabytes) beyond
+# about half of that are left out, rather than failing the change that wrote them.
+_VECTOR_BYTES = 512 * 1024
+_ENTRY_BYTES = 8  # a lexeme's entry and alignment, roughly
 _MAX_POSITION = 16383  # PostgreSQL's largest
 _CHUNK = 1000  # documents per statement
 _UPSERT = text(
@@ -64,16 +68,24 @@ def vector(document: Document) -> str:
     """``document``'s ``tsvector`` as text: each of its text words and word pairs, quoted
     (taken as they are, never parsed again), with the positions it has in them (up to
     :data:`_POSITIONS`); the id, name and barcode words, which come first, weigh ``A``, so
-    ``ts_rank`` puts a match there before one in other text."""
+    ``ts_rank`` puts a match there before one in other text. New words stop at about
+    :data:`_VECTOR_BYTES` (PostgreSQL's limit is 1 MB)."""
     words = words_of(document)
     keys = len(with_parts(analyse(document.key_text)))
     positions: dict[str, list[str]] = {}
+    size = 0
     for position, word in enumerate(itertools.chain(words.text, words.pairs), start=1):
-        kept = positions.setdefault(word, [])
+        kept = positions.get(word)
+        if kept is None:
+            length = len(word.encode())
+            if length >= _LEXEME_BYTES or size + length > _VECTOR_BYTES:
+                continue
+            kept = positions[word] = []
+            size += length + _ENTRY_BYTES
         if len(kept) < _POSITIONS:
             kept.append(f"{min(position, _MAX_POSITION)}{'A' if position <= keys else ''}")
-    return " ".join(f"{_quoted(word)}:{','.join(found)}" for word, found in positions.items()
-                    if len(word.encode()) < _LEXEME_BYTES)
+            size += 2
+    return " ".join(f"{_quoted(word)}:{','.join(found)}" for word, found in positions.items())
 
 
 def _quoted(lexeme: str) -> str:

@@ -147,3 +147,15 @@ def test_the_setting_binds_the_backend_and_commits_write_documents(
     assert client_found(application, "cobalt") == {"cobalt chloride stock"}
     assert client_found(application, '"chloride stock"') == {"cobalt chloride stock"}
     assert queued(application) == []
+
+
+@ON_POSTGRESQL
+@pytest.mark.usefixtures("search_backend")
+def test_a_text_too_long_for_one_tsvector_is_cut_not_refused(app: Flask,
+                                                            admin: ApiClient) -> None:
+    """A note of 2 MB of distinct words: the entity is saved and found by its first words;
+    PostgreSQL would refuse a tsvector of more than 1 MB."""
+    words = " ".join(f"w{number:07d}" for number in range(200_000))
+    (sample,) = save(admin, {"eClass": "Sample", "name": "verbose", "description": words})
+    assert found(admin, "fulltext/w0000001") == [sample["id"]]
+    assert found(admin, "fulltext/verbose") == [sample["id"]]
