@@ -45,7 +45,7 @@ from labapp.search.analysis import Document, IndexBusy, IndexUnavailable, text_o
 from labapp.search.backend import SearchBackend
 
 # Rows per index commit: a small queue (what requests add) is one commit in this process; a
-# backlog is indexed 20,000 rows a commit by worker processes (index.write).
+# backlog is indexed 20,000 rows a commit (by worker processes, in the Whoosh backend).
 BATCH = 20_000
 _DELETE_CHUNK = 5000
 _READ_CHUNK = 500
