@@ -91,12 +91,11 @@ def _install_place_picker(app: Flask) -> None:
 
 
 def _init_search(app: Flask) -> None:
-    """Drain the search queue after every commit that wrote entities, and at start-up. The
-    Whoosh workarounds are checked first: the start fails loudly when Whoosh changed."""
-    from labapp.search.index.whoosh_patches import apply as apply_whoosh_patches
+    """Bind the search backend and keep it fed (:func:`labapp.search.indexer.init_app`). The
+    Whoosh backend checks its workarounds first: the start fails loudly when Whoosh
+    changed."""
     from labapp.search.indexer import init_app
 
-    apply_whoosh_patches()
     init_app(app)
 
 

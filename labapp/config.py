@@ -68,6 +68,15 @@ def _parse_database_url(raw: str) -> str:
     return raw
 
 
+SEARCH_BACKENDS = ("whoosh", "postgresql")
+
+
+def _parse_search_backend(raw: str) -> str:
+    if raw not in SEARCH_BACKENDS:
+        raise ValueError(f"expected one of {', '.join(SEARCH_BACKENDS)}")
+    return raw
+
+
 def _parse_text(raw: str) -> str:
     if not raw.strip():
         raise ValueError("must not be empty")
@@ -166,6 +175,12 @@ SETTINGS: tuple[Setting, ...] = (
             "Number of reverse proxies in front of the app whose `X-Forwarded-For`/`-Proto` "
             "headers are trusted (login throttling keys on the real client address).",
             _parse_non_negative_int),
+    Setting("SEARCH_BACKEND", "whoosh",
+            "Where full-text search keeps its documents: `whoosh`, an index folder on this "
+            "host fed by the worker (one host), or `postgresql`, a table of the database "
+            "written in the transaction of each change (several hosts; only with a "
+            "PostgreSQL `DATABASE_URL`). After a change, run `flask --app labapp search "
+            "rebuild`.", _parse_search_backend),
     Setting("SEARCH_INDEX_PATH", None,
             "Folder of the full-text search index. Default: `search-index/` in the instance "
             "folder. Rebuild it with `flask --app labapp search rebuild`."),
@@ -274,6 +289,11 @@ def load_settings(overrides: Mapping[str, Any] | None = None,
     values["INSTANCE_PATH"] = str(instance_path)
     if values["DATABASE_URL"] is None:
         values["DATABASE_URL"] = f"sqlite:///{instance_path / 'labapp.db'}"
+    if values["SEARCH_BACKEND"] == "postgresql" and not values["DATABASE_URL"].startswith(
+            "postgresql"):
+        raise ConfigError("invalid settings:\n  LABAPP_SEARCH_BACKEND='postgresql': needs a "
+                          "PostgreSQL database (LABAPP_DATABASE_URL=postgresql+psycopg://...); "
+                          "SQLite installs search with 'whoosh'")
     return values
 
 

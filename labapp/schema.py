@@ -44,8 +44,10 @@ def schema_state() -> SchemaState:
 # Search structures created by the suggestion-indexes migration and not described by the
 # models: expression indexes (not reflectable on SQLite), PostgreSQL's generated column
 # entity.search_text with its trigram index, SQLite's trigger-kept entity_search_text table and
-# its FTS5 table (with the FTS5 shadow tables).
-UNMODELLED_PREFIXES = ("ix_entity_search_", "entity_search")
+# its FTS5 table (with the FTS5 shadow tables); the PostgreSQL search backend's table of
+# documents and its indexes (labapp/search/postgresql.py, read and written in SQL there).
+UNMODELLED_PREFIXES = ("ix_entity_search_", "entity_search", "search_document",
+                       "ix_search_document_")
 UNMODELLED_COLUMNS = frozenset({("entity", "search_text")})
 
 

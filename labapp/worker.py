@@ -52,7 +52,7 @@ from labapp.alerts import evaluate as alerts
 from labapp.dashboards import tally_folding
 from labapp.db import db, end_read
 from labapp.imports import jobs as import_jobs
-from labapp.search import indexer
+from labapp.search import backend as search_backend
 from labapp.search import upkeep as search_upkeep
 from labapp.serving import freeze_start_up
 from labapp.storage import counts as location_counts
@@ -213,7 +213,7 @@ def worker_command() -> None:
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
-    click.echo(f"worker: indexing queued changes into {indexer.index_path()}, folding "
+    click.echo(f"worker: indexing queued changes ({search_backend.current().name}), folding "
                "tallies, gathering SQLite statistics, running imports and alert rules in "
                f"lanes: {', '.join(lane.name for lane in lanes(current_app))}")
     click.echo(f"worker: {freeze_start_up():,} start-up objects frozen out of garbage "

@@ -137,6 +137,7 @@ def test_test_suite_variables_are_not_settings(instance: Path) -> None:
     ("DATABASE_URL", "mysql://x"),
     ("DATABASE_URL", "not a url"),
     ("SECRET_KEY", "  "),
+    ("SEARCH_BACKEND", "elastic"),
     ("FOO", "1"),
 ])
 def test_invalid_environment_value_is_named(instance: Path, name: str, raw: str) -> None:
@@ -144,6 +145,18 @@ def test_invalid_environment_value_is_named(instance: Path, name: str, raw: str)
         load_settings(environ=_environ(instance, **{name: raw}))
 
     assert f"LABAPP_{name}" in str(raised.value)
+
+
+def test_the_postgresql_search_backend_needs_a_postgresql_database(instance: Path) -> None:
+    """Refused on SQLite with a message that says what to set instead (issue 34 §1)."""
+    with pytest.raises(ConfigError, match="LABAPP_SEARCH_BACKEND='postgresql': needs a "
+                                          "PostgreSQL database"):
+        load_settings(environ=_environ(instance, SEARCH_BACKEND="postgresql"))
+    settings = load_settings(environ=_environ(
+        instance, SEARCH_BACKEND="postgresql",
+        DATABASE_URL="postgresql+psycopg://labapp@db.example/labapp"))
+    assert settings["SEARCH_BACKEND"] == "postgresql"
+    assert load_settings(environ=_environ(instance))["SEARCH_BACKEND"] == "whoosh"
 
 
 def test_every_invalid_setting_is_listed_at_once(instance: Path) -> None:

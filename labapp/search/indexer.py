@@ -14,6 +14,12 @@ next to the index; while that heartbeat is fresh a request only writes its queue
 its own transaction, by the triggers) and leaves the indexing to the worker. Without a live
 worker (the test client, a bare ``flask run``, a worker that died) the request drains inline
 after its commit, as before.
+
+All of this is for a backend fed after the commit (Whoosh). One that writes in transactions
+(``in_transaction``: PostgreSQL) gets the queue rows a unit of work added indexed and
+dropped just before that unit commits (:func:`index_queued`), in the same transaction: the
+change and its document commit or roll back together, and the queue stays empty (a row
+left by a write outside any unit of work is picked up by the next drain).
 """
 from __future__ import annotations
 
@@ -34,10 +40,12 @@ from labapp.access.labels import entity_labels
 from labapp.atomic import write_whole
 from labapp.db import after_commit, db, in_unit, own_read, transaction, unit_state
 from labapp.model import Entity, File, Note, SearchQueue
-from labapp.search import index
+from labapp.search import backend
+from labapp.search.analysis import Document, IndexBusy, IndexUnavailable, text_of
+from labapp.search.backend import SearchBackend
 
 # Rows per index commit: a small queue (what requests add) is one commit in this process; a
-# backlog is indexed 20,000 rows a commit by worker processes (index.write).
+# backlog is indexed 20,000 rows a commit (by worker processes, in the Whoosh backend).
 BATCH = 20_000
 _DELETE_CHUNK = 5000
 _READ_CHUNK = 500
@@ -46,6 +54,9 @@ HEARTBEAT_EVERY = 0.5  # seconds between the worker's heartbeats
 HEARTBEAT_STALE = 3.0  # a heartbeat older than this: no live worker, requests drain inline
 logger = logging.getLogger(__name__)
 _STARTED = "labapp.search.started"  # app.extensions: the event set once the first drain ran
+_IN_TRANSACTION = "labapp.search.in_transaction"  # unit state: changes to index before commit
+# Tables the indexer itself writes: writing them wakes no drain.
+_OWN_TABLES = frozenset({SearchQueue.__tablename__, "search_document"})
 
 
 class _Once:
@@ -64,15 +75,24 @@ class _Once:
             return True
 
 
-def index_path() -> Path:
-    """The index folder of the current application."""
-    settings = current_app.config["LABAPP"]
+def index_path(app: Flask | None = None) -> Path:
+    """The Whoosh index folder of the application (the current one by default); the search
+    worker's heartbeat lies beside it, whatever the backend."""
+    settings = (app or current_app).config["LABAPP"]
     configured = settings.get("SEARCH_INDEX_PATH")
     return Path(configured) if configured else Path(settings["INSTANCE_PATH"]) / "search-index"
 
 
-def writer_timeout() -> float:
-    return float(current_app.config["LABAPP"]["SEARCH_WRITER_TIMEOUT"])
+def make_backend(app: Flask) -> SearchBackend:
+    """The backend ``LABAPP_SEARCH_BACKEND`` names, for ``app``."""
+    settings = app.config["LABAPP"]
+    if settings["SEARCH_BACKEND"] == "postgresql":
+        from labapp.search.postgresql import PostgresBackend
+
+        return PostgresBackend()
+    from labapp.search.index import WhooshBackend
+
+    return WhooshBackend(index_path(app), float(settings["SEARCH_WRITER_TIMEOUT"]))
 
 
 def heartbeat_path() -> Path:
@@ -108,17 +128,17 @@ def _attribute_values(attributes: Any) -> Iterator[Any]:
         yield attributes
 
 
-def documents_for(entity_ids: list[str]) -> tuple[list[index.Document], list[str]]:
+def documents_for(entity_ids: list[str]) -> tuple[list[Document], list[str]]:
     """The documents of the entities ``entity_ids`` as stored now, and the ids that no
     longer exist."""
-    documents: list[index.Document] = []
+    documents: list[Document] = []
     for start in range(0, len(entity_ids), _READ_CHUNK):
         documents.extend(_documents(entity_ids[start:start + _READ_CHUNK]))
     found = {document.id for document in documents}
     return documents, [entity_id for entity_id in entity_ids if entity_id not in found]
 
 
-def _documents(ids: list[str]) -> list[index.Document]:
+def _documents(ids: list[str]) -> list[Document]:
     rows = db.session.execute(select(
         Entity.id, Entity.eclass, Entity.name, Entity.description, Entity.barcode,
         Entity.attributes, Entity.department_id, Entity.project_id).where(
@@ -141,17 +161,17 @@ def _documents(ids: list[str]) -> list[index.Document]:
             for row in rows]
 
 
-def _document(row: Any, content: str | None, attached: Iterable[str]) -> index.Document:
-    key_text = index.text_of((row.id, row.name, row.barcode))
-    return index.Document(
+def _document(row: Any, content: str | None, attached: Iterable[str]) -> Document:
+    key_text = text_of((row.id, row.name, row.barcode))
+    return Document(
         id=row.id, eclass=row.eclass,
         labels=entity_labels(row.eclass, row.department_id, row.project_id),
         key_text=key_text,
-        text=index.text_of((key_text, row.description, content, *_attribute_values(row.attributes),
+        text=text_of((key_text, row.description, content, *_attribute_values(row.attributes),
                     *attached)))
 
 
-def all_documents() -> Iterator[index.Document]:
+def all_documents() -> Iterator[Document]:
     """Every entity's document, read from the database in id order, chunk by chunk."""
     last = ""
     while True:
@@ -175,8 +195,8 @@ def drain(on_batch: Callable[[], None] | None = None) -> int:
     queue rows were indexed (``on_batch`` is called after each commit). Without an index
     (never built, or damaged) nothing is done: the rows wait for
     ``flask --app labapp search rebuild``."""
-    path = index_path()
-    if not index.exists(path):
+    search = backend.current()
+    if not search.exists():
         return 0
     done = 0
     while True:
@@ -187,7 +207,7 @@ def drain(on_batch: Callable[[], None] | None = None) -> int:
             waiting = session.scalar(select(SearchQueue.id).limit(1))
         if waiting is None:  # nothing queued: no need to wait for the index's lock
             return done
-        rows = _drain_batch(path)
+        rows = _drain_batch(search)
         done += len(rows)
         if on_batch is not None:
             on_batch()
@@ -195,25 +215,65 @@ def drain(on_batch: Callable[[], None] | None = None) -> int:
             return done
 
 
-def _drain_batch(path: Path) -> list[Any]:
-    """Index up to :data:`BATCH` queued changes in one index commit, then drop their rows."""
+def _drain_batch(search: SearchBackend) -> list[Any]:
+    """Index up to :data:`BATCH` queued changes in one index commit, then drop their rows
+    (a backend that writes in transactions: all in one unit of work)."""
+    if search.in_transaction:
+        with transaction():
+            return index_queued(search, BATCH)
     rows: list[Any] = []
 
-    def read_batch() -> tuple[list[index.Document], list[str]]:
+    def read_batch() -> tuple[list[Document], list[str]]:
         with own_read() as session:
             rows.extend(session.execute(select(SearchQueue.id, SearchQueue.entity_id)
                                         .order_by(SearchQueue.id).limit(BATCH)).all())
             return documents_for(list(dict.fromkeys(row.entity_id for row in rows)))
 
-    index.write(path, read_batch, writer_timeout())
-    if not rows:
-        return rows
-    done = [row.id for row in rows]
-    with transaction() as session:
-        for start in range(0, len(done), _DELETE_CHUNK):
-            session.execute(delete(SearchQueue).where(
-                SearchQueue.id.in_(done[start:start + _DELETE_CHUNK])))
+    search.write(read_batch)
+    if rows:
+        with transaction():
+            _drop([row.id for row in rows])
     return rows
+
+
+def _drop(done: list[int]) -> None:
+    """Delete the queue rows ``done`` in the current unit of work."""
+    for start in range(0, len(done), _DELETE_CHUNK):
+        db.session.execute(delete(SearchQueue).where(
+            SearchQueue.id.in_(done[start:start + _DELETE_CHUNK])))
+
+
+def index_queued(search: SearchBackend, limit: int | None = None) -> list[Any]:
+    """In the current unit of work: rewrite the documents of the queued changes it can see
+    (its own, and committed ones no other transaction holds; up to ``limit``) through
+    ``search`` and drop their rows, so they commit together with the change (a backend
+    with ``in_transaction``)."""
+    statement = select(SearchQueue.id, SearchQueue.entity_id).order_by(SearchQueue.id)
+    if limit is not None:
+        statement = statement.limit(limit)
+    # Rows another unit of work is indexing are skipped (it drops them as it commits); a
+    # unit's own rows are never locked against itself.
+    rows = list(db.session.execute(statement.with_for_update(skip_locked=True)).all())
+    if rows:
+        search.write(lambda: documents_for(list(dict.fromkeys(row.entity_id for row in rows))))
+        _drop([row.id for row in rows])
+    return rows
+
+
+def _before_commit(session: Session) -> None:
+    """Index what the unit of work that is committing queued, in it, when the backend
+    writes in transactions."""
+    if session is not db.session():
+        return
+    try:
+        pending = unit_state(_IN_TRANSACTION, lambda: [False])
+    except RuntimeError:  # a commit outside units of work: its rows wait for a drain
+        return
+    if not pending[0]:
+        return
+    pending[0] = False
+    session.flush()
+    index_queued(backend.current())
 
 
 def _drain_after_commit() -> None:
@@ -227,18 +287,29 @@ def _drain_unless_worker() -> None:
         return
     try:
         drain()
-    except index.IndexBusy:
+    except IndexBusy:
         logger.warning("search index busy; the queued changes wait for the next drain")
-    except index.IndexUnavailable as error:
+    except IndexUnavailable as error:
         logger.error("search index unavailable (%s); the queued changes wait for "
                      "`flask --app labapp search rebuild`", error)
 
 
+def _writes_in_transaction() -> bool:
+    """Whether the current application's backend indexes changes in their transaction (an
+    application without a bound backend does not)."""
+    bound = current_app.extensions.get(backend.BACKEND)
+    return bool(bound is not None and bound.in_transaction)
+
+
 def _wake(session: Session) -> None:
-    """Drain the queue once the current unit of work has committed (once per unit)."""
+    """Drain the queue once the current unit of work has committed (once per unit); with a
+    backend that writes in transactions, index its changes just before it commits."""
     if session is not db.session():
         return
     try:
+        if _writes_in_transaction():
+            unit_state(_IN_TRANSACTION, lambda: [False])[0] = True
+            return
         scheduled = unit_state(_WAKE, lambda: [False])
     except RuntimeError:  # not in a unit of work: nothing of ours is committing
         return
@@ -259,7 +330,7 @@ def _on_execute(state: Any) -> None:
     table = getattr(state.statement, "table", None)
     # An ORM statement's table is an annotated copy of the Table: compared by name (with
     # ``is``, the drain's own DELETE of its rows woke a nested drain, one per batch).
-    if getattr(table, "name", None) == SearchQueue.__tablename__:
+    if getattr(table, "name", None) in _OWN_TABLES:
         return  # the indexer's own bookkeeping
     _wake(state.session)
 
@@ -267,21 +338,25 @@ def _on_execute(state: Any) -> None:
 def health() -> str | None:
     """None when the full-text index can be searched, else what the operator should do."""
     try:
-        index.check(index_path())
-    except index.IndexUnavailable as error:
+        backend.current().check()
+    except IndexUnavailable as error:
         return f"{error} Run `flask --app labapp search rebuild`."
     return None
 
 
 def init_app(app: Flask) -> None:
-    """Wake the indexer after every unit of work that wrote entities (ORM flushes and Core
-    statements alike), drain what earlier processes left on this process's first request
-    (with ``SEARCH_DRAIN = next-request``, what waits at the start of every request), and
-    report the index's state in ``/healthz`` (``app.extensions["labapp.health"]``)."""
+    """Bind the search backend ``LABAPP_SEARCH_BACKEND`` names (:func:`make_backend`),
+    wake the indexer after every unit of work that wrote entities (ORM flushes and Core
+    statements alike; a backend that writes in transactions indexes them before the
+    commit), drain what earlier processes left on this process's first request (with
+    ``SEARCH_DRAIN = next-request``, what waits at the start of every request), and report
+    the index's state in ``/healthz`` (``app.extensions["labapp.health"]``)."""
+    backend.bind(app, make_backend(app))
     app.extensions.setdefault("labapp.health", {})["searchIndex"] = health
     if not event.contains(Session, "after_flush", _after_flush):
         event.listen(Session, "after_flush", _after_flush)
         event.listen(Session, "do_orm_execute", _on_execute)
+        event.listen(Session, "before_commit", _before_commit)
 
     started = app.extensions[_STARTED] = _Once()
 
@@ -292,7 +367,7 @@ def init_app(app: Flask) -> None:
         if in_unit():  # a request inside its caller's unit of work (a test's): not ours
             return
         with own_read() as session:
-            waiting = index.exists(index_path()) and session.scalar(
+            waiting = backend.current().exists() and session.scalar(
                 select(SearchQueue.id).limit(1)) is not None
         if waiting:
             _drain_unless_worker()

@@ -7,8 +7,9 @@ from sqlalchemy import delete, select
 
 from labapp.db import own_read, transaction
 from labapp.model import SearchQueue
-from labapp.search import index
-from labapp.search.indexer import all_documents, drain, index_path, writer_timeout
+from labapp.search import backend
+from labapp.search.analysis import IndexUnavailable
+from labapp.search.indexer import all_documents, drain
 
 _DELETE_CHUNK = 1000
 
@@ -19,12 +20,18 @@ def rebuild_index(progress: Callable[[int], None] | None = None) -> int:
     The queue rows present when the rebuild starts are covered by it and deleted after its
     commit; changes committed meanwhile stay queued and are drained right after, so nothing
     is missed. Other workers' drains wait for the rebuild's lock (then leave their rows).
+    A backend that writes in transactions is rebuilt in one unit of work, queue rows
+    included.
     """
-    path = index_path()
+    search = backend.current()
+    if search.in_transaction:
+        with transaction() as session:
+            count = search.rebuild(all_documents(), progress)
+            session.execute(delete(SearchQueue))
+        return count
     with own_read() as session:
         covered = list(session.scalars(select(SearchQueue.id)))
-        count = index.rebuild(path, all_documents(), writer_timeout(), progress)
-        index.forget(path)
+        count = search.rebuild(all_documents(), progress)
     with transaction() as session:
         for start in range(0, len(covered), _DELETE_CHUNK):
             session.execute(delete(SearchQueue).where(
@@ -37,8 +44,8 @@ def ensure_search_index() -> bool:
     """Build the index when it is missing or unreadable (``flask init``); return whether it
     was built. A working index is only brought up to date with the queue."""
     try:
-        index.check(index_path())
-    except index.IndexUnavailable:
+        backend.current().check()
+    except IndexUnavailable:
         rebuild_index()
         return True
     drain()

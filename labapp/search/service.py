@@ -2,8 +2,8 @@
 merged search.
 
 Exact and like run in SQL on the common ``entity`` table (id, name, barcode) through the
-visibility predicate; full-text asks the index (:mod:`labapp.search.index`) with the
-caller's access labels, then loads the entities it names through the same predicate (a
+visibility predicate; full-text asks the search backend (:mod:`labapp.search.backend`) with
+the caller's access labels, then loads the entities it names through the same predicate (a
 document can lag a change by the time the queue takes to drain; the row read is current).
 """
 from __future__ import annotations
@@ -38,9 +38,8 @@ from labapp.query.filter import compile_filter
 from labapp.query.listing import parse_paging
 from labapp.query.textmatch import fold, like_pattern
 from labapp.reading.lookup import to_api
-from labapp.search import index
+from labapp.search import analysis, backend
 from labapp.search.fields import common_fields
-from labapp.search.indexer import index_path
 
 MAX_TERM = 256
 DEFAULT_TOP, MAX_TOP = 50, 500
@@ -99,19 +98,19 @@ def parse_top(top: str | None) -> int:
     return DEFAULT_TOP if top is None else parse_paging(top, None, MAX_TOP)[0]
 
 
-def clauses(term: str) -> list[index.Clause]:
+def clauses(term: str) -> list[analysis.Clause]:
     """The full-text clauses of a term: ``"a phrase"``, ``word*`` (a prefix when at least
     two characters precede the ``*``) and words, all AND-ed. Nothing is a syntax error: an
     unbalanced quote is a plain word."""
-    found: list[index.Clause] = []
+    found: list[analysis.Clause] = []
     for phrase, word in _CLAUSE.findall(term):
         if phrase:
-            found.append((index.PHRASE, phrase))
+            found.append((analysis.PHRASE, phrase))
         elif word.endswith("*") and len(word.rstrip("*")) >= _PREFIX_MIN:
-            found.append((index.PREFIX, word.rstrip("*")))
+            found.append((analysis.PREFIX, word.rstrip("*")))
         else:
-            found.append((index.WORD, word.strip('*"')))
-    return [(kind, text) for kind, text in found if index.analyse(text)]
+            found.append((analysis.WORD, word.strip('*"')))
+    return [(kind, text) for kind, text in found if analysis.analyse(text)]
 
 
 def _condition(actor: Actor, filter_text: str | None) -> ColumnElement[bool]:
@@ -205,9 +204,9 @@ def _fulltext(actor: Actor, term: str, filter_text: str | None, top: int) -> _Ma
         return _Matches([], 0)
     limit = CANDIDATES if filter_text else top
     try:
-        hits = index.search(index_path(), parsed, labels=actor_labels(actor), eclasses=None,
-                            limit=limit)
-    except index.IndexUnavailable as error:
+        hits = backend.current().search(parsed, labels=actor_labels(actor), eclasses=None,
+                                        limit=limit)
+    except analysis.IndexUnavailable as error:
         raise SearchUnavailable(
             f"{error} Ask the operator to run `flask --app labapp search rebuild`.") from None
     if not filter_text:
@@ -284,10 +283,10 @@ def search_all(actor: Actor, term: str, *, filter_text: str | None = None,
 def highlight_words(term: str) -> list[str]:
     """The folded words of a term that a page marks in its results (prefixes without
     their ``*``)."""
-    return [word for _kind, text in clauses(term) for word in index.analyse(text)]
+    return [word for _kind, text in clauses(term) for word in analysis.analyse(text)]
 
 
 def fold_word(word: str) -> list[str]:
     """How the index folds one word of shown text (to compare it with
     :func:`highlight_words`)."""
-    return index.analyse(word)
+    return analysis.analyse(word)

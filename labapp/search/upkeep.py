@@ -29,7 +29,8 @@ from sqlalchemy import select
 
 from labapp.db import end_read, own_read
 from labapp.model import SearchQueue
-from labapp.search import index, indexer
+from labapp.search import indexer
+from labapp.search.analysis import IndexBusy, IndexUnavailable
 
 # Seconds the draining loop may go without a look at the queue or a batch indexed before the
 # heartbeat stops: longer than a batch's index commit plus SQLite's busy timeout, far
@@ -67,9 +68,9 @@ def upkeep(pulse: Pulse | None = None) -> bool:
         return False
     try:
         indexer.drain(on_batch=None if pulse is None else pulse.touch)
-    except index.IndexBusy:
+    except IndexBusy:
         logger.warning("search index busy; trying again")
-    except index.IndexUnavailable as error:
+    except IndexUnavailable as error:
         logger.error("search index unavailable (%s); run `flask --app labapp search rebuild`",
                      error)
     finally:

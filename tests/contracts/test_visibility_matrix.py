@@ -23,8 +23,7 @@ from labapp.access.labels import actor_labels
 from labapp.access.visibility import readable
 from labapp.db import db
 from labapp.model import Entity, User
-from labapp.search import index
-from labapp.search.indexer import index_path
+from labapp.search import backend as search_backend
 from tests.contracts.visibility import oracle
 from tests.contracts.visibility.build import LiveWorld, built_world
 from tests.contracts.visibility.item_pages import WRITE_PATHS as ITEM_PAGE_WRITE_PATHS
@@ -149,6 +148,6 @@ def test_search_and_sql_visibility_agree_for_every_caller(read_world: LiveWorld)
             user = db.session.get(User, caller)
             actor = ANONYMOUS_ACTOR if user is None else actor_for(user, method="bearer")
             rows = set(db.session.scalars(select(Entity.id).where(readable(actor))))
-            documents = index.document_ids(index_path(), actor_labels(actor))
+            documents = search_backend.current().document_ids(actor_labels(actor))
             assert documents == rows, (caller, sorted(documents ^ rows))
             assert rows or caller == ANONYMOUS

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import pytest
 from flask import Flask
 from sqlalchemy import delete
 
@@ -12,6 +13,9 @@ from labapp.model.access import DepartmentAccess
 from tests.conftest import ApiClient
 from tests.entities.conftest import Grants, save
 from tests.search.conftest import found
+
+# Each test runs on every search backend of the pass (tests/search/conftest.py).
+pytestmark = pytest.mark.usefixtures("search_backend")
 
 MODES = ("", "exact/", "like/", "fulltext/")
 

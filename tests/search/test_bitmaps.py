@@ -10,7 +10,7 @@ import pytest
 from whoosh import index as whoosh_index
 
 from labapp.search import index
-from labapp.search.index import bitmaps, searching
+from labapp.search.index import Kept, bitmaps, searching
 from labapp.search.index.docsets import DocSet
 
 LABELS = frozenset({"dept:D1"})
@@ -31,7 +31,7 @@ def _document(number: int) -> index.Document:
 def _built(tmp_path: Path) -> Path:
     """800 documents in four segments of 200, made by worker processes."""
     path = tmp_path / "index"
-    index.rebuild(path, (_document(number) for number in range(800)), 5, segment_size=200)
+    index.rebuild(Kept(path), (_document(number) for number in range(800)), 5, segment_size=200)
     return path
 
 
@@ -40,10 +40,8 @@ def _leaves(path: Path) -> list[tuple[object, int]]:
 
 
 def _answers(path: Path) -> list[tuple[list[tuple[str, float]], int]]:
-    index.forget(path)
-    searching._segment_sets.clear()
     return [(hits.items, hits.total) for hits in
-            (index.search(path, query, labels=labels, eclasses=None, limit=500)
+            (index.search(Kept(path), query, labels=labels, eclasses=None, limit=500)
              for query in QUERIES for labels in (None, LABELS))]
 
 
@@ -56,10 +54,10 @@ def test_worker_segments_carry_the_bitmaps_of_their_common_terms(tmp_path: Path)
         for field, text in (("text", "common"), ("text", "half"), ("labels", "dept:D1"),
                             ("prefix", "sa"), ("eclass", "Sample")):
             expected = DocSet.of(bitmaps.posting_ids(leaf, field, text), 200).bits
-            assert bitmaps.read(path, leaf, field, text) == expected, (field, text)
+            assert bitmaps.read(Kept(path), leaf, field, text) == expected, (field, text)
         # In 20 of 200 documents: fewer than bitmaps.FEWEST, its postings are short.
-        assert bitmaps.read(path, leaf, "text", "tenth") is None
-        assert bitmaps.read(path, leaf, "text", "absent") is None
+        assert bitmaps.read(Kept(path), leaf, "text", "tenth") is None
+        assert bitmaps.read(Kept(path), leaf, "text", "absent") is None
 
 
 def test_common_terms_are_read_from_the_bitmaps_not_the_postings(
@@ -69,9 +67,8 @@ def test_common_terms_are_read_from_the_bitmaps_not_the_postings(
     expected = _answers(path)
     for file in path.glob("*" + bitmaps.SUFFIX):
         file.unlink()
-    bitmaps._tables.clear()
     assert _answers(path) == expected  # from the postings, as before
-    index.rebuild(path, (_document(number) for number in range(800)), 5, segment_size=200)
+    index.rebuild(Kept(path), (_document(number) for number in range(800)), 5, segment_size=200)
 
     def refused(leaf: object, field: str, text: str | bytes) -> list[int]:
         if text not in ("tenth", b"tenth"):
@@ -86,7 +83,7 @@ def test_the_file_leaves_with_its_segment_and_a_damaged_one_is_passed_over(
     path = _built(tmp_path)
     before = {file.name for file in path.glob("*" + bitmaps.SUFFIX)}
     expected = _answers(path)
-    index.rebuild(path, (_document(number) for number in range(800)), 5, segment_size=400)
+    index.rebuild(Kept(path), (_document(number) for number in range(800)), 5, segment_size=400)
     after = {file.name for file in path.glob("*" + bitmaps.SUFFIX)}
     assert len(after) == 2 and not before & after
     assert after == {leaf.segment().segment_id() + bitmaps.SUFFIX
@@ -94,9 +91,8 @@ def test_the_file_leaves_with_its_segment_and_a_damaged_one_is_passed_over(
     assert not list(path.glob(".*"))  # nothing staged is left behind
     for file in path.glob("*" + bitmaps.SUFFIX):
         file.write_bytes(file.read_bytes()[:40])  # cut short
-    bitmaps._tables.clear()
     leaf, _ = _leaves(path)[0]
-    assert bitmaps.read(path, leaf, "text", "common") is None
+    assert bitmaps.read(Kept(path), leaf, "text", "common") is None
     assert _answers(path) == expected
 
 
@@ -109,13 +105,11 @@ def test_a_prefix_with_one_rare_word_among_common_ones_is_not_scored(
     documents = [_document(number) for number in range(800)]
     rare = index.Document(id="SAM9999", eclass="Sample", labels=LABELS, key_text="SAM9999",
                           text=index.text_of(("SAM9999", "cobalt")))
-    index.rebuild(path, [*documents, rare], 5, segment_size=200)
+    index.rebuild(Kept(path), [*documents, rare], 5, segment_size=200)
     monkeypatch.setattr(searching, "COMMON", 50)
 
     def refused(leaf: object, field: str, text: str | bytes) -> list[int]:
         raise AssertionError(f"read the postings of {field}:{text!r}")
     monkeypatch.setattr(searching, "posting_ids", refused)
-    searching._segment_sets.clear()
-    index.forget(path)
-    hits = index.search(path, [("prefix", "co")], labels=None, eclasses=None, limit=5)
+    hits = index.search(Kept(path), [("prefix", "co")], labels=None, eclasses=None, limit=5)
     assert hits.total == 801 and {score for _, score in hits.items} == {0.0}

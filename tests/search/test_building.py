@@ -16,6 +16,7 @@ from whoosh import index as whoosh_index
 from labapp.db import transaction
 from labapp.model import Entity
 from labapp.search import index, indexer
+from labapp.search.index import Kept
 from labapp.search.index import documents as index_documents
 from tests.helpers.searching import entity_row, queued
 
@@ -37,9 +38,8 @@ def _document(number: int, word: str = "lysate") -> index.Document:
 
 
 def _answers(path: Path) -> list[tuple[list[tuple[str, float]], int]]:
-    index.forget(path)
     return [(hits.items, hits.total) for hits in
-            (index.search(path, query, labels=labels, eclasses=None, limit=50)
+            (index.search(Kept(path), query, labels=labels, eclasses=None, limit=50)
              for query in QUERIES for labels in (None, LABELS))]
 
 
@@ -50,12 +50,12 @@ def _segment_sizes(path: Path) -> list[int]:
 def test_a_rebuild_in_worker_processes_answers_as_one_process(tmp_path: Path) -> None:
     corpus = [_document(number) for number in range(40)]
     single, split = tmp_path / "single", tmp_path / "split"
-    assert index.rebuild(single, corpus, 5) == 40
-    assert index.rebuild(split, corpus, 5, segment_size=7) == 40
+    assert index.rebuild(Kept(single), corpus, 5) == 40
+    assert index.rebuild(Kept(split), corpus, 5, segment_size=7) == 40
     assert _segment_sizes(single) == [40]
     assert _segment_sizes(split) == [7, 7, 7, 7, 7, 5]
     assert _answers(split) == _answers(single)
-    assert index.document_ids(split, None) == {document.id for document in corpus}
+    assert index.document_ids(Kept(split), None) == {document.id for document in corpus}
 
 
 def test_a_drain_in_worker_processes_replaces_and_deletes_as_one_process(
@@ -65,14 +65,14 @@ def test_a_drain_in_worker_processes_replaces_and_deletes_as_one_process(
     gone = ["SAM0001", "SAM0003"]
     for folder, segment_size in (("single", 1000), ("split", 4)):
         path = tmp_path / folder
-        index.rebuild(path, corpus, 5)
-        index.write(path, lambda: (changed, gone), 5, segment_size=segment_size)
+        index.rebuild(Kept(path), corpus, 5)
+        index.write(Kept(path), lambda: (changed, gone), 5, segment_size=segment_size)
     single, split = tmp_path / "single", tmp_path / "split"
     assert _segment_sizes(split) == [30, 4, 4, 4, 3]
     assert _answers(split) == _answers(single)
-    plasmid = index.search(split, [("word", "plasmid")], labels=None, eclasses=None, limit=50)
+    plasmid = index.search(Kept(split), [("word", "plasmid")], labels=None, eclasses=None, limit=50)
     assert sorted(item for item, _ in plasmid.items) == sorted(doc.id for doc in changed)
-    lysate = index.search(split, [("word", "lysate")], labels=None, eclasses=None, limit=50)
+    lysate = index.search(Kept(split), [("word", "lysate")], labels=None, eclasses=None, limit=50)
     assert {item for item, _ in lysate.items} == {
         f"SAM{number:04d}" for number in range(30) if number % 2 and number not in (1, 3)}
 
@@ -82,34 +82,33 @@ def test_a_commit_merges_small_segments_and_keeps_big_ones(
     """A rebuild of 1,000,000 documents leaves 40 segments; Whoosh's MERGE_SMALL would merge
     26 of them in the next drain. Here segments of 4 documents count as big."""
     path = tmp_path / "index"
-    index.rebuild(path, [_document(number) for number in range(28)], 5, segment_size=4)
+    index.rebuild(Kept(path), [_document(number) for number in range(28)], 5, segment_size=4)
     big = whoosh_index.open_dir(str(path))._segments()
     monkeypatch.setattr(index_documents, "SMALL_SEGMENT", 4)
     for number in range(28, 36):  # eight one-document commits: MERGE_SMALL merges them
-        index.write(path, lambda n=number: ([_document(n)], []), 5)
+        index.write(Kept(path), lambda n=number: ([_document(n)], []), 5)
     segments = whoosh_index.open_dir(str(path))._segments()
     assert [segment.segid for segment in segments[:7]] == [segment.segid for segment in big]
     assert len(segments) < 7 + 8
-    assert len(index.document_ids(path, None)) == 36
+    assert len(index.document_ids(Kept(path), None)) == 36
 
 
 def test_the_old_index_answers_while_a_rebuild_runs(tmp_path: Path) -> None:
     path = tmp_path / "index"
-    index.rebuild(path, [_document(number) for number in range(10)], 5)
+    index.rebuild(Kept(path), [_document(number) for number in range(10)], 5)
     seen_meanwhile: list[int] = []
 
     def documents() -> Iterator[index.Document]:
         for number in range(10, 40):
             if number == 30:  # two chunks are being indexed by the workers by now
-                index.forget(path)
-                hits = index.search(path, [("word", "lysate")], labels=None, eclasses=None,
+                hits = index.search(Kept(path), [("word", "lysate")], labels=None, eclasses=None,
                                     limit=50)
                 seen_meanwhile.append(hits.total)
             yield _document(number, "plasmid")
 
-    assert index.rebuild(path, documents(), 5, segment_size=8) == 30
+    assert index.rebuild(Kept(path), documents(), 5, segment_size=8) == 30
     assert seen_meanwhile == [10]
-    after = index.search(path, [("word", "lysate")], labels=None, eclasses=None, limit=50)
+    after = index.search(Kept(path), [("word", "lysate")], labels=None, eclasses=None, limit=50)
     assert after.total == 0
 
 
@@ -138,7 +137,7 @@ def test_a_worker_frees_the_previous_segment_with_its_collector_off(tmp_path: Pa
     """A worker forked while the parent collects less never collects on its own: each
     segment must free the previous one's garbage (at a million documents the two workers
     held 9 GB each)."""
-    index.rebuild(tmp_path, [], timeout=5)
+    index.rebuild(Kept(tmp_path), [], timeout=5)
     documents = [_document(number) for number in range(300)]
     was_enabled = gc.isenabled()
     gc.disable()

@@ -7,7 +7,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from labapp.search.index import Document, rebuild, searching, write
+from labapp.search.index import Document, Kept, rebuild, searching, write
 from labapp.search.index.docsets import DocSet
 from labapp.search.index.documents import open_index
 from labapp.search.index.searching import term_bits, term_ids
@@ -37,10 +37,10 @@ def _document(number: int, words: str) -> Document:
 def test_block_reads_match_whoosh_across_segments_and_deletions(tmp_path: Path) -> None:
     path = tmp_path / "index"
     # 700 documents: the common word's posting list spans several blocks.
-    rebuild(path, [_document(n, "common" + (" rare" if n % 97 == 0 else ""))
+    rebuild(Kept(path), [_document(n, "common" + (" rare" if n % 97 == 0 else ""))
                    for n in range(700)], timeout=5)
     # A second segment: documents replaced (deleted in the first) and new ones.
-    write(path, lambda: ([_document(n, "changed") for n in range(0, 700, 3)]
+    write(Kept(path), lambda: ([_document(n, "changed") for n in range(0, 700, 3)]
                          + [_document(n, "common") for n in range(700, 900)], ["D5"]),
           timeout=5)
     with open_index(path).searcher() as searcher:
@@ -56,7 +56,8 @@ def test_block_reads_match_whoosh_across_segments_and_deletions(tmp_path: Path) 
 def test_segment_bitmaps_are_kept_across_generations_without_their_deletions(
         tmp_path: Path, monkeypatch) -> None:
     path = tmp_path / "index"
-    rebuild(path, [_document(n, "common") for n in range(600)], timeout=5)
+    kept = Kept(path)
+    rebuild(kept, [_document(n, "common") for n in range(600)], timeout=5)
     reads: list[str] = []
     posting_ids = searching.posting_ids
 
@@ -68,15 +69,15 @@ def test_segment_bitmaps_are_kept_across_generations_without_their_deletions(
     def labelled(generation: int) -> list[int]:
         with open_index(path).searcher() as searcher:
             reader = searcher.reader()
-            found = list(term_bits(reader, "labels", ["d:1"]))
+            found = list(term_bits(reader, "labels", ["d:1"], kept))
             assert found == list(searcher.postings("labels", "d:1").all_ids()), generation
-            assert list(term_bits(reader, "text", ["common", "changed"])) == sorted(
+            assert list(term_bits(reader, "text", ["common", "changed"], kept)) == sorted(
                 set(term_ids(reader, "text", "common")) | set(term_ids(reader, "text",
                                                                         "changed")))
             return found
     assert len(labelled(1)) == 600 and len(reads) == 2  # the labels, then "common"
     # A write: 100 documents replaced (deleted in the big segment) and one removed.
-    write(path, lambda: ([_document(n, "changed") for n in range(0, 600, 6)], ["D7"]),
+    write(kept, lambda: ([_document(n, "changed") for n in range(0, 600, 6)], ["D7"]),
           timeout=5)
     reads.clear()
     assert len(labelled(2)) == 599
@@ -87,8 +88,9 @@ def test_segment_bitmaps_are_kept_across_generations_without_their_deletions(
 def test_a_generation_removed_while_opening_is_opened_again(tmp_path: Path,
                                                             monkeypatch) -> None:
     path = tmp_path / "index"
-    rebuild(path, [_document(n, "common") for n in range(5)], timeout=5)
-    searching.forget(path)
+    kept = Kept(path)
+    rebuild(kept, [_document(n, "common") for n in range(5)], timeout=5)
+    searching.forget(kept)
     opened: list[int] = []
     open_index_ = searching.open_index
 
@@ -98,5 +100,5 @@ def test_a_generation_removed_while_opening_is_opened_again(tmp_path: Path,
             raise FileNotFoundError(2, "No such file or directory", "_MAIN_7.toc")
         return open_index_(folder)
     monkeypatch.setattr(searching, "open_index", racing)
-    hits = searching.search(path, [("word", "common")], labels=None, eclasses=None, limit=10)
+    hits = searching.search(kept, [("word", "common")], labels=None, eclasses=None, limit=10)
     assert hits.total == 5 and len(opened) == 2

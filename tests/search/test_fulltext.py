@@ -15,6 +15,9 @@ from tests.conftest import ApiClient
 from tests.entities.conftest import save
 from tests.search.conftest import found, search
 
+# Each test runs on every search backend of the pass (tests/search/conftest.py).
+pytestmark = pytest.mark.usefixtures("search_backend")
+
 
 @pytest.fixture
 def culture(admin: ApiClient) -> str:
@@ -90,6 +93,11 @@ def test_freetext_is_the_fulltext_search(admin: ApiClient, culture: str) -> None
     assert search(admin, "/api/query/freetext/K-12") == search(admin, "fulltext/K-12")
 
 
+# Whoosh's own paths (unscored common queries, its searcher across generations).
+WHOOSH_ONLY = pytest.mark.parametrize("search_backend", ["whoosh"], indirect=True)
+
+
+@WHOOSH_ONLY
 @pytest.mark.parametrize("term", ["cult*", "sa*", "buffer culture", "k-12", '"e. coli"',
                                   "sam00042 stain*", "yeast"])
 def test_common_queries_unscored_find_what_scored_ones_find(
@@ -104,6 +112,7 @@ def test_common_queries_unscored_find_what_scored_ones_find(
     assert {item["score"] for item in unscored["data"]} == {0.0}
 
 
+@WHOOSH_ONLY
 @pytest.mark.parametrize("common", [0, 5000])
 def test_a_replaced_document_no_longer_matches_its_old_words(
         app: Flask, admin: ApiClient, culture: str, monkeypatch: pytest.MonkeyPatch,

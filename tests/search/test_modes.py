@@ -8,6 +8,9 @@ from tests.contracts.problem import assert_problem
 from tests.entities.conftest import save
 from tests.search.conftest import found, search
 
+# Each test runs on every search backend of the pass (tests/search/conftest.py).
+pytestmark = pytest.mark.usefixtures("search_backend")
+
 
 @pytest.fixture
 def samples(admin: ApiClient) -> dict[str, str]:

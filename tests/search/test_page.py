@@ -2,10 +2,14 @@
 them in Chromium): grouping, marking, the scan jump, modes, classes and bad terms."""
 from __future__ import annotations
 
+import pytest
 from flask.testing import FlaskClient
 
 from tests.conftest import ApiClient
 from tests.entities.conftest import save
+
+# Each test runs on every search backend of the pass (tests/search/conftest.py).
+pytestmark = pytest.mark.usefixtures("search_backend")
 
 
 def test_results_are_grouped_and_marked(admin: ApiClient) -> None:

@@ -20,6 +20,7 @@ from tests.helpers.searching import entity_row, queued
 from tests.search.conftest import found
 
 
+@pytest.mark.usefixtures("search_backend")
 def test_a_rolled_back_change_queues_nothing(app: Flask) -> None:
     with app.app_context():
         with pytest.raises(RuntimeError), transaction() as session:
@@ -29,6 +30,7 @@ def test_a_rolled_back_change_queues_nothing(app: Flask) -> None:
     assert queued(app) == []
 
 
+@pytest.mark.usefixtures("search_backend")
 def test_a_core_insert_is_queued_with_it_and_drained_after_the_commit(
         app: Flask, admin: ApiClient) -> None:
     with app.app_context(), transaction() as session:
@@ -51,6 +53,7 @@ def test_queue_ids_are_never_reused_once_the_queue_empties(app: Flask) -> None:
     assert ids[1] > ids[0]
 
 
+@pytest.mark.usefixtures("search_backend")
 def test_a_rejected_batch_leaves_neither_rows_nor_documents(app: Flask,
                                                            admin: ApiClient) -> None:
     response = admin.post("/api/entity", json={"entities": [
@@ -106,3 +109,4 @@ def test_status_reports_queue_documents_size_and_last_commit(
     assert lines[1] == "worker: not running"
     assert lines[2] == f"documents: {entities}"
     assert lines[3].startswith("index size: ") and lines[4].startswith("last indexed: 20")
+    assert lines[5].startswith("backend: whoosh (index folder ")

@@ -12,11 +12,12 @@ from typing import Any
 
 import pytest
 from flask import Flask
+from whoosh import writing
 from whoosh.codec import base as codec_base
 from whoosh.codec import whoosh3
 from whoosh.filedb import structfile
 
-from labapp.search.index import Document, rebuild, whoosh_patches, write
+from labapp.search.index import Document, Kept, rebuild, whoosh_patches, write
 from labapp.search.index.documents import open_index
 from labapp.search.index.whoosh_patches import (
     ORIGINAL_CACHED_READER,
@@ -52,10 +53,10 @@ def test_unpatched_segment_names_repeat_after_a_seed(seeded: Callable[[], None])
 def test_patched_segment_names_stay_apart_after_a_seed(tmp_path: Path,
                                                        seeded: Callable[[], None]) -> None:
     path = tmp_path / "index"
-    rebuild(path, [], timeout=5)  # applies the workarounds before creating the index
+    rebuild(Kept(path), [], timeout=5)  # applies the workarounds before creating the index
     for number in range(3):
         seeded()
-        write(path, lambda number=number: ([_document(number)], []), timeout=5)
+        write(Kept(path), lambda number=number: ([_document(number)], []), timeout=5)
     index = open_index(path)
     names = [segment.segment_id() for segment in index._segments()]
     assert len(names) == len(set(names))
@@ -66,7 +67,7 @@ def test_patched_segment_names_stay_apart_after_a_seed(tmp_path: Path,
 
 def _per_document_reader(tmp_path: Path) -> Any:
     path = tmp_path / "index"
-    rebuild(path, [_document(number) for number in range(3)], timeout=5)
+    rebuild(Kept(path), [_document(number) for number in range(3)], timeout=5)
     return open_index(path).reader()._perdoc
 
 
@@ -103,7 +104,7 @@ def test_patched_a_missing_column_is_looked_for_once(tmp_path: Path) -> None:
 def test_a_segment_keeps_its_stored_fields_reader_across_generations(
         tmp_path: Path) -> None:
     path = tmp_path / "index"
-    rebuild(path, [_document(number) for number in range(20)], timeout=5)
+    rebuild(Kept(path), [_document(number) for number in range(20)], timeout=5)
 
     def stored() -> tuple[dict[str, Any], dict[str, str]]:
         with open_index(path).searcher() as searcher:
@@ -113,7 +114,7 @@ def test_a_segment_keeps_its_stored_fields_reader_across_generations(
                      searcher.all_stored_fields()}
             return readers, texts
     first, _ = stored()
-    write(path, lambda: ([Document(id="SAM00003", eclass="Sample", labels=frozenset(),
+    write(Kept(path), lambda: ([Document(id="SAM00003", eclass="Sample", labels=frozenset(),
                                    key_text="SAM00003", text="changed")], ["SAM00004"]),
           timeout=5)
     second, texts = stored()  # a new searcher: the old segment's reader is the one it had
@@ -132,11 +133,27 @@ def test_the_workarounds_are_applied_by_create_app(app: Flask) -> None:
     (whoosh3.W3PerDocReader, "_cached_reader", "W3PerDocReader._cached_reader"),
     (codec_base.Segment, "_random_id", "Segment._random_id"),
     (whoosh3.W3LeafMatcher, "_next_block", "W3LeafMatcher"),
+    (writing.SegmentWriter, "_commit_toc", "SegmentWriter"),
+    (writing.SegmentWriter, "_finalize_segment", "SegmentWriter"),
+    (writing.SegmentWriter, "_close_segment", "SegmentWriter"),
+    (writing.SegmentWriter, "_finish", "SegmentWriter"),
 ])
 def test_a_changed_internal_fails_loudly(monkeypatch: pytest.MonkeyPatch, owner: type,
                                          name: str, message: str) -> None:
     monkeypatch.delattr(owner, name)  # as a Whoosh release without it would be
     with pytest.raises(WhooshChanged, match=message):
+        whoosh_patches.check()
+
+
+def test_a_changed_segment_commit_fails_loudly(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The private writer calls that commit segments made by worker processes are checked
+    for what they do, not only that they exist."""
+    def commit(self: object, mergetype: object = None, optimize: object = None,
+               merge: object = None) -> None:
+        raise NotImplementedError  # a release that commits some other way
+
+    monkeypatch.setattr(writing.SegmentWriter, "commit", commit)
+    with pytest.raises(WhooshChanged, match="SegmentWriter.commit"):
         whoosh_patches.check()
 
 
@@ -168,7 +185,7 @@ def _common_word_postings(tmp_path: Path) -> Callable[[], Any]:
     """A factory of fresh matchers over the postings of a word of every document of a
     one-segment index of 1,000 (eight blocks of 128)."""
     path = tmp_path / "index"
-    rebuild(path, [_document(number) for number in range(1000)], timeout=5)
+    rebuild(Kept(path), [_document(number) for number in range(1000)], timeout=5)
     reader = open_index(path).reader()
     (leaf, _), = reader.leaf_readers()
     return lambda: leaf.postings("text", "patched")

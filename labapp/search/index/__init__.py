@@ -1,29 +1,40 @@
-"""The search index: the one package that knows Whoosh (a PostgreSQL full-text backend can sit
-behind the same functions later).
+"""The Whoosh search backend: the one package that knows Whoosh
+(:class:`WhooshBackend`, an implementation of :class:`labapp.search.backend.SearchBackend`).
 
-Documents (:class:`Document`) hold an entity's searchable text, its class and its access
-labels. Queries arrive already parsed (:data:`Clause`: ``("word"|"phrase"|"prefix", text)``,
-AND-ed) and are answered as ``(entity id, score)`` pairs plus a total. What keeps every
-query kind fast at 100,000 documents (bench/runs/2026-11-23-search-2.md):
+What it re-implements of Whoosh, and why. Whoosh's own reading and writing answered the
+search bench far too slowly at 10^5-10^6 documents (bench/runs/2026-11-23-search-2.md,
+bench/runs/2026-11-28-million.md), so about 1,300 lines here take over parts of it:
 
-- Text is tokenised for lab identifiers: ``SAM00042``, ``K-12``, ``pH7.4``, ``β-actin`` stay
-  whole, and their parts (``k``, ``12``, ``ph7``, ``4``) are indexed too, so both the
-  identifier and its parts are found. Case and accents are folded.
-- Phrases are matched as their adjacent word pairs (field ``pairs``), so no positions are
-  stored or read.
+- Analysis is done once in plain Python (:mod:`labapp.search.analysis`, shared with the
+  PostgreSQL backend), not through Whoosh's token pipeline: fields receive words already
+  analysed, joined by spaces. Phrases are matched as their adjacent word pairs (field
+  ``pairs``), so no positions are stored or read.
 - Prefixes: the id, name and barcode words are also indexed as edge n-grams (2-12
   characters) in field ``prefix``, so ``sam*`` is one term; words of the other text are
-  reached through at most :data:`MAX_PREFIX_TERMS` expansions.
-- Access and class filters are sets of document numbers, computed once per index generation
-  and label set (a Whoosh query filter costs ~200 ms a search), held as bitmaps
-  (:mod:`labapp.search.index.docsets`); posting lists are read a block at a time, and the
-  worker process that writes a segment also writes the bitmaps of its common terms beside
-  it (:mod:`labapp.search.index.bitmaps`), so a common word's first use reads no postings.
-- A query estimated to match more than :data:`COMMON` documents is not scored: its matches
-  are read once per index generation and the first ones in index order are returned.
-- One searcher per process and index folder, opened again when the index has changed.
+  reached through at most :data:`searching.MAX_PREFIX_TERMS` expansions.
+- Writing (:mod:`documents`): a rebuild or a large drain writes segments in worker
+  processes and commits them together through Whoosh's private writer calls
+  (``SegmentWriter._finalize_segment``, ``_close_segment``, ``_commit_toc``, ``_finish``);
+  replaced documents are found by each segment's id range (:mod:`deleting`), not by
+  Whoosh's ``delete_by_term`` (94 s for a drain of 50,000 at a million documents).
+- Reading (:mod:`searching`): access and class filters are sets of document numbers,
+  computed once per index generation and label set (a Whoosh query filter costs ~200 ms a
+  search), held as bitmaps (:mod:`docsets`); posting lists are read a block at a time
+  through ``W3LeafMatcher``'s private attributes, and the worker process that writes a
+  segment also writes the bitmaps of its common terms beside it (:mod:`bitmaps`). A query
+  estimated to match more than :data:`searching.COMMON` documents is not scored.
+- Five private methods of Whoosh are replaced (:mod:`whoosh_patches`), for a repeated
+  segment name, file-system calls per posting, copies of mapped files and slow skipping.
+  whoosh-reloaded is pinned to the exact version these were checked against, and
+  :func:`whoosh_patches.check` refuses to start when any private method or attribute used
+  here (patched or called) is no longer what it was.
+
+What a serving process keeps across index generations (the searcher, sets, bitmaps, id
+ranges) lives in the backend's instance (:class:`kept.Kept`), not in module globals; only
+the stored-fields readers of :mod:`whoosh_patches` are kept per process, as the patch that
+keeps them is installed in Whoosh itself.
 """
-from labapp.search.index.documents import (
+from labapp.search.analysis import (
     PHRASE,
     PREFIX,
     WORD,
@@ -33,13 +44,14 @@ from labapp.search.index.documents import (
     IndexBusy,
     IndexUnavailable,
     analyse,
-    exists,
-    rebuild,
     text_of,
-    write,
 )
+from labapp.search.index.documents import exists, rebuild, write
+from labapp.search.index.kept import Kept
 from labapp.search.index.searching import build_query, check, document_ids, forget, search, stats
+from labapp.search.index.whoosh_backend import WhooshBackend
 
 __all__ = ["PHRASE", "PREFIX", "WORD", "Clause", "Document", "Hits", "IndexBusy",
-           "IndexUnavailable", "analyse", "build_query", "check", "document_ids", "exists",
-           "forget", "rebuild", "search", "stats", "text_of", "write"]
+           "IndexUnavailable", "Kept", "WhooshBackend", "analyse", "build_query", "check",
+           "document_ids", "exists", "forget", "rebuild", "search", "stats", "text_of",
+           "write"]

@@ -15,8 +15,6 @@ from __future__ import annotations
 import json
 import os
 import struct
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,6 +25,7 @@ from whoosh.matching.wrappers import FilterMatcher
 from whoosh.reading import SegmentReader
 
 from labapp.search.index.docsets import DocSet
+from labapp.search.index.kept import Kept
 
 SUFFIX = ".bits"
 MAGIC = b"labapp bits 1\n"
@@ -94,15 +93,12 @@ class _Table:
     offsets: dict[tuple[str, str], int]
 
 
-_tables: OrderedDict[str, _Table | None] = OrderedDict()
-_lock = threading.Lock()
-
-
-def read(folder: Path, leaf: Any, field: str, text: str | bytes) -> int | None:
-    """The bitmap of ``text`` in ``field`` of the segment of ``leaf`` in the index in
-    ``folder``, deleted documents included, from the segment's file; None when the file
-    has none (the term is not common there, or the segment has no file)."""
-    table = _table(folder, leaf.segment())
+def read(kept: Kept, leaf: Any, field: str, text: str | bytes) -> int | None:
+    """The bitmap of ``text`` in ``field`` of the segment of ``leaf`` in the index of
+    ``kept`` (whose table of each segment's bitmaps it keeps), deleted documents included,
+    from the segment's file; None when the file has none (the term is not common there, or
+    the segment has no file)."""
+    table = _table(kept, leaf.segment())
     term = text.decode() if isinstance(text, bytes) else text
     offset = None if table is None else table.offsets.get((field, term))
     if table is None or offset is None:
@@ -116,17 +112,18 @@ def read(folder: Path, leaf: Any, field: str, text: str | bytes) -> int | None:
     return int.from_bytes(data, "little") if len(data) == table.width else None
 
 
-def _table(folder: Path, segment: Any) -> _Table | None:
+def _table(kept: Kept, segment: Any) -> _Table | None:
     key = segment.segment_id()
-    with _lock:
-        if key in _tables:
-            _tables.move_to_end(key)
-            return _tables[key]
-    table = _read_table(folder / (key + SUFFIX), segment.doc_count_all())
-    with _lock:
-        _tables[key] = table
-        if len(_tables) > _KEPT:
-            _tables.popitem(last=False)
+    with kept.tables_lock:
+        if key in kept.tables:
+            kept.tables.move_to_end(key)
+            found: _Table | None = kept.tables[key]
+            return found
+    table = _read_table(kept.path / (key + SUFFIX), segment.doc_count_all())
+    with kept.tables_lock:
+        kept.tables[key] = table
+        if len(kept.tables) > _KEPT:
+            kept.tables.popitem(last=False)
     return table
 
 

@@ -10,38 +10,37 @@ them.
 """
 from __future__ import annotations
 
-import threading
 from bisect import bisect_left, bisect_right
-from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from typing import Any
+
+from labapp.search.index.kept import Kept
 
 ID = "id"
 # Reading a segment's next id in order costs about half of looking one up.
 _SCAN_COST, _LOOKUP_COST = 1, 2
-_KEPT_RANGES = 1024  # segments whose id range this process keeps (segments never change)
-_ranges: OrderedDict[str, tuple[bytes, bytes] | None] = OrderedDict()
-_lock = threading.Lock()
+_KEPT_RANGES = 1024  # segments whose id range a backend keeps (segments never change)
 
 
-def delete_ids(writer: Any, ids: Iterable[str]) -> int:
+def delete_ids(writer: Any, ids: Iterable[str], kept: Kept) -> int:
     """Mark every document of ``ids`` deleted in the segments ``writer`` holds (its own new
-    documents are not among them); return how many documents were marked."""
+    documents are not among them); return how many documents were marked. ``kept``: the
+    backend's caches, where each segment's id range is kept."""
     wanted = sorted({entity_id.encode() for entity_id in ids})
     if not wanted:
         return 0
     marked = 0
     for leaf, base in writer.searcher().reader().leaf_readers():
-        for docnum in _docnums(leaf, wanted):
+        for docnum in _docnums(leaf, wanted, kept):
             writer.delete_document(base + docnum)
             marked += 1
     return marked
 
 
-def _docnums(leaf: Any, wanted: list[bytes]) -> Iterator[int]:
+def _docnums(leaf: Any, wanted: list[bytes], kept: Kept) -> Iterator[int]:
     """The segment-local numbers of the documents of ``leaf`` whose id is in ``wanted``
     (sorted)."""
-    bounds = _id_range(leaf) if leaf.doc_count_all() else None  # an empty index
+    bounds = _id_range(leaf, kept) if leaf.doc_count_all() else None  # an empty index
     if bounds is None:
         return
     start, end = bisect_left(wanted, bounds[0]), bisect_right(wanted, bounds[1])
@@ -70,19 +69,19 @@ def _term_docnums(leaf: Any, text: bytes, info: Any) -> Iterator[int]:
         yield from leaf.postings(ID, text).all_ids()
 
 
-def _id_range(leaf: Any) -> tuple[bytes, bytes] | None:
+def _id_range(leaf: Any, kept: Kept) -> tuple[bytes, bytes] | None:
     """The lowest and highest id term of the segment of ``leaf`` (None: it has none), kept
-    for the process by segment id."""
+    in ``kept`` by segment id."""
     key = leaf.segment().segment_id()
-    with _lock:
-        if key in _ranges:
-            _ranges.move_to_end(key)
-            return _ranges[key]
+    with kept.ranges_lock:
+        if key in kept.ranges:
+            kept.ranges.move_to_end(key)
+            return kept.ranges[key]
     found = _read_range(leaf)
-    with _lock:
-        _ranges[key] = found
-        if len(_ranges) > _KEPT_RANGES:
-            _ranges.popitem(last=False)  # the least recently used
+    with kept.ranges_lock:
+        kept.ranges[key] = found
+        if len(kept.ranges) > _KEPT_RANGES:
+            kept.ranges.popitem(last=False)  # the least recently used
     return found
 
 

@@ -1,17 +1,16 @@
-"""Documents of the search index: the schema, lab-friendly analysis and the writer."""
+"""Documents of the Whoosh index: the schema and the writer (the analysis is
+:mod:`labapp.search.analysis`, shared with the PostgreSQL backend)."""
 from __future__ import annotations
 
 import gc
 import itertools
 import multiprocessing
 import os
-import re
 import shutil
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,16 +18,13 @@ from whoosh import index as whoosh_index
 from whoosh.analysis import SpaceSeparatedTokenizer
 from whoosh.codec.whoosh3 import W3Codec
 from whoosh.fields import ID, KEYWORD, TEXT, Schema
-from whoosh.support.charset import accent_map
 from whoosh.writing import CLEAR, MERGE_SMALL, SegmentWriter
 
+from labapp.search.analysis import Document, IndexBusy, IndexUnavailable, words_of
 from labapp.search.index import bitmaps, whoosh_patches
 from labapp.search.index.deleting import delete_ids
+from labapp.search.index.kept import Kept
 
-Clause = tuple[str, str]  # ("word" | "phrase" | "prefix", text)
-WORD, PHRASE, PREFIX = "word", "phrase", "prefix"
-
-PREFIX_MIN, PREFIX_MAX = 2, 12
 # A rebuild of more than SEGMENT_DOCUMENTS documents runs in PROCESSES worker processes, one
 # segment per SEGMENT_DOCUMENTS; each segment's postings are sorted in memory below LIMIT_MB
 # (Whoosh's estimate; beyond it they are pickled to disk and merged back, a third of the
@@ -44,28 +40,10 @@ SMALL_SEGMENT = 5_000
 # blocks hold a posting or two, which Whoosh compresses whatever their size) and reading
 # them back decompressed each; the index is 10-30% larger for it.
 CODEC = W3Codec(compression=0)
-# Identifiers: word characters joined by - . : / + (K-12, pH7.4, E.coli, 10/20, β-actin).
-_TOKEN = r"\w+(?:[-.:/+]\w+)*"
-_PART = r"[-.:/+]"
-
-
-class IndexUnavailable(Exception):
-    """The index folder is missing or cannot be read; run ``flask --app labapp search
-    rebuild``."""
-
-
-class IndexBusy(Exception):
-    """Another process held the index's write lock for longer than the timeout."""
-
-
-_WORD = re.compile(_TOKEN)
-_PARTS = re.compile(_PART)
 # The text and prefix fields receive words already analysed here, joined by spaces: one pass
 # of plain Python per document instead of Whoosh's token pipeline (and a second one for the
 # pairs), which cost most of the indexing time.
 _SPACED = SpaceSeparatedTokenizer()
-_PAIR = "\u00a0"  # joins the two words of a pair; the pairs field splits on spaces only
-PART = "\x1f"  # separates the parts of a document's text (the unit separator)
 SCHEMA = Schema(
     id=ID(stored=True, unique=True),
     eclass=ID(),
@@ -76,61 +54,6 @@ SCHEMA = Schema(
 )
 # Prefix matches only select documents; the words of the text field score them.
 SCHEMA["prefix"].scorable = False
-
-
-def analyse(text: str) -> list[str]:
-    """The words of ``text`` as searched: identifiers (``k-12``, ``ph7.4``) whole, lower
-    case, accents folded (Whoosh's ``accent_map``)."""
-    words = (word.lower().translate(accent_map) for word in _WORD.findall(text))
-    return [word for word in words if word]
-
-
-def _with_parts(words: list[str]) -> list[str]:
-    """The indexed words: each identifier, then its parts (``k-12``, ``k``, ``12``)."""
-    indexed = []
-    for word in words:
-        indexed.append(word)
-        parts = [part for part in _PARTS.split(word) if part]
-        if len(parts) > 1:
-            indexed.extend(parts)
-    return indexed
-
-
-def _edges(words: list[str]) -> list[str]:
-    """The edge n-grams (:data:`PREFIX_MIN`-:data:`PREFIX_MAX` characters) of ``words``,
-    each shorter than its word. The whole word needs none: a prefix query also expands its
-    stem in the text field, where the word itself comes first (:mod:`searching`). Ids,
-    barcodes and numbers are words of their own, so their whole-word n-grams were a third
-    of the terms a drain wrote, and each term costs a posting block."""
-    return [word[:size] for word in words
-            for size in range(PREFIX_MIN, min(PREFIX_MAX + 1, len(word)))]
-
-
-def text_of(values: Iterable[Any]) -> str:
-    """One searchable text of ``values`` (an entity's id, name, description, attribute
-    values...), each kept a part of its own: phrases match within a part, not across two."""
-    return PART.join(str(value) for value in values if value not in (None, ""))
-
-
-@dataclass(frozen=True)
-class Document:
-    """What the index holds of one entity. ``key_text`` (id, name, barcode) is also
-    indexed for prefixes; ``text`` is everything searchable, ``key_text`` included, its
-    parts joined by :data:`PART` (:func:`text_of`)."""
-
-    id: str
-    eclass: str
-    labels: frozenset[str]
-    key_text: str
-    text: str
-
-
-@dataclass(frozen=True)
-class Hits:
-    """Matches of one query: the best ``(id, score)`` pairs and how many matched."""
-
-    items: list[tuple[str, float]]
-    total: int
 
 
 def exists(path: Path) -> bool:
@@ -153,20 +76,15 @@ def open_index(path: Path) -> whoosh_index.Index:
         raise IndexUnavailable(f"The search index cannot be read: {error}") from error
 
 
-def word_pairs(words: list[str]) -> list[str]:
-    return [f"{first}{_PAIR}{second}" for first, second in zip(words, words[1:], strict=False)]
-
-
 def _fields(document: Document) -> dict[str, str]:
-    parts = [analyse(part) for part in document.text.split(PART)]
+    words = words_of(document)
     return {"id": document.id, "eclass": document.eclass,
             "labels": " ".join(sorted(document.labels)),
-            "text": " ".join(_with_parts([word for words in parts for word in words])),
-            "prefix": " ".join(_edges(_with_parts(analyse(document.key_text)))),
-            "pairs": " ".join(pair for words in parts for pair in word_pairs(words))}
+            "text": " ".join(words.text), "prefix": " ".join(words.prefixes),
+            "pairs": " ".join(words.pairs)}
 
 
-def write(path: Path, produce: Callable[[], tuple[Iterable[Document], Iterable[str]]],
+def write(kept: Kept, produce: Callable[[], tuple[Iterable[Document], Iterable[str]]],
           timeout: float, segment_size: int = DRAIN_SEGMENT_DOCUMENTS) -> None:
     """Take the write lock (waiting up to ``timeout`` seconds for another worker, then
     :class:`IndexBusy`), call ``produce`` for the documents to replace and the ids to
@@ -177,6 +95,7 @@ def write(path: Path, produce: Callable[[], tuple[Iterable[Document], Iterable[s
     ``segment_size`` (:func:`rebuild`). The commit merges only small segments
     (:func:`_merge_small_only`), so it never rewrites the big ones a rebuild made.
     """
+    path = kept.path
     index = open_index(path)
     try:
         writer = index.writer(timeout=timeout, limitmb=LIMIT_MB, codec=CODEC)
@@ -189,7 +108,7 @@ def write(path: Path, produce: Callable[[], tuple[Iterable[Document], Iterable[s
             # of ids, which replacing them later looks up (:mod:`deleting`).
             documents = sorted(produced, key=lambda document: document.id)
             deleted = list(gone)
-            delete_ids(writer, itertools.chain(deleted, (item.id for item in documents)))
+            delete_ids(writer, itertools.chain(deleted, (item.id for item in documents)), kept)
             if len(documents) > segment_size:
                 segments = _segments(path, _chunks(documents, segment_size, None))
             else:
@@ -242,7 +161,7 @@ def _commit(writer: Any, **options: Any) -> None:
         raise IndexUnavailable(f"The search index could not be written: {error}") from error
 
 
-def rebuild(path: Path, documents: Iterable[Document], timeout: float,
+def rebuild(kept: Kept, documents: Iterable[Document], timeout: float,
             progress: Callable[[int], None] | None = None,
             segment_size: int | None = None) -> int:
     """Replace the whole index by ``documents``; return how many were written.
@@ -255,6 +174,7 @@ def rebuild(path: Path, documents: Iterable[Document], timeout: float,
     order of ``documents`` (so document numbers follow it, as in one segment).
     """
     segment_size = segment_size or SEGMENT_DOCUMENTS
+    path = kept.path
     try:
         index = open_index(path)
     except IndexUnavailable:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import operator
-import threading
 from collections import OrderedDict, defaultdict
 from collections.abc import Callable, Iterable
 from itertools import islice
@@ -15,20 +14,12 @@ from whoosh import query as wq
 from whoosh.codec.whoosh3 import W3LeafMatcher
 from whoosh.matching.wrappers import FilterMatcher
 
+from labapp.search.analysis import PREFIX, Clause, Hits, IndexUnavailable, terms_of
 from labapp.search.index import bitmaps
 from labapp.search.index.bitmaps import block_ids, posting_ids
 from labapp.search.index.docsets import DocSet
-from labapp.search.index.documents import (
-    PREFIX,
-    PREFIX_MAX,
-    PREFIX_MIN,
-    Clause,
-    Hits,
-    IndexUnavailable,
-    analyse,
-    open_index,
-    word_pairs,
-)
+from labapp.search.index.documents import open_index
+from labapp.search.index.kept import Kept
 
 MAX_PREFIX_TERMS = 64  # expansions of a prefix outside the edge n-gram field
 COMMON = 5000  # a query matching more documents than this is not scored
@@ -37,24 +28,19 @@ _OPEN_ATTEMPTS = 3  # opening a searcher again when a commit removed its generat
 _SEGMENT_SETS = 4096  # segment bitmaps kept across generations (a bit per document each)
 
 class _Cached:
-    """The process's searcher of one index folder, with the sets computed on it (the
-    :data:`_CACHED_SETS` most recently used)."""
+    """A backend's searcher of its index's latest generation, with the sets computed on it
+    (the :data:`_CACHED_SETS` most recently used)."""
 
-    def __init__(self, searcher: Any, path: Path) -> None:
+    def __init__(self, searcher: Any, kept: Kept) -> None:
         self.searcher = searcher
-        self.path = path
+        self.kept = kept
         self.sets: OrderedDict[object, DocSet] = OrderedDict()
         self.size = searcher.reader().doc_count_all()
 
 
-_cache: dict[Path, _Cached] = {}
-_segment_sets: OrderedDict[tuple[str, str, str], int] = OrderedDict()
-_lock = threading.Lock()
-
-
-def _current(path: Path) -> _Cached:
-    with _lock:
-        cached = _cache.get(path)
+def _current(kept: Kept) -> _Cached:
+    with kept.lock:
+        cached: _Cached | None = kept.searcher
         if cached is not None:
             try:
                 if cached.searcher.up_to_date():
@@ -65,8 +51,8 @@ def _current(path: Path) -> _Cached:
         # unchanged segments with their old deletions, so a replaced document's old version
         # kept matching its old words. The old searcher is left to the garbage collector
         # (a request of another thread may still be reading it).
-        fresh = _Cached(_open_searcher(path), path)
-        _cache[path] = fresh
+        fresh = _Cached(_open_searcher(kept.path), kept)
+        kept.searcher = fresh
         return fresh
 
 
@@ -86,19 +72,20 @@ def _open_searcher(path: Path) -> Any:
             attempt += 1
 
 
-def _searcher(path: Path) -> Any:
+def _searcher(kept: Kept) -> Any:
     try:
-        return _current(path).searcher
+        return _current(kept).searcher
     except IndexUnavailable:
         raise
     except Exception as error:
         raise IndexUnavailable(f"The search index cannot be read: {error}") from error
 
 
-def forget(path: Path) -> None:
-    """Drop this process's searcher of ``path`` (after the folder was replaced)."""
-    with _lock:
-        cached = _cache.pop(path, None)
+def forget(kept: Kept) -> None:
+    """Drop the backend's searcher and caches (after the folder was replaced)."""
+    with kept.lock:
+        cached, kept.searcher = kept.searcher, None
+    kept.clear()
     if cached is not None:
         cached.searcher.close()
 
@@ -114,42 +101,45 @@ def _docnums(cached: _Cached, key: object, make: Callable[[], DocSet]) -> DocSet
     return found
 
 
-def _segment_bits(leaf: Any, field: str, text: str | bytes, folder: Path | None) -> int:
+def _segment_bits(leaf: Any, field: str, text: str | bytes, kept: Kept | None) -> int:
     """The documents of ``leaf`` holding ``text`` in ``field`` (deleted ones included) as a
     bitmap, kept for the process across index generations: a segment's postings never
     change (deletions are kept beside them), and a write adds a small segment to dozens of
-    unchanged ones. Read from the segment's file of bitmaps (:mod:`bitmaps`, the index in
-    ``folder``) when it has the term, else from its postings. Reading a reader's labels
-    anew in each generation took 0.9 s at a million documents."""
+    unchanged ones. Read from the segment's file of bitmaps (:mod:`bitmaps`) when it has
+    the term, else from its postings. Reading a reader's labels anew in each generation took
+    0.9 s at a million documents. Without ``kept`` (the backend's caches) nothing is kept
+    and no file of bitmaps read."""
+    if kept is None:
+        return DocSet.of(posting_ids(leaf, field, text), leaf.doc_count_all()).bits
     key = (leaf.segment().segment_id(), field,
            text.decode() if isinstance(text, bytes) else text)  # expansions are bytes
-    with _lock:
-        found = _segment_sets.get(key)
+    with kept.lock:
+        found = kept.segment_sets.get(key)
         if found is not None:
-            _segment_sets.move_to_end(key)
+            kept.segment_sets.move_to_end(key)
             return found
-    bits = None if folder is None else bitmaps.read(folder, leaf, field, text)
+    bits = bitmaps.read(kept, leaf, field, text)
     if bits is None:
         bits = DocSet.of(posting_ids(leaf, field, text), leaf.doc_count_all()).bits
-    with _lock:
-        _segment_sets[key] = bits
-        if len(_segment_sets) > _SEGMENT_SETS:
-            _segment_sets.popitem(last=False)  # the least recently used
+    with kept.lock:
+        kept.segment_sets[key] = bits
+        if len(kept.segment_sets) > _SEGMENT_SETS:
+            kept.segment_sets.popitem(last=False)  # the least recently used
     return bits
 
 
 def term_bits(reader: Any, field: str, values: Iterable[str],
-              folder: Path | None = None) -> DocSet:
+              kept: Kept | None = None) -> DocSet:
     """The live documents holding any of ``values`` in ``field``, from the segments' kept
-    bitmaps (:func:`_segment_bits`; ``folder``: the index's, for the segments' files of
-    bitmaps), united per segment, then each without its deleted documents, at its base."""
+    bitmaps (:func:`_segment_bits`; ``kept``: the backend's caches), united per segment,
+    then each without its deleted documents, at its base."""
     wanted = list(values)
     bits = 0
     for leaf, base in reader.leaf_readers():
         found = 0
         for value in wanted:
             if (field, value) in leaf:
-                found |= _segment_bits(leaf, field, value, folder)
+                found |= _segment_bits(leaf, field, value, kept)
         deleted = leaf.deleted_docs_set if found else None
         if deleted:
             found &= ~DocSet.of(deleted, leaf.doc_count_all()).bits
@@ -175,7 +165,7 @@ def term_ids(reader: Any, field: str, text: str) -> list[int]:
 
 
 def _term_docs(cached: _Cached, field: str, values: Iterable[str]) -> DocSet:
-    return term_bits(cached.searcher.reader(), field, values, cached.path)
+    return term_bits(cached.searcher.reader(), field, values, cached.kept)
 
 
 def _allowed(cached: _Cached, labels: frozenset[str] | None,
@@ -193,30 +183,26 @@ def _allowed(cached: _Cached, labels: frozenset[str] | None,
     return allowed
 
 
-def _prefix_query(reader: Any, text: str) -> wq.Query:
-    folded = analyse(text)
-    if not folded:
-        return wq.NullQuery
-    stem = folded[0] if len(folded) == 1 else " ".join(folded)
+def _prefix_query(reader: Any, stem: str, ngram: bool) -> wq.Query:
     expansions = [wq.Term("text", term) for term in
                   islice(reader.expand_prefix("text", stem), MAX_PREFIX_TERMS)]
-    if PREFIX_MIN <= len(stem) <= PREFIX_MAX:
+    if ngram:
         expansions.append(wq.Term("prefix", stem))
     return wq.Or(expansions) if expansions else wq.NullQuery
 
 
 def _clause_query(reader: Any, kind: str, text: str) -> wq.Query:
-    if kind == PREFIX:
-        return _prefix_query(reader, text)
-    words = analyse(text)
-    if not words:
+    terms = terms_of(kind, text)
+    if terms.nothing:
         return wq.NullQuery
-    if len(words) == 1:
-        return wq.Term("text", words[0])
+    if kind == PREFIX and terms.stem is not None:
+        return _prefix_query(reader, terms.stem, terms.ngram)
+    if terms.word is not None:
+        return wq.Term("text", terms.word)
     # A phrase is each of its adjacent word pairs (exact for two words; longer phrases whose
     # pairs all occur elsewhere in the text also match): no positions to read, which costs
     # ~70 µs a candidate document when the phrase holds common words. The pairs score it.
-    return wq.And([wq.Term("pairs", pair) for pair in word_pairs(words)])
+    return wq.And([wq.Term("pairs", pair) for pair in terms.pairs])
 
 
 def build_query(reader: Any, clauses: Iterable[Clause]) -> wq.Query:
@@ -227,12 +213,12 @@ def build_query(reader: Any, clauses: Iterable[Clause]) -> wq.Query:
     return parts[0] if len(parts) == 1 else wq.And(parts)
 
 
-def search(path: Path, clauses: list[Clause], *, labels: frozenset[str] | None,
+def search(kept: Kept, clauses: list[Clause], *, labels: frozenset[str] | None,
            eclasses: frozenset[str] | None, limit: int) -> Hits:
     """The best ``limit`` documents matching every clause among those a caller holding
     ``labels`` may see (None: all), of ``eclasses`` (None: all), best first."""
     try:
-        cached = _current(path)
+        cached = _current(kept)
     except IndexUnavailable:
         raise
     except Exception as error:
@@ -259,10 +245,10 @@ def search(path: Path, clauses: list[Clause], *, labels: frozenset[str] | None,
     return Hits(items, len(results))
 
 
-def document_ids(path: Path, labels: frozenset[str] | None) -> set[str]:
+def document_ids(kept: Kept, labels: frozenset[str] | None) -> set[str]:
     """The entity ids of every document a caller holding ``labels`` (None: all) may see
     (to check the index against the database)."""
-    cached = _current(path)
+    cached = _current(kept)
     allowed = _allowed(cached, labels, None)
     searcher = cached.searcher
     docnums = allowed if allowed is not None else searcher.reader().all_doc_ids()
@@ -293,7 +279,7 @@ def _term_set(cached: _Cached, field: str, text: str) -> DocSet:
     if reader.doc_frequency(field, text) < COMMON:
         return DocSet.of(term_ids(reader, field, text), cached.size)
     return _docnums(cached, ("term", field, text),
-                    lambda: term_bits(reader, field, [text], cached.path))
+                    lambda: term_bits(reader, field, [text], cached.kept))
 
 
 def _any_term(cached: _Cached, terms: list[tuple[str, str]]) -> DocSet:
@@ -312,7 +298,7 @@ def _any_term(cached: _Cached, terms: list[tuple[str, str]]) -> DocSet:
             rare.extend(term_ids(reader, field, text))
     found = DocSet.of(rare, cached.size)
     for field, values in common.items():
-        found |= term_bits(reader, field, values, cached.path)
+        found |= term_bits(reader, field, values, cached.kept)
     return found
 
 
@@ -328,13 +314,13 @@ def _unscored(cached: _Cached, query: wq.Query, allowed: DocSet | None,
     return Hits(items, len(visible))
 
 
-def check(path: Path) -> None:
+def check(kept: Kept) -> None:
     """Raise :class:`IndexUnavailable` unless the index opens and its searcher works."""
-    _searcher(path)
+    _searcher(kept)
 
 
-def stats(path: Path) -> dict[str, int]:
+def stats(kept: Kept) -> dict[str, int]:
     """``documents`` in the index and its ``bytes`` on disk."""
-    searcher = _searcher(path)
-    size = sum(item.stat().st_size for item in path.iterdir() if item.is_file())
+    searcher = _searcher(kept)
+    size = sum(item.stat().st_size for item in kept.path.iterdir() if item.is_file())
     return {"documents": searcher.doc_count(), "bytes": size}

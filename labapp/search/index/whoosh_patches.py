@@ -1,4 +1,5 @@
-"""The workarounds this index needs in Whoosh (whoosh-reloaded 2.7.5), in one place.
+"""The workarounds this index needs in Whoosh (whoosh-reloaded 2.7.5, pinned exactly in
+pyproject.toml), in one place.
 
 Each replaces one private method of Whoosh, so each first checks that the method is still
 there and still does what the workaround assumes; :func:`apply` (called by
@@ -33,7 +34,10 @@ longer what it was. Nothing is patched at import time.
   in one call instead of ~20 ``readinto`` calls.)
 
 :func:`labapp.search.index.bitmaps.block_ids` reads a block of posting ids at a time
-through ``W3LeafMatcher``'s private attributes; :func:`check` covers those too.
+through ``W3LeafMatcher``'s private attributes, and :mod:`labapp.search.index.documents`
+commits segments made by worker processes through ``SegmentWriter``'s private calls
+(``_finalize_segment``, ``_close_segment``, ``_commit_toc``, ``_finish``, its ``segments``
+and the ``_lk`` argument): :func:`check` covers those too.
 tests/search/test_whoosh_patches.py shows each unpatched behaviour is still wrong or slow.
 """
 from __future__ import annotations
@@ -47,6 +51,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
+from whoosh import writing
 from whoosh.codec import base as codec_base
 from whoosh.codec import whoosh3
 from whoosh.filedb import structfile
@@ -231,6 +236,29 @@ def check() -> None:
              and all(f"self.{name}" in buffer_file
                      for name in ("_buf", "_name", "onclose", "is_real", "is_closed")),
              "BufferFile.__init__ no longer wraps its buffer in BytesIO with these attributes")
+    _check_writer()
+
+
+def _check_writer() -> None:
+    """The private calls of ``SegmentWriter`` that commit segments made elsewhere
+    (:func:`labapp.search.index.documents._commit_segments` and ``_segment_of``)."""
+    writer = writing.SegmentWriter
+    _require(all(callable(getattr(writer, name, None)) for name in (
+                 "_finalize_segment", "_close_segment", "_commit_toc", "_finish"))
+             and "_lk" in inspect.signature(writer.__init__).parameters,
+             "SegmentWriter no longer has _finalize_segment, _close_segment, _commit_toc, "
+             "_finish and the _lk argument")
+    finalize = _source(writer._finalize_segment)
+    _require(all(call in finalize for call in (
+                 "self._flush_segment()", "self._close_segment()", "return self.get_segment()")),
+             "SegmentWriter._finalize_segment no longer flushes, closes and returns its segment")
+    commit = _source(writer.commit)
+    _require(all(call in commit for call in (
+                 "self._close_segment()", "self._commit_toc(finalsegments)", "self._finish()"))
+             and "self.segments = " in _source(writer.__init__)
+             and list(inspect.signature(writer._commit_toc).parameters) == ["self", "segments"],
+             "SegmentWriter.commit no longer closes its segment, writes the table of contents "
+             "of a list of segments and finishes; or it no longer keeps them in segments")
 
 
 _applied = [False]

@@ -1,0 +1,212 @@
+"""The PostgreSQL backend of :class:`labapp.search.backend.SearchBackend`: a table of the
+database (``search_document``, migration ``9d4b6e2f8a13``), one row per entity, written in
+the transaction of each change. The one module that speaks PostgreSQL's full text.
+
+A row holds the entity's class, its access labels (``varchar[]``, GIN-indexed) and a
+``tsvector`` of the words labapp's analyser makes of it
+(:func:`labapp.search.analysis.words_of`: identifiers whole and their parts, and adjacent
+word pairs), given as quoted lexemes with their positions so PostgreSQL's own parser and
+dictionaries never touch them: the words are the ones the Whoosh backend indexes, and a
+query asks for the same words (:func:`labapp.search.analysis.terms_of`), so both backends
+find the same documents. Queries are ``tsquery`` values built from quoted lexemes: a word,
+the pairs of a phrase AND-ed, a prefix as ``'stem':*``.
+
+The edge n-grams Whoosh keeps for prefixes are not stored: the GIN index finds the words
+starting with a stem itself, and Whoosh's n-grams only stood in for its slow expansion of a
+prefix (and for its cap of 64 expansions, which this backend does not have). Hits are
+ranked by ``ts_rank`` (id, name and barcode words weigh most); the order may differ from
+Whoosh's, the hits do not.
+
+Nothing is kept in the process: every search reads the current transaction's snapshot, so
+a change is found by the next request on any host as soon as it commits.
+"""
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import psycopg
+from sqlalchemy import String, bindparam, column, delete, func, select, table, text
+from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy.exc import DBAPIError
+
+from labapp.db import db
+from labapp.search.analysis import (
+    Clause,
+    Document,
+    Hits,
+    IndexUnavailable,
+    analyse,
+    terms_of,
+    with_parts,
+    words_of,
+)
+from labapp.search.backend import Produce, Progress, Status
+
+TABLE = "search_document"
+_documents = table(TABLE, column("entity_id", String), column("eclass", String),
+                   column("labels", ARRAY(String)))
+# PostgreSQL refuses a lexeme of 2,046 bytes or more; a search term has at most 256
+# characters, so longer words could never be asked for anyway.
+_LEXEME_BYTES = 2046
+_POSITIONS = 8  # positions kept per word: enough for ts_rank to count repeats
+# A tsvector holds at most 1 MB: the words of a longer text (a note of megabytes) beyond
+# about half of that are left out, rather than failing the change that wrote them.
+_VECTOR_BYTES = 512 * 1024
+_ENTRY_BYTES = 8  # a lexeme's entry and alignment, roughly
+_MAX_POSITION = 16383  # PostgreSQL's largest
+_CHUNK = 1000  # documents per statement
+_UPSERT = text(
+    f"INSERT INTO {TABLE} (entity_id, eclass, labels, words) VALUES "
+    "(:entity_id, :eclass, CAST(:labels AS varchar[]), CAST(:vector AS tsvector)) "
+    "ON CONFLICT (entity_id) DO UPDATE SET eclass = excluded.eclass, "
+    "labels = excluded.labels, words = excluded.words")
+
+
+def vector(document: Document) -> str:
+    """``document``'s ``tsvector`` as text: each of its text words and word pairs, quoted
+    (taken as they are, never parsed again), with the positions it has in them (up to
+    :data:`_POSITIONS`); the id, name and barcode words, which come first, weigh ``A``, so
+    ``ts_rank`` puts a match there before one in other text. New words stop at about
+    :data:`_VECTOR_BYTES` (PostgreSQL's limit is 1 MB)."""
+    words = words_of(document)
+    keys = len(with_parts(analyse(document.key_text)))
+    positions: dict[str, list[str]] = {}
+    size = 0
+    for position, word in enumerate(itertools.chain(words.text, words.pairs), start=1):
+        kept = positions.get(word)
+        if kept is None:
+            length = len(word.encode())
+            if length >= _LEXEME_BYTES or size + length > _VECTOR_BYTES:
+                continue
+            kept = positions[word] = []
+            size += length + _ENTRY_BYTES
+        if len(kept) < _POSITIONS:
+            kept.append(f"{min(position, _MAX_POSITION)}{'A' if position <= keys else ''}")
+            size += 2
+    return " ".join(f"{_quoted(word)}:{','.join(found)}" for word, found in positions.items())
+
+
+def _quoted(lexeme: str) -> str:
+    """``lexeme`` as a quoted ``tsquery`` operand (taken as it is, never normalised)."""
+    return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+def tsquery(clauses: Iterable[Clause]) -> str | None:
+    """The ``tsquery`` text of AND-ed clauses; None when one of them matches nothing (or
+    there are none)."""
+    parts = []
+    for kind, clause_text in clauses:
+        terms = terms_of(kind, clause_text)
+        if terms.nothing:
+            return None
+        if terms.stem is not None:
+            parts.append(_quoted(terms.stem) + ":*")
+        elif terms.word is not None:
+            parts.append(_quoted(terms.word))
+        else:
+            parts.append("(" + " & ".join(_quoted(pair) for pair in terms.pairs) + ")")
+    return " & ".join(parts) if parts else None
+
+
+def _chunks(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
+    iterator = iter(items)
+    while chunk := list(itertools.islice(iterator, size)):
+        yield chunk
+
+
+class PostgresBackend:
+    """Search documents in the ``search_document`` table of the application's PostgreSQL
+    database, read and written through the current session (its unit of work)."""
+
+    name = "postgresql"
+    in_transaction = True
+
+    def exists(self) -> bool:
+        """Whether the table is there (the migration made it)."""
+        try:
+            found = db.session.scalar(select(func.to_regclass(TABLE)))
+        except DBAPIError as error:
+            raise IndexUnavailable(f"The search documents cannot be read: {error}") from error
+        return found is not None
+
+    def check(self) -> None:
+        """Raise :class:`IndexUnavailable` unless the table is there."""
+        if not self.exists():
+            raise IndexUnavailable(f"No table {TABLE} in the database (run the migrations).")
+
+    def write(self, produce: Produce) -> None:
+        """Upsert the documents ``produce`` returns and delete the rows of the ids it
+        returns, in the current unit of work."""
+        documents, gone = produce()
+        self._write(documents)
+        for chunk in _chunks(gone, _CHUNK):
+            db.session.execute(delete(_documents).where(_documents.c.entity_id.in_(chunk)))
+
+    def _write(self, documents: Iterable[Document]) -> int:
+        count = 0
+        for chunk in _chunks(documents, _CHUNK):
+            db.session.execute(_UPSERT, [
+                {"entity_id": document.id, "eclass": document.eclass,
+                 "labels": sorted(document.labels), "vector": vector(document)}
+                for document in chunk])
+            count += len(chunk)
+        return count
+
+    def search(self, clauses: list[Clause], *, labels: frozenset[str] | None,
+               eclasses: frozenset[str] | None, limit: int) -> Hits:
+        """The best ``limit`` matches by ``ts_rank`` (then id), and how many matched."""
+        query = tsquery(clauses)
+        if query is None:
+            return Hits([], 0)
+        conditions = ["words @@ CAST(:query AS tsquery)"]
+        parameters: dict[str, Any] = {"query": query, "limit": max(limit, 1)}
+        if labels is not None:
+            conditions.append("labels && CAST(:labels AS varchar[])")
+            parameters["labels"] = sorted(labels)
+        if eclasses is not None:
+            conditions.append("eclass = ANY(CAST(:eclasses AS varchar[]))")
+            parameters["eclasses"] = sorted(eclasses)
+        statement = text(
+            "SELECT entity_id, ts_rank(words, CAST(:query AS tsquery)) AS score, "
+            f"count(*) OVER () AS total FROM {TABLE} WHERE {' AND '.join(conditions)} "
+            "ORDER BY score DESC, entity_id LIMIT :limit")
+        try:
+            rows = db.session.execute(statement, parameters).all()
+        except DBAPIError as error:
+            if isinstance(error.orig, psycopg.errors.UndefinedTable):
+                raise IndexUnavailable(f"No table {TABLE} in the database.") from error
+            raise
+        return Hits([(row.entity_id, float(row.score)) for row in rows[:limit]],
+                    rows[0].total if rows else 0)
+
+    def document_ids(self, labels: frozenset[str] | None) -> set[str]:
+        """The ids of the documents a caller holding ``labels`` may see."""
+        statement = select(_documents.c.entity_id)
+        if labels is not None:
+            statement = statement.where(_documents.c.labels.overlap(
+                bindparam("labels", sorted(labels), type_=ARRAY(String))))
+        return set(db.session.scalars(statement))
+
+    def rebuild(self, documents: Iterable[Document], progress: Progress | None = None) -> int:
+        """Replace every row by ``documents`` in the current unit of work (searches of other
+        transactions see the old rows until it commits)."""
+        db.session.execute(delete(_documents))
+        count = 0
+        for chunk in _chunks(documents, _CHUNK):
+            count += self._write(chunk)
+            if progress is not None:
+                progress(len(chunk))
+        return count
+
+    def status(self) -> Status:
+        """Rows and the table's size with its indexes (no time of the last write: each
+        change writes its row in its own transaction)."""
+        self.check()
+        documents = db.session.scalar(select(func.count()).select_from(_documents)) or 0
+        size = db.session.scalar(select(func.pg_total_relation_size(TABLE)))
+        return Status(documents, size, None, f"table {TABLE}")
+
+    def forget(self) -> None:
+        """Nothing is kept in the process."""

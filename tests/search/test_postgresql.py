@@ -1,0 +1,161 @@
+"""The PostgreSQL search backend (labapp/search/postgresql.py, issue 34 §1): documents
+written in the transaction of the change, no queue left for a worker, the same hits as the
+Whoosh backend, and ``flask search rebuild`` and ``status`` with it. PostgreSQL pass only."""
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from flask import Flask
+from flask.testing import FlaskCliRunner
+from sqlalchemy import func, insert, select, text, update
+
+from labapp.access.actor import Actor
+from labapp.access.labels import actor_labels
+from labapp.db import db, own_read, transaction
+from labapp.model import Entity, Sample
+from labapp.search import backend
+from labapp.search.index import WhooshBackend
+from labapp.search.indexer import all_documents
+from labapp.search.postgresql import PostgresBackend, tsquery
+from labapp.search.service import clauses
+from tests.conftest import ApiClient
+from tests.databases import BACKEND
+from tests.entities.conftest import save
+from tests.helpers.searching import client_found, client_post, entity_row, queued
+from tests.search.conftest import found
+
+pytestmark = pytest.mark.skipif(BACKEND != "postgresql", reason="PostgreSQL pass only")
+# The suite's application searching with this backend (tests/search/conftest.py).
+ON_POSTGRESQL = pytest.mark.parametrize("search_backend", ["postgresql"], indirect=True)
+
+TERMS = ["SAM00042", "K-12", "12", "pH7.4", "e. coli", '"e. coli strain"', "β-actin", "cafe",
+         "cult*", "sa*", "bc-77*", "lennox 0.42", "buffer culture", "yeast", "plate*",
+         '"grown in"', "stain*", "nothing-here", "o'brien", "back\\slash", "a:b", "x&y|z!"]
+
+
+@pytest.fixture
+def corpus(admin: ApiClient) -> list[str]:
+    made = save(admin, {
+        "eClass": "Sample", "name": "SAM00042 K-12 culture", "barcode": "BC-7781",
+        "description": "Grown in pH7.4 buffer; E. coli strain, stained for β-actin at the Café",
+        "attributes": {"medium": "LB Lennox", "od600": 0.42}},
+        {"eClass": "Sample", "name": "Unrelated plate", "description": "yeast; O'Brien's"},
+        {"eClass": "Experiment", "name": "Plate reader run", "description": "a:b x&y|z! "
+                                                                            "back\\slash"},
+        {"eClass": "Sample", "name": "Culture flask", "notes": [{"content": "grown in LB"}]})
+    return [item["id"] for item in made]
+
+
+@ON_POSTGRESQL
+@pytest.mark.usefixtures("search_backend")
+def test_a_change_is_searchable_at_its_commit_with_nothing_queued(
+        app: Flask, admin: ApiClient) -> None:
+    with app.app_context(), transaction() as session:
+        session.execute(insert(Entity.__table__), [entity_row("PG-X-1")])
+        session.execute(insert(Sample.__table__), [{"id": "PG-X-1"}])
+        # In the transaction, before the commit: the queue row the trigger added is there.
+        assert queued(app) == ["PG-X-1"]
+    assert queued(app) == []  # consumed by the commit itself: no worker, no drain
+    assert found(admin, "fulltext/core") == ["PG-X-1"]
+    with app.app_context(), transaction() as session:
+        session.execute(update(Entity).where(Entity.id == "PG-X-1").values(name="renamed"))
+    assert found(admin, "fulltext/renamed") == ["PG-X-1"]
+    assert found(admin, "fulltext/core") == []
+
+
+@ON_POSTGRESQL
+@pytest.mark.usefixtures("search_backend")
+def test_a_rolled_back_change_leaves_no_document(app: Flask, admin: ApiClient) -> None:
+    with app.app_context():
+        with pytest.raises(RuntimeError), transaction() as session:
+            session.execute(insert(Entity.__table__), [entity_row("PG-ROLLED")])
+            session.flush()
+            raise RuntimeError("rejected")
+        with own_read() as session:
+            assert session.scalar(text(
+                "SELECT count(*) FROM search_document WHERE entity_id = 'PG-ROLLED'")) == 0
+
+
+@ON_POSTGRESQL
+@pytest.mark.usefixtures("search_backend")
+def test_both_backends_find_the_same_documents(app: Flask, corpus: list[str],
+                                               tmp_path: Path) -> None:
+    """The same documents in each backend, the same clauses: the same hits and totals, for
+    every caller's labels (order may differ: each ranks its own way)."""
+    callers = [None, actor_labels(Actor(user_id="nobody", roles=frozenset())),
+               frozenset({"dept:none"})]
+    whoosh = WhooshBackend(tmp_path / "index", 5)
+    postgres = PostgresBackend()
+    with app.app_context(), transaction():
+        documents = list(all_documents())
+        assert whoosh.rebuild(documents) == postgres.rebuild(documents) == len(documents)
+        assert whoosh.document_ids(None) == postgres.document_ids(None)
+        for term in TERMS:
+            parsed = clauses(term)
+            for labels in callers:
+                answers = [engine.search(parsed, labels=labels, eclasses=None, limit=500)
+                           for engine in (whoosh, postgres)]
+                assert {item for item, _ in answers[0].items} == {
+                    item for item, _ in answers[1].items}, (term, labels)
+                assert answers[0].total == answers[1].total, (term, labels)
+            of_class = [engine.search(parsed, labels=None, eclasses=frozenset({"Sample"}),
+                                      limit=500) for engine in (whoosh, postgres)]
+            assert {item for item, _ in of_class[0].items} == {
+                item for item, _ in of_class[1].items}, term
+    whoosh.forget()
+
+
+def test_lexemes_are_quoted_whole_never_parsed() -> None:
+    assert tsquery([("word", "K-12"), ("prefix", "bc-77")]) == "'k-12' & 'bc-77':*"
+    assert tsquery([("word", "o'brien")]) == "('o\u00a0brien')"  # two words: their pair
+    assert tsquery([("phrase", "e. coli")]) == "('e\u00a0coli')"
+    assert tsquery([("word", "--")]) is None
+
+
+@ON_POSTGRESQL
+@pytest.mark.usefixtures("search_backend")
+def test_rebuild_and_status_on_the_command_line(app: Flask, runner: FlaskCliRunner,
+                                                corpus: list[str]) -> None:
+    with app.app_context():
+        entities = db.session.scalar(select(func.count()).select_from(Entity))
+        db.session.remove()
+    result = runner.invoke(args=["search", "rebuild"])
+    assert result.exit_code == 0, result.output
+    assert f"Indexed {entities} entities (postgresql)." in result.output
+    assert "Indexing entities" in result.output  # click's progress bar
+    result = runner.invoke(args=["search", "status"])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert lines[0] == "queue: 0 changes waiting"
+    assert lines[2] == f"documents: {entities}"
+    assert lines[-1] == "backend: postgresql (table search_document)"
+
+
+def test_the_setting_binds_the_backend_and_commits_write_documents(
+        fresh_app: Callable[..., Flask]) -> None:
+    """An application of its own with ``LABAPP_SEARCH_BACKEND=postgresql``: real commits (no
+    test savepoints), a rebuild from the command line, then an entity created through the
+    API is found at once, with no worker running and nothing left queued."""
+    application = fresh_app(initialised=True, SEARCH_BACKEND="postgresql")
+    with application.app_context():
+        assert backend.current().name == "postgresql"
+    result = application.test_cli_runner().invoke(args=["search", "rebuild"])
+    assert result.exit_code == 0, result.output
+    client_post(application, "cobalt chloride stock")
+    assert client_found(application, "cobalt") == {"cobalt chloride stock"}
+    assert client_found(application, '"chloride stock"') == {"cobalt chloride stock"}
+    assert queued(application) == []
+
+
+@ON_POSTGRESQL
+@pytest.mark.usefixtures("search_backend")
+def test_a_text_too_long_for_one_tsvector_is_cut_not_refused(app: Flask,
+                                                            admin: ApiClient) -> None:
+    """A note of 2 MB of distinct words: the entity is saved and found by its first words;
+    PostgreSQL would refuse a tsvector of more than 1 MB."""
+    words = " ".join(f"w{number:07d}" for number in range(200_000))
+    (sample,) = save(admin, {"eClass": "Sample", "name": "verbose", "description": words})
+    assert found(admin, "fulltext/w0000001") == [sample["id"]]
+    assert found(admin, "fulltext/verbose") == [sample["id"]]
