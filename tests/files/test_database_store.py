@@ -9,7 +9,10 @@ bounded memory; nothing left by an upload that fails halfway; ``files gc``; and 
 from __future__ import annotations
 
 import hashlib
+import queue
 import re
+import threading
+import time
 import tracemalloc
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
@@ -18,7 +21,7 @@ from pathlib import Path
 
 import pytest
 from flask import Flask
-from sqlalchemy import func, insert, select, update
+from sqlalchemy import func, insert, select, text, update
 
 from labapp import content_rows
 from labapp.blobs import content_of, store_in_transaction, stored
@@ -328,3 +331,79 @@ def test_a_file_uploaded_on_one_host_downloads_on_the_other(
         assert not (Path(app.config["LABAPP"]["INSTANCE_PATH"]) / "files").exists()
     if store == "folder":
         assert any(path.is_file() for path in (tmp_path / "shared-files").rglob("*"))
+
+
+WAIT_S = 30
+
+
+def wait_until_waiting_on_a_lock(app: Flask, pid: int) -> None:
+    """Return once the session ``pid`` waits on a lock, as PostgreSQL itself shows it
+    (polled: PostgreSQL cannot notify it)."""
+    deadline = time.monotonic() + WAIT_S
+    while time.monotonic() < deadline:
+        with app.app_context(), db.engine.connect() as watcher:
+            if watcher.scalar(text("SELECT wait_event_type = 'Lock' FROM pg_stat_activity "
+                                   "WHERE pid = :pid"), {"pid": pid}):
+                return
+        time.sleep(0.01)
+    raise AssertionError(f"session {pid} did not wait on a lock within {WAIT_S} s")
+
+
+def write_in_thread(app: Flask, content: bytes) -> tuple[threading.Thread, queue.Queue[object]]:
+    """A writer storing ``content`` on a connection of its own in another thread, which it
+    commits; the queue receives its backend's pid, then its result (or its exception)."""
+    results: queue.Queue[object] = queue.Queue()
+
+    def run() -> None:
+        try:
+            with app.app_context(), db.engine.connect() as writer:
+                with writer.begin():
+                    results.put(writer.scalar(select(func.pg_backend_pid())))
+                    results.put(content_rows.write(writer, BytesIO(content)))
+        except Exception as error:  # handed to the test thread
+            results.put(error)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    return thread, results
+
+
+@needs_postgresql
+def test_a_writer_waiting_on_the_collector_keeps_its_own_copy(
+        lab: tuple[Flask, ApiClient]) -> None:
+    app, _ = lab
+    content = b"collected while uploaded again" * 50_000  # two pieces
+    sha256 = plant(app, content, timedelta(hours=2))
+    with app.app_context(), db.engine.connect() as collector:
+        with collector.begin():
+            assert content_rows.collect_garbage(collector, [sha256], 60, dry_run=False) \
+                == [(sha256, len(content))]
+            thread, results = write_in_thread(app, content)
+            pid = results.get(timeout=WAIT_S)
+            assert isinstance(pid, int)
+            wait_until_waiting_on_a_lock(app, pid)  # on the row the collector deletes
+        thread.join(WAIT_S)
+    assert results.get_nowait() == (sha256, len(content))
+    assert rows(app) == (1, 2)
+    with app.app_context():
+        found = content_of(sha256)
+        assert found is not None
+        with found.open() as file:
+            assert file.read() == content
+
+
+@needs_postgresql
+def test_two_writers_of_the_same_bytes_at_once_store_them_once(
+        lab: tuple[Flask, ApiClient]) -> None:
+    app, _ = lab
+    content = b"written twice at once" * 100_000  # three pieces
+    with app.app_context(), db.engine.connect() as first:
+        with first.begin():
+            sha256, _ = content_rows.write(first, BytesIO(content))
+            thread, results = write_in_thread(app, content)
+            pid = results.get(timeout=WAIT_S)
+            assert isinstance(pid, int)
+            wait_until_waiting_on_a_lock(app, pid)  # on the first writer's new row
+        thread.join(WAIT_S)
+    assert results.get_nowait() == (sha256, len(content))
+    assert rows(app) == (1, 3)  # the second writer dropped its own pieces
