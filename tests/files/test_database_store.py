@@ -111,6 +111,8 @@ def test_upload_download_and_range_from_the_database(lab: tuple[Flask, ApiClient
     assert part.headers["Content-Range"] == f"bytes 1000-1999/{len(content)}"
     assert fetch(api, entity["id"], headers={"If-None-Match": whole.headers["ETag"]}
                  ).status_code == 304
+    empty = created(upload(api, b"", "empty.txt"))
+    assert empty["size"] == 0 and fetch(api, empty["id"]).data == b""
 
 
 @needs_postgresql
