@@ -134,7 +134,8 @@ def content_of(sha256: str | None, connection: Connection | None = None
                ) -> StoredContent | None:
     """The stored content with this digest, or None when the digest is missing, malformed
     or has no content in the store. In the database store it is read on ``connection`` (say,
-    an export's snapshot) when given, else on connections of the engine lent per read."""
+    an export's snapshot) when given, else found in the current session and read on
+    connections of the engine lent per read."""
     if not uses_database():
         path = stored_blob(sha256)
         if path is None:
@@ -143,10 +144,10 @@ def content_of(sha256: str | None, connection: Connection | None = None
     if sha256 is None or not _DIGEST.fullmatch(sha256):
         return None
     if connection is None:
-        engine = db.engine
-        with engine.connect() as own:
-            found = content_rows.find(own, sha256)
-        connect: content_rows.Connect = engine.connect
+        # Found in the caller's unit; read later (a download streams after its request's
+        # unit ended) on connections lent per read.
+        found = content_rows.find(db.session.connection(), sha256)
+        connect: content_rows.Connect = db.engine.connect
     else:
         found = content_rows.find(connection, sha256)
         connect = lambda: nullcontext(connection)  # noqa: E731
