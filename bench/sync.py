@@ -37,7 +37,7 @@ from bench.report import machine_facts
 from bench.results import Run, publish
 from bench.write import core_seed
 from labapp import create_app
-from labapp.blobs import stored_blob
+from labapp.blobs import content_of
 from labapp.db import db
 from labapp.exports import service
 from labapp.exports.archive import decode_value
@@ -166,7 +166,7 @@ def run(backend: str, entities: int, log: Callable[[str], None] = print) -> Sync
             exported: dict[str, Any] = {}
 
             def export() -> int:
-                result = service.save_export(db.engine, instance, stored_blob)
+                result = service.save_export(db.engine, instance, content_of)
                 exported["path"] = Path(instance) / "sync" / result.filename
                 manifest = json.loads(exported["path"].with_name(
                     result.filename + ".manifest.json").read_text())

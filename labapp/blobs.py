@@ -38,6 +38,14 @@ Stale pins and garbage
     operating system drops that lock when the process dies. ``flask --app labapp files gc``
     (:mod:`labapp.files.cli`) removes the pins of owners whose lock it can take, partial
     uploads and blobs no File names, older than a grace period and pinned by no live unit.
+
+Two stores
+    All of the above is the folder store (``LABAPP_FILE_STORE=folder``, the default; its
+    folder is ``LABAPP_FILE_STORE_PATH``, which several hosts may share). With
+    ``LABAPP_FILE_STORE=database`` contents are rows of PostgreSQL
+    (:mod:`labapp.content_rows`), written in the File's own transaction. The functions of
+    this module that callers use (:func:`stored`, :func:`store_in_transaction`,
+    :func:`restoring`, :func:`content_of` and those of ``files gc``) work on either.
 """
 from __future__ import annotations
 
@@ -49,17 +57,20 @@ import re
 import secrets
 import tempfile
 import time
-from collections.abc import Collection, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Collection, Iterator, Sequence
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from io import BytesIO
 from pathlib import Path
-from typing import BinaryIO, Protocol
+from typing import BinaryIO
 
 from flask import current_app
 from sqlalchemy import select
+from sqlalchemy.engine import Connection
 
-from labapp.db import after_commit, after_rollback, own_read, unit_state
+from labapp import content_rows
+from labapp.content_rows import Readable
+from labapp.db import after_commit, after_rollback, db, own_read, transaction, unit_state
 from labapp.model import File
 
 CHUNK = 1024 * 1024
@@ -72,9 +83,16 @@ _OWNER = ".owner"
 logger = logging.getLogger(__name__)
 
 
+def uses_database() -> bool:
+    """Whether contents live in the database (``LABAPP_FILE_STORE=database``)."""
+    return bool(current_app.config["LABAPP"]["FILE_STORE"] == "database")
+
+
 def store_root() -> Path:
-    """The folder of the store, inside the instance folder."""
-    return Path(current_app.config["LABAPP"]["INSTANCE_PATH"]) / "files"
+    """The folder of the folder store: ``LABAPP_FILE_STORE_PATH``, else ``files/`` in the
+    instance folder."""
+    settings = current_app.config["LABAPP"]
+    return Path(settings["FILE_STORE_PATH"] or Path(settings["INSTANCE_PATH"]) / "files")
 
 
 def blob_path(sha256: str) -> Path:
@@ -102,12 +120,67 @@ class Blob:
     size: int
 
 
-class Readable(Protocol):
-    """What the store reads content from: a binary file, an upload, a decoding stream."""
+@dataclass(frozen=True)
+class StoredContent:
+    """A content found in the store: its size, how to open it (a seekable binary file to
+    close after use) and, in the folder store, its file."""
 
-    def read(self, size: int = -1, /) -> bytes:
-        """Up to ``size`` bytes; empty at the end."""
-        ...
+    size: int
+    open: Callable[[], BinaryIO]
+    path: Path | None = None
+
+
+def content_of(sha256: str | None, connection: Connection | None = None
+               ) -> StoredContent | None:
+    """The stored content with this digest, or None when the digest is missing, malformed
+    or has no content in the store. In the database store it is read on ``connection`` (say,
+    an export's snapshot) when given, else found in the current session and read on
+    connections of the engine lent per read."""
+    if not uses_database():
+        path = stored_blob(sha256)
+        if path is None:
+            return None
+        return StoredContent(path.stat().st_size, lambda: path.open("rb"), path)
+    if sha256 is None or not _DIGEST.fullmatch(sha256):
+        return None
+    if connection is None:
+        # Found in the caller's unit; read later (a download streams after its request's
+        # unit ended) on connections lent per read.
+        found = content_rows.find(db.session.connection(), sha256)
+        connect: content_rows.Connect = db.engine.connect
+    else:
+        found = content_rows.find(connection, sha256)
+        connect = lambda: nullcontext(connection)  # noqa: E731
+    if found is None:
+        return None
+    content_id, size = found
+    return StoredContent(size, lambda: content_rows.open_reader(connect, content_id, size))
+
+
+@contextmanager
+def stored(stream: Readable) -> Iterator[Blob]:
+    """Store a stream's content and run the block in the unit of work that names it:
+    ``with stored(stream) as blob: create the File``. The block runs inside a
+    :func:`labapp.db.transaction` opened here; when it fails, the content goes again (unless
+    a committed File or another unit of work needs it). Folder store: the content is written
+    before the transaction begins (:func:`staged`); database store: inside it."""
+    if uses_database():
+        with transaction() as session:
+            yield Blob(*content_rows.write(session.connection(), stream))
+        return
+    with staged(stream) as blob, transaction():
+        yield blob
+
+
+@contextmanager
+def restoring(connection: Connection, stream: Readable) -> Iterator[Blob]:
+    """Store a stream's content for a restore that writes on ``connection``: database store,
+    in its transaction; folder store, as :func:`staged`."""
+    if uses_database():
+        yield Blob(*content_rows.write(connection, stream))
+        return
+    with staged(stream) as blob:
+        yield blob
 
 
 @contextmanager
@@ -132,6 +205,9 @@ def store_in_transaction(content: bytes) -> Blob:
     """Store ``content`` as part of the current :func:`labapp.db.transaction`: kept when it
     commits, removed when it rolls back (unless a committed File or another unit of work
     needs it). RuntimeError outside a transaction."""
+    if uses_database():
+        session = unit_state("labapp.blobs.rows", db.session)
+        return Blob(*content_rows.write(session.connection(), BytesIO(content)))
     return unit_state("labapp.blobs", _unit_of_transaction).store(BytesIO(content))
 
 
@@ -311,7 +387,9 @@ def _pins(root: Path) -> tuple[set[str], list[Path]]:
 
 def remove_stale_pins(*, dry_run: bool) -> int:
     """Remove the pins (and owner files) of units of work whose process is gone; returns
-    how many pins that is (counted only, with ``dry_run``)."""
+    how many pins that is (counted only, with ``dry_run``). The database store has none."""
+    if uses_database():
+        return 0
     with _locked() as root:
         _, stale = _pins(root)
         if not dry_run:
@@ -331,7 +409,11 @@ def _older_than(path: Path, seconds: float) -> bool:
 
 def remove_partial_uploads(grace_seconds: float, *, dry_run: bool) -> int:
     """Remove temporary files older than the grace period, left by a crash in the middle
-    of a write; returns how many (counted only, with ``dry_run``)."""
+    of a write; returns how many (counted only, with ``dry_run``). Database store: pieces
+    no content names (see :func:`labapp.content_rows.remove_stray_chunks`)."""
+    if uses_database():
+        with db.engine.begin() as connection:
+            return content_rows.remove_stray_chunks(connection, dry_run=dry_run)
     root = store_root()
     abandoned = [path for path in root.glob(f"{_PARTIAL}*")
                  if _older_than(path, grace_seconds)] if root.is_dir() else []
@@ -344,6 +426,9 @@ def remove_partial_uploads(grace_seconds: float, *, dry_run: bool) -> int:
 def stored_digests() -> list[str]:
     """The digest of every blob in the store, in order. Folders that a rolled-back writer
     removes meanwhile are skipped (``os.walk`` ignores them)."""
+    if uses_database():
+        with db.engine.connect() as connection:
+            return content_rows.stored_digests(connection)
     root = store_root()
     digests = []
     for folder, subfolders, names in os.walk(root):
@@ -358,7 +443,12 @@ def collect_garbage(digests: Sequence[str], grace_seconds: float, *,
                     dry_run: bool) -> list[Blob]:
     """Remove the blobs among ``digests`` that no committed File names, that no live unit of
     work pins and that are older than the grace period; returns them (found, not removed,
-    with ``dry_run``). Runs under the store lock: give a few hundred digests at a time."""
+    with ``dry_run``). Runs under the store lock (database store: in one transaction that
+    locks the rows it looks at): give a few hundred digests at a time."""
+    if uses_database():
+        with db.engine.begin() as connection:
+            return [Blob(sha256, size) for sha256, size in content_rows.collect_garbage(
+                connection, digests, grace_seconds, dry_run=dry_run)]
     with _locked() as root:
         live, _ = _pins(root)
         candidates: dict[str, int] = {}

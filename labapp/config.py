@@ -19,6 +19,8 @@ PREFIX = "LABAPP_"
 SEARCH_DRAINS = ("after-commit", "next-request")
 # Variables of the test suite (LABAPP_TEST_BACKEND, LABAPP_TEST_POSTGRES_URL), not settings.
 TEST_PREFIX = "LABAPP_TEST_"
+# Where file contents live (docs/decisions/file-store-setting.md).
+FILE_STORES = ("folder", "database")
 
 
 class ConfigError(Exception):
@@ -97,6 +99,13 @@ def _parse_low_amounts(raw: str) -> dict[str, float]:
             raise ValueError(f"expected an amount of zero or more for {unit.strip()!r}")
         thresholds[unit.strip()] = value
     return thresholds
+
+
+def _parse_file_store(raw: str) -> str:
+    value = raw.strip().lower()
+    if value not in FILE_STORES:
+        raise ValueError("expected folder or database")
+    return value
 
 
 def _parse_smtp_url(raw: str) -> str:
@@ -181,6 +190,15 @@ SETTINGS: tuple[Setting, ...] = (
             "written in the transaction of each change (several hosts; only with a "
             "PostgreSQL `DATABASE_URL`). After a change, run `flask --app labapp search "
             "rebuild`.", _parse_search_backend),
+    Setting("FILE_STORE", "folder",
+            "Where file contents live: `folder` (the folder of `LABAPP_FILE_STORE_PATH`) or "
+            "`database` (chunked rows in PostgreSQL, for several app hosts; refused on "
+            "SQLite). Moving between them: export, then restore into the other.",
+            _parse_file_store),
+    Setting("FILE_STORE_PATH", None,
+            "Folder of the file contents when `LABAPP_FILE_STORE=folder`. Default: `files/` in "
+            "the instance folder; several hosts may share one folder (it needs working "
+            "`flock`, as NFS gives)."),
     Setting("SEARCH_INDEX_PATH", None,
             "Folder of the full-text search index. Default: `search-index/` in the instance "
             "folder. Rebuild it with `flask --app labapp search rebuild`."),
@@ -283,6 +301,10 @@ def load_settings(overrides: Mapping[str, Any] | None = None,
             values[setting.name] = _coerce(setting, raw)
         except ValueError as exc:
             problems.append(f"{setting.env_name}={raw!r}: {exc}")
+    if not problems and values["FILE_STORE"] == "database" and _is_sqlite(values["DATABASE_URL"]):
+        problems.append(f"{PREFIX}FILE_STORE='database': file contents are kept in the database "
+                        "only on PostgreSQL (set LABAPP_DATABASE_URL to a postgresql+psycopg:// "
+                        "URL, or keep LABAPP_FILE_STORE=folder)")
     if problems:
         raise ConfigError("invalid settings:\n  " + "\n  ".join(problems))
 
@@ -295,6 +317,13 @@ def load_settings(overrides: Mapping[str, Any] | None = None,
                           "PostgreSQL database (LABAPP_DATABASE_URL=postgresql+psycopg://...); "
                           "SQLite installs search with 'whoosh'")
     return values
+
+
+def _is_sqlite(database_url: str | None) -> bool:
+    """Whether the database is SQLite (the default, when no URL is set)."""
+    from sqlalchemy.engine import make_url
+
+    return database_url is None or make_url(database_url).get_backend_name() == "sqlite"
 
 
 def ensure_secret_key(instance_path: Path) -> str:

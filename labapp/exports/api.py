@@ -5,7 +5,7 @@ from __future__ import annotations
 from flask import Blueprint, Response, current_app, jsonify, send_file
 
 from labapp.access.actor import ADMIN_ON_PREMISES
-from labapp.blobs import stored_blob
+from labapp.blobs import content_of
 from labapp.db import db
 from labapp.exports import service
 from labapp.exports.schemas import ExportInfoSchema, ExportResultSchema
@@ -27,7 +27,7 @@ def instance_path() -> str:
           "folder as gzip-compressed JSON lines (docs/export-format.md).",
           responses={201: ExportResultSchema})
 def save() -> tuple[Response, int]:
-    result = service.save_export(db.engine, instance_path(), stored_blob)
+    result = service.save_export(db.engine, instance_path(), content_of)
     return jsonify(ExportResultSchema().dump(result)), 201
 
 

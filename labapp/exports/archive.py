@@ -25,10 +25,11 @@ import re
 from collections.abc import Callable, Iterator
 from datetime import date, datetime
 from decimal import Decimal
-from pathlib import Path
 from typing import IO, Any, Protocol
 
 from sqlalchemy import Column
+
+from labapp.blobs import StoredContent
 
 FORMAT = "labapp-export"
 VERSION = 1
@@ -131,14 +132,14 @@ class Writer:
         self._rows += 1
         self._write(line)
 
-    def blob(self, sha256: str, path: Path) -> int:
+    def blob(self, sha256: str, stored: StoredContent) -> int:
         """The content of one stored file, read in chunks; returns its size. ArchiveError
         when the stored bytes no longer match their digest."""
         self._close_section()
-        size = path.stat().st_size
+        size = stored.size
         self._write(dumps({"blob": sha256, "size": size}))
         digest = hashlib.sha256()
-        with path.open("rb") as content:
+        with stored.open() as content:
             while chunk := content.read(CHUNK):
                 digest.update(chunk)
                 self._write(dumps(base64.b64encode(chunk).decode("ascii")))

@@ -14,7 +14,7 @@ from flask.cli import with_appcontext
 from flask_migrate import upgrade
 
 from labapp import sqlite_stats
-from labapp.blobs import stored_blob
+from labapp.blobs import content_of
 from labapp.dashboards import tally_folding
 from labapp.db import db
 from labapp.exports import service
@@ -33,7 +33,7 @@ def save_command() -> None:
             bar.update(done - bar.pos)
 
         result = service.save_export(db.engine, current_app.config["LABAPP"]["INSTANCE_PATH"],
-                                     stored_blob, progress)
+                                     content_of, progress)
     click.echo(f"wrote {result.filename}: {result.entities} entities, {result.bytes} bytes")
 
 

@@ -24,7 +24,7 @@ from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.engine.interfaces import ReflectedForeignKeyConstraint
 
-from labapp.blobs import staged
+from labapp.blobs import restoring
 from labapp.exports.archive import FORMAT, VERSION, ArchiveError, decoder, read_lines
 from labapp.exports.service import BATCH, exported_tables, present_columns
 
@@ -264,7 +264,7 @@ def _load(connection: Connection, path: Path, tables: dict[str, Table],
                 table, columns = tables[value["table"]], value["columns"]
                 _load_rows(connection, table, columns, lines.following(list))
             elif isinstance(value, dict) and "blob" in value:
-                with staged(_BlobStream(lines.following(str))) as blob:
+                with restoring(connection, _BlobStream(lines.following(str))) as blob:
                     if blob.sha256 != value["blob"]:
                         raise ArchiveError(f"blob {value['blob']} changed while restoring")
 

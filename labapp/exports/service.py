@@ -25,6 +25,7 @@ from sqlalchemy import Column, ColumnElement, String, Table, func, inspect, sele
 from sqlalchemy.engine import Connection, Engine
 
 from labapp.atomic import write_whole
+from labapp.blobs import StoredContent
 from labapp.datamodel.schema import expected_columns, expected_tables
 from labapp.db import db
 from labapp.errors import NotFound
@@ -38,12 +39,14 @@ FILE_TABLE = "file"
 # installation, not to the lab's data (docs/decisions/export-contents.md). The search queue is
 # derived state: restoring the rows queues every entity again (its triggers), so the restored
 # installation's index is built from what it holds. The entity tallies and the location
-# counts are derived too: the restored entities' and items' triggers count them again.
+# counts are derived too: the restored entities' and items' triggers count them again. The
+# contents of the database store are in the export as its blobs, as the folder store's are.
 NOT_EXPORTED = frozenset({"login_session", "refresh_token", "login_failure", "search_queue",
-                          "entity_count", "entity_count_change", "location_count",
-                          "location_count_change"})
+                          "file_content", "file_content_chunk", "entity_count",
+                          "entity_count_change", "location_count", "location_count_change"})
 
 Progress = Callable[[int, int], None]
+ContentOf = Callable[[str, Connection], StoredContent | None]
 
 
 @dataclass(frozen=True)
@@ -145,11 +148,12 @@ def _write_json(path: Path, value: Any) -> None:
     write_whole(path, json.dumps(value, indent=1))
 
 
-def save_export(engine: Engine, instance_path: str | Path, blob_of: Callable[[str], Path | None],
+def save_export(engine: Engine, instance_path: str | Path, blob_of: ContentOf,
                 progress: Progress | None = None) -> ExportResult:
     """Write one export of everything to the ``sync/`` folder and return its summary.
 
-    ``blob_of`` finds the stored content of a digest (None when missing: the export lists it
+    ``blob_of(sha256, connection)`` finds the stored content of a digest, read on the
+    snapshot's connection in the database store (None when missing: the export lists it
     under ``missingBlobs``); ``progress(done, total)`` is told of every batch of rows and
     every blob. On any error the partial file is removed and nothing is listed.
     """
@@ -173,7 +177,7 @@ def _silent(done: int, total: int) -> None:
 
 
 def _write_snapshot(engine: Engine, path: Path, now: datetime,
-                    blob_of: Callable[[str], Path | None], progress: Progress) -> dict[str, Any]:
+                    blob_of: ContentOf, progress: Progress) -> dict[str, Any]:
     digests: set[str] = set()
     with snapshot(engine) as connection, gzip.open(path, "wb", compresslevel=6) as stream:
         present = present_columns(connection, exported_tables())
@@ -197,15 +201,16 @@ def _write_snapshot(engine: Engine, path: Path, now: datetime,
                 if done % BATCH == 0:
                     progress(done, total + len(digests))
         # The content is read while the snapshot still holds: a blob a File of the snapshot
-        # names cannot be collected meanwhile (files gc keeps referenced blobs).
+        # names cannot be collected meanwhile (files gc keeps referenced blobs), and the
+        # database store's rows are read in the snapshot itself.
         missing = []
         total += len(digests)
         for sha256 in sorted(digests):
-            path_of_blob = blob_of(sha256)
-            if path_of_blob is None:
+            content = blob_of(sha256, connection)
+            if content is None:
                 missing.append(sha256)
             else:
-                writer.blob(sha256, path_of_blob)
+                writer.blob(sha256, content)
             done += 1
             progress(done, total)
         manifest = writer.finish({"createdUtc": now.isoformat(),

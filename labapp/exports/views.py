@@ -6,7 +6,7 @@ from flask import Blueprint, Response, current_app, redirect, url_for
 from werkzeug.wrappers import Response as BaseResponse
 
 from labapp.access.actor import ADMIN_ON_PREMISES
-from labapp.blobs import stored_blob
+from labapp.blobs import content_of
 from labapp.db import db
 from labapp.exports import progress, service
 from labapp.web.blocks import is_htmx, render_page
@@ -56,7 +56,7 @@ def save() -> BaseResponse:
 
     def work(report: service.Progress) -> service.ExportResult:
         with app.app_context():
-            return service.save_export(db.engine, instance, stored_blob, report)
+            return service.save_export(db.engine, instance, content_of, report)
 
     progress.start(instance, work)
     return _page("exports") if is_htmx() else redirect(url_for("export_views.index"), 303)

@@ -10,9 +10,9 @@ from typing import Any
 from flask import Blueprint, Response, jsonify, request, send_file
 from marshmallow import Schema, ValidationError
 from werkzeug.datastructures import MultiDict
+from werkzeug.wrappers import Response as BaseResponse
 
-from labapp.blobs import staged
-from labapp.db import transaction
+from labapp.blobs import stored
 from labapp.errors import UnsupportedMediaType
 from labapp.files import service
 from labapp.files.schemas import Base64UploadSchema, MultipartUploadSchema
@@ -64,9 +64,9 @@ def _read_upload() -> dict[str, Any]:
 def upload_file() -> tuple[Response, int]:
     actor = current_actor()
     upload = _read_upload()
-    # Stored before the transaction (no database lock held while writing to disk); a
-    # rejected File takes its content out of the store again.
-    with staged(upload.pop("content")) as blob, transaction():
+    # Folder store: written before the transaction (no database lock held while writing to
+    # disk); database store: inside it. A rejected File takes its content out again.
+    with stored(upload.pop("content")) as blob:
         created = service.create_file(actor, sha256=blob.sha256, size=blob.size, **upload)
     return jsonify(created), 201
 
@@ -76,10 +76,23 @@ def upload_file() -> tuple[Response, int]:
           "supports Range and conditional (ETag = SHA-256) requests.",
           responses={200: "The file content", 206: "The requested range",
                      304: "Not modified"})
-def download_file(file_id: str) -> Response:
+def download_file(file_id: str) -> BaseResponse:
     download = service.find_download(current_actor(), file_id)
-    response = send_file(download.path, mimetype=download.media_type, as_attachment=True,
-                         download_name=download.name, conditional=True, etag=download.sha256)
+    content = download.content
+    response: BaseResponse
+    if content.path is not None:
+        response = send_file(content.path, mimetype=download.media_type, as_attachment=True,
+                             download_name=download.name, conditional=True,
+                             etag=download.sha256)
+    else:
+        # A stream from the database store: Werkzeug knows its length only when told, and
+        # answers Range and conditional requests once it does.
+        response = send_file(content.open(), mimetype=download.media_type,
+                             as_attachment=True, download_name=download.name,
+                             conditional=False, etag=download.sha256)
+        response.content_length = content.size
+        response = response.make_conditional(request.environ, accept_ranges=True,
+                                             complete_length=content.size)
     # Exactly the stored type: Werkzeug would add a charset to text/* that may be wrong.
     response.headers["Content-Type"] = download.media_type
     response.headers["X-Content-Type-Options"] = "nosniff"

@@ -1,9 +1,10 @@
 """``flask --app labapp files gc``: remove content no File references.
 
 Rejected uploads and batches take their content out of the store themselves
-(:mod:`labapp.blobs`); what is left for this command is what a crash or an earlier version of
-labapp left behind. It never removes a blob a live upload or batch has pinned, nor one
-younger than the grace period.
+(:mod:`labapp.blobs`); what is left for this command is what a crash or an
+earlier version of labapp left behind. It never removes a blob a live upload or batch has
+pinned (database store: holds locked), nor one younger than the grace period. It works on
+the store ``LABAPP_FILE_STORE`` names, folder or database.
 """
 from __future__ import annotations
 

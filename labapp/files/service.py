@@ -1,8 +1,9 @@
 """Files: naming and typing uploads, registering stored content, finding it for download.
 
-The content itself is written by :mod:`labapp.blobs` *before* the File entity is
-created (:func:`labapp.blobs.staged`), so the database transaction never waits on disk I/O;
-an upload rejected after that takes its content out of the store again.
+The content itself is written by :mod:`labapp.blobs` (:func:`labapp.blobs.stored`): in the
+folder store *before* the File entity is created, so the database transaction never waits on
+disk I/O; in the database store inside the File's transaction. An upload rejected after that
+takes its content out of the store again.
 """
 from __future__ import annotations
 
@@ -10,11 +11,10 @@ import mimetypes
 import re
 import unicodedata
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from labapp.access.actor import Actor
-from labapp.blobs import stored_blob
+from labapp.blobs import StoredContent, content_of
 from labapp.entities.service import create_stored_file
 from labapp.errors import AppError, NotFound
 from labapp.mediatypes import is_media_type
@@ -87,9 +87,9 @@ def file_metadata(actor: Actor, file_id: str) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class Download:
-    """What a download sends: the blob, its media type, a safe file name and its digest."""
+    """What a download sends: the content, its media type, a safe file name and its digest."""
 
-    path: Path
+    content: StoredContent
     media_type: str
     name: str
     sha256: str
@@ -107,13 +107,13 @@ def find_download(actor: Actor, file_id: str) -> Download:
     file = load_visible(actor, CLASSES["File"], file_id)
     if not isinstance(file, File):
         raise NotFound(f"{file_id!r} is not a File.")
-    path = stored_blob(file.sha256)
-    if path is None or file.sha256 is None:
+    content = content_of(file.sha256)
+    if content is None or file.sha256 is None:
         raise NotFound(f"File {file_id!r} has no stored content.")
     media_type = file.media_type or ""
     if not is_media_type(media_type):
         media_type = DEFAULT_MEDIA_TYPE
-    return Download(path, media_type, clean_filename(file.name or "")
+    return Download(content, media_type, clean_filename(file.name or "")
                     or _fallback_name(file.id, media_type), file.sha256)
 
 

@@ -4,8 +4,7 @@ from __future__ import annotations
 from flask import Blueprint, flash, request
 from werkzeug.wrappers import Response as BaseResponse
 
-from labapp.blobs import staged
-from labapp.db import transaction
+from labapp.blobs import stored
 from labapp.entities.detail import back_to, render_detail
 from labapp.errors import InvalidInput
 from labapp.files import service
@@ -31,7 +30,7 @@ def upload_file(eclass: str, entity_id: str) -> BaseResponse:
         return render_detail(actor, spec, entity_id, status=400,
                              file_error="Choose a file to upload.")
     try:
-        with staged(upload.stream) as blob, transaction():
+        with stored(upload.stream) as blob:
             service.create_file(actor, sha256=blob.sha256, size=blob.size, name=name,
                                 media_type=service.media_type_for(name, upload.mimetype),
                                 subject_id=subject_id,

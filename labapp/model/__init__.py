@@ -15,7 +15,7 @@ from labapp.model.boards import (
     SavedView,
     SavedViewShare,
 )
-from labapp.model.content import File, Note
+from labapp.model.content import File, FileContent, FileContentChunk, Note
 from labapp.model.imports import ImportJob, ImportRow, SavedMapping
 from labapp.model.lab import (
     Experiment,
@@ -36,7 +36,8 @@ __all__ = [
     "AlertRule", "AlertState", "AuditEvent", "Dashboard", "DashboardShare", "Department",
     "DepartmentAccess", "Entity",
     "EntityCount", "EntityCountChange", "EntityEvent", "Experiment",
-    "Fermentation", "File", "ImportJob", "ImportRow", "Location", "LocationCount",
+    "Fermentation", "File", "FileContent", "FileContentChunk", "ImportJob", "ImportRow",
+    "Location", "LocationCount",
     "LocationCountChange", "LoginFailure", "LoginSession",
     "MailMessage", "MailMessageRule", "ModelState", "Note", "Notification",
     "PersonalAccessToken", "Plate", "Project", "ProjectAccess", "ProjectSetting", "RefreshToken",

@@ -35,7 +35,7 @@ OWN_UNITS = {
     "account_api.refresh",  # a reused refresh token ends its login while the answer is 401
     "web.home",  # reads; writes a first visitor's starter dashboard in a write unit
     "dashboard_views.show",  # the same page as the home page
-    "file_api.upload_file",  # the upload streams in before the write unit begins
+    "file_api.upload_file",  # the upload streams in before the unit (folder store) or in it
     "file_views.upload_file",
     "import_api.create_import",
     "import_views.upload",
@@ -53,6 +53,9 @@ OPENING_UNITS = {
     ("imports/views.py", "run_dry"),
 }
 _ENDING = re.compile(r"(session|connection)(\(\))?\.(rollback|commit)\(")
+# What opens a unit: labapp.db.transaction, and labapp.blobs.stored, which opens one around
+# the content it stores (the upload views).
+_OPENERS = {"transaction", "stored"}
 
 
 def _view_modules() -> Iterator[Path]:
@@ -70,7 +73,7 @@ def _functions_calling_transaction(path: Path) -> set[str]:
         for node in ast.walk(function):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name | ast.Attribute) \
                     and (getattr(node.func, "id", None) or getattr(node.func, "attr", None)) \
-                    == "transaction":
+                    in _OPENERS:
                 found.add(function.name)
     return found
 

@@ -9,7 +9,7 @@ from flask import Flask
 from flask.testing import FlaskClient
 from sqlalchemy import func, insert, select
 
-from labapp.blobs import stored_blob
+from labapp.blobs import content_of
 from labapp.db import db
 from labapp.exports import service
 from labapp.model import Entity, Sequence
@@ -85,7 +85,7 @@ def test_an_export_is_one_snapshot(lab: Callable[..., Flask]) -> None:
             calls.append(done)
 
         result = service.save_export(db.engine, app.config["LABAPP"]["INSTANCE_PATH"],
-                                     stored_blob, commit_meanwhile)
+                                     content_of, commit_meanwhile)
         assert db.session.get(Sequence, "Meanwhile") is not None
     content = decoded(Path(app.config["LABAPP"]["INSTANCE_PATH"]) / "sync" / result.filename)
     assert "Meanwhile" not in {row["id"] for row in content["tables"]["sequence"]}

@@ -13,7 +13,7 @@ from sqlalchemy import func, inspect, select
 from labapp.db import db
 from labapp.exports import service
 from labapp.model import Entity
-from tests.conftest import ApiClient, basic_header
+from tests.conftest import BACKEND, ApiClient, basic_header
 from tests.sync.conftest import admin_api, decoded, populate, restore, save
 
 
@@ -159,3 +159,33 @@ def test_sync_save_command_writes_an_export(lab: Callable[..., Flask]) -> None:
         entities = db.session.scalar(select(func.count()).select_from(Entity))
     [listed] = service.list_exports(app.config["LABAPP"]["INSTANCE_PATH"])
     assert listed.entities == entities
+
+
+@pytest.mark.skipif(BACKEND != "postgresql", reason="the database store is PostgreSQL's alone")
+@pytest.mark.parametrize(("source", "target"), [("database", "database"),
+                                                ("database", "folder"),
+                                                ("folder", "database")])
+def test_file_contents_of_the_database_store_are_exported_and_restored(
+        lab: Callable[..., Flask], source: str, target: str) -> None:
+    """An export holds the contents whatever the store (``flask sync save`` and the API write
+    the same file); restoring it into the other store is how an install moves between them."""
+    origin = lab(FILE_STORE=source)
+    made = populate(origin)
+    result = origin.test_cli_runner().invoke(args=["sync", "save"])
+    assert result.exit_code == 0, result.output
+    [first] = sorted((Path(origin.config["LABAPP"]["INSTANCE_PATH"]) / "sync").glob("*.gz"))
+    exported = decoded(first)
+    [file_row] = exported["tables"]["file"]
+    assert exported["blobs"] == {file_row["sha256"]: made["content"]}
+    assert "file_content" not in exported["tables"]
+    assert "file_content_chunk" not in exported["tables"]
+    assert bool(_blobs(origin)) == (source == "folder")
+
+    moved = lab(init=False, FILE_STORE=target)
+    restored = restore(moved, first)
+    assert restored.exit_code == 0, restored.output
+    assert bool(_blobs(moved)) == (target == "folder")
+    download = admin_api(moved).get(f"/api/file/{file_row['id']}")
+    assert download.status_code == 200 and download.data == made["content"]
+    download.close()
+    assert decoded(save(moved))["blobs"] == exported["blobs"]
