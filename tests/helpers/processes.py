@@ -18,10 +18,10 @@ from flask import Flask
 from sqlalchemy import select
 
 from bench.server import Server, basic, free_port, request
-from labapp import liveness
+from labapp import advisory, liveness
 from labapp.db import db
 from labapp.model import WorkerProcess
-from labapp.search.indexer import heartbeat_path, worker_alive
+from labapp.search.indexer import beat, heartbeat_path, worker_alive
 from tests.conftest import ADMIN_PASSWORD, SECRET_KEY
 
 ROOT = Path(__file__).resolve().parents[2]  # the project
@@ -121,6 +121,23 @@ def alive(app: Flask) -> bool:
     """Whether ``app``'s worker heartbeat is fresh."""
     with app.app_context():
         return worker_alive()
+
+
+@contextmanager
+def worker_beating(app: Flask) -> Iterator[None]:
+    """A search worker's heartbeat without the worker, for the block (requests then only
+    queue their changes): its file, and on PostgreSQL its drain lock, dropped afterwards
+    (the file stays, as a worker that dies leaves it)."""
+    with app.app_context():
+        beat(heartbeat_path())
+        engine = db.engine
+    held = (advisory.take(engine, advisory.SEARCH_DRAIN, advisory.key("a test's worker"))
+            if advisory.on_postgresql(engine) else None)
+    try:
+        yield
+    finally:
+        if held is not None:
+            held.release()
 
 
 def beating(app: Flask) -> str | None:
