@@ -9,6 +9,7 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 from flask import Flask
@@ -96,7 +97,7 @@ def working(*apps: Flask) -> Iterator[list[Counted]]:
     assert not failures, failures
 
 
-def _count(app: Flask, statement: Select[tuple[int]]) -> int:
+def _count(app: Flask, statement: Select[Any]) -> int:
     with app.app_context():
         value: int = db.session.scalar(statement) or 0
         db.session.remove()
