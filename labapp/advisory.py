@@ -24,6 +24,7 @@ PROCESS = 0x4C410001  # a process that runs jobs (labapp.liveness)
 SEARCH_DRAIN = 0x4C410002  # a worker draining the search queue (labapp.search.upkeep)
 EXPORT = 0x4C410003  # the one export under way (labapp.exports.progress)
 
+_TAKE = text("SELECT pg_try_advisory_lock(CAST(:namespace AS integer), CAST(:key AS integer))")
 _HELD = text(
     "SELECT objid::bigint AS key FROM pg_locks WHERE locktype = 'advisory' AND granted "
     "AND mode = 'ExclusiveLock' AND objsubid = 2 AND classid = CAST(:namespace AS oid) "
@@ -64,8 +65,7 @@ def take(engine: Engine, namespace: int, lock_key: int) -> Held | None:
     """The lock ``(namespace, key)`` held by this process, or None while another holds it."""
     connection = engine.connect().execution_options(isolation_level="AUTOCOMMIT")
     try:
-        granted = connection.scalar(text("SELECT pg_try_advisory_lock(:namespace, :key)"),
-                                    {"namespace": namespace, "key": lock_key})
+        granted = connection.scalar(_TAKE, {"namespace": namespace, "key": lock_key})
     except BaseException:
         _close(connection)
         raise

@@ -23,6 +23,7 @@ from labapp.db import db, transaction
 from labapp.entities.service import save_batch
 from labapp.imports import jobs as import_jobs
 from labapp.model import Entity, EntityCountChange, ImportJob, Notification
+from labapp.search.indexer import worker_alive
 from labapp.users.service import create_user
 from labapp.worker import IMPORTS, UPKEEP, Lane, Upkeep, run
 from tests.alerts.conftest import rule_body
@@ -110,6 +111,28 @@ def test_each_worker_sees_the_other_hosts_worker(hosts: tuple[Flask, Flask]) -> 
         for app in hosts:
             with app.app_context():
                 assert len(liveness.alive()) == 2, "both hosts' workers, from either host"
+
+
+def test_requests_of_one_host_leave_their_indexing_to_a_worker_of_another(
+        hosts: tuple[Flask, Flask]) -> None:
+    first, second = hosts
+    stop = threading.Event()
+
+    def work() -> None:
+        with first.app_context():
+            run(stop)  # every lane, the search lane and its heartbeat included
+
+    worker = threading.Thread(target=work, name="host-a-worker")
+    worker.start()
+    try:
+        with second.app_context():
+            wait_for(worker_alive, "B's requests to see A's worker drain the search queue")
+            assert [process.host for process in liveness.alive()] == [liveness.host_name()]
+    finally:
+        stop.set()
+        worker.join(timeout=60)
+    with second.app_context():
+        assert not worker_alive() and liveness.alive() == [], "a stopped worker lets go"
 
 
 def test_an_import_runs_once_whichever_worker_claims_it(hosts: tuple[Flask, Flask]) -> None:
