@@ -20,6 +20,12 @@ name, locked, and only then renamed to its id: nobody ever sees it free while it
 lives. A missing file of this host's process means the process is gone (a worker that stops
 cleanly removes its file); the file of a process on another host that does not share this
 instance folder cannot be probed (:data:`UNKNOWN`).
+
+On PostgreSQL the same holds across hosts through the database instead of files
+(:class:`DatabaseLock`): a process takes an advisory lock keyed by its id on a connection of
+its own (:mod:`labapp.advisory`), then writes its row in ``worker_process``; the server drops
+the lock when the process dies. A probe reads the server's locks, so a process of any host
+is ``alive`` or ``gone``, never ``unknown``; the rows list the processes of every host.
 """
 from __future__ import annotations
 
@@ -36,6 +42,12 @@ from pathlib import Path
 from typing import Literal
 
 from flask import current_app
+from sqlalchemy import delete, insert, select
+
+from labapp import advisory
+from labapp.db import db
+from labapp.model import WorkerProcess
+from labapp.model.types import utc_now
 
 WORKER, IMPORT = "worker", "import"
 State = Literal["alive", "gone", "unknown"]
@@ -107,6 +119,48 @@ class Lock:
             self._closed()
 
 
+class DatabaseLock:
+    """The advisory lock of a new id on PostgreSQL, its row in ``worker_process`` written
+    once the lock is held, both kept until :meth:`release` or the process ends (also when
+    the object is dropped: the lock then goes with its connection, the row stays until a
+    :func:`sweep`)."""
+
+    def __init__(self, role: str) -> None:
+        self.id = ProcessId(role, host_name(), os.getpid(), secrets.token_hex(6))
+        engine = db.engine
+        held = advisory.take(engine, advisory.PROCESS, advisory.key(str(self.id)))
+        if held is None:  # a fresh random id: nobody else holds its key
+            raise RuntimeError(f"the advisory lock of {self.id} is taken")
+        self._held = held
+        try:
+            held.connection.execute(insert(WorkerProcess).values(
+                id=str(self.id), role=role, host=self.id.host, pid=self.id.pid,
+                started_utc=utc_now()))
+        except BaseException:
+            held.release()
+            raise
+
+    def release(self) -> None:
+        """Remove the row and drop the lock (the process no longer runs jobs)."""
+        if not self._held.connection.closed:
+            try:
+                self._held.connection.execute(
+                    delete(WorkerProcess).where(WorkerProcess.id == str(self.id)))
+            finally:
+                self._held.release()
+
+
+def _in_database() -> bool:
+    """Whether the current application keeps its locks in the database (PostgreSQL)."""
+    return advisory.on_postgresql(db.engine)
+
+
+def new_lock(role: str) -> Lock | DatabaseLock:
+    """A lock of ``role`` under a new id: a file in the instance folder, or on PostgreSQL
+    an advisory lock and a row (in an application context)."""
+    return DatabaseLock(role) if _in_database() else Lock(folder(), role)
+
+
 def _free(path: Path) -> bool | None:
     """Whether nobody holds the lock of ``path``; None when there is no such file."""
     try:
@@ -130,6 +184,9 @@ def state(process_id: str | None) -> State:
     parsed = ProcessId.parse(process_id) if process_id else None
     if parsed is None:
         return UNKNOWN
+    if _in_database():
+        held = advisory.is_held(db.engine, advisory.PROCESS, advisory.key(str(parsed)))
+        return ALIVE if held else GONE
     try:
         free = _free(folder() / f"{parsed}{SUFFIX}")
     except OSError:
@@ -147,7 +204,11 @@ def _files(role: str | None = None) -> Iterator[Path]:
 
 
 def alive(role: str = WORKER) -> list[ProcessId]:
-    """The processes of ``role`` holding their lock now (in this instance folder)."""
+    """The processes of ``role`` holding their lock now (in this instance folder; on
+    PostgreSQL, on every host)."""
+    if _in_database():
+        held = _held_keys()
+        return [parsed for parsed in _rows(role) if advisory.key(str(parsed)) in held]
     found: list[ProcessId] = []
     for path in _files(role):
         parsed = ProcessId.parse(path.name.removesuffix(SUFFIX))
@@ -156,9 +217,30 @@ def alive(role: str = WORKER) -> list[ProcessId]:
     return found
 
 
+def _rows(role: str | None = None) -> list[ProcessId]:
+    """The processes with a row in ``worker_process`` (of ``role``), alive or not."""
+    statement = select(WorkerProcess.id)
+    if role is not None:
+        statement = statement.where(WorkerProcess.role == role)
+    with db.engine.connect() as connection:
+        ids = list(connection.scalars(statement))
+    return [parsed for parsed in map(ProcessId.parse, ids) if parsed is not None]
+
+
+def _held_keys() -> set[int]:
+    return advisory.held_keys(db.engine, advisory.PROCESS)
+
+
 def sweep(keep: Collection[str] = ()) -> int:
     """Remove the files of processes that are gone, but those whose ids are in ``keep``;
     how many."""
+    if _in_database():
+        held = _held_keys()
+        gone = [str(parsed) for parsed in _rows() if str(parsed) not in keep
+                and advisory.key(str(parsed)) not in held]
+        with db.engine.begin() as connection:
+            connection.execute(delete(WorkerProcess).where(WorkerProcess.id.in_(gone)))
+        return len(gone)
     removed = 0
     for path in _files():
         if path.name.removesuffix(SUFFIX) not in keep and _free(path):
@@ -171,7 +253,7 @@ def sweep(keep: Collection[str] = ()) -> int:
 def holding(role: str = WORKER) -> Iterator[ProcessId]:
     """Hold a lock of ``role`` for the block (the worker loop's life); the application's
     claims record its id meanwhile (:func:`own_id`)."""
-    lock = Lock(folder(), role)
+    lock = new_lock(role)
     extensions = current_app.extensions
     before = extensions.get(_OWN_WORKER)
     extensions[_OWN_WORKER] = lock
@@ -189,7 +271,7 @@ def own_id() -> str:
     extensions = current_app.extensions
     lock = extensions.get(_OWN_WORKER) or extensions.get(_OWN_IMPORT)
     if lock is None:
-        made = Lock(folder(), IMPORT)
+        made = new_lock(IMPORT)
         # Of threads claiming at once, one lock is kept (setdefault is atomic): a lock
         # dropped after its id was recorded would make a live job look abandoned.
         lock = extensions.setdefault(_OWN_IMPORT, made)

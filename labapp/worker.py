@@ -27,9 +27,10 @@ Failures
     turn: one job never stops the others, nor its lane. A lane that ends for any other
     reason stops the whole worker (SIGTERM, Ctrl-C too), each lane after the job in hand.
 
-For its whole run the worker holds a lock file of its own (:func:`labapp.liveness.holding`):
-the jobs it claims name it, and the kernel drops the lock when the process dies, so other
-workers fail those jobs at once and pages tell whether a worker runs.
+For its whole run the worker holds a lock file of its own (:func:`labapp.liveness.holding`;
+on PostgreSQL an advisory lock and a ``worker_process`` row, seen by every host): the jobs
+it claims name it, and the kernel (the database server) drops the lock when the process
+dies, so other workers fail those jobs at once and pages tell whether a worker runs.
 """
 from __future__ import annotations
 

@@ -47,6 +47,14 @@ SECRET_KEY = "test-secret-key-not-for-production"
 DEFAULT_DEPARTMENT = "DEP00001"
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Under xdist, keep the tests of one ``xdist_group`` on one worker (the two-host
+    harness starts its processes once per module): ``load`` becomes ``loadgroup``, which
+    spreads every other test alike."""
+    if getattr(config.option, "dist", None) == "load":
+        config.option.dist = "loadgroup"
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark the tests that touch a database ``db`` (see ``tests/helpers/database_marker.py``)."""
     mark_database_tests(items)

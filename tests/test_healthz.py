@@ -77,9 +77,7 @@ def test_degraded_while_imports_wait_and_no_worker_runs(
         assert served["status"] == "ok" and served["worker"] == "ok"
 
     # A job whose worker was killed waits as well, for a worker to record it.
-    with app.app_context():
-        folder = liveness.folder()
-    with held_lock(folder) as (dead, process):
+    with held_lock(app) as (dead, process):
         with app.app_context(), transaction():
             db.session.execute(update(ImportJob).where(ImportJob.id == first).values(
                 status="running", worker=dead))

@@ -1,6 +1,7 @@
-"""Which processes run jobs (``labapp.liveness``): a lock file each, held while the process
-lives and dropped by the kernel when it dies, ``kill -9`` included; probing it never takes
-the lock from its holder, and a worker that stops removes its file."""
+"""Which processes run jobs (``labapp.liveness``): a lock file each (on PostgreSQL an advisory
+lock and a row), held while the process lives and dropped by the kernel (the database
+server) when it dies, ``kill -9`` included; probing it never takes the lock from its
+holder, and a worker that stops removes its file (its row)."""
 from __future__ import annotations
 
 import threading
@@ -10,19 +11,20 @@ import pytest
 from flask import Flask
 
 from labapp import liveness
-from tests.helpers.processes import held_lock, killed
+from tests.conftest import BACKEND
+from tests.helpers.processes import held_lock, killed, recorded_locks
 
 
 @pytest.fixture
 def instance_app(fresh_app: Callable[..., Flask]) -> Iterator[Flask]:
-    """An application (no schema needed) inside its context."""
-    app = fresh_app()
+    """An application inside its context."""
+    app = fresh_app(initialised=True)
     with app.app_context():
         yield app
 
 
 def test_a_killed_process_is_gone_at_once(instance_app: Flask) -> None:
-    with held_lock(liveness.folder()) as (process_id, process):
+    with held_lock(instance_app) as (process_id, process):
         parsed = liveness.ProcessId.parse(process_id)
         assert parsed is not None
         assert (parsed.role, parsed.host, parsed.pid) == (
@@ -32,15 +34,15 @@ def test_a_killed_process_is_gone_at_once(instance_app: Flask) -> None:
         killed(process)
         assert liveness.state(process_id) == liveness.GONE
         assert liveness.alive() == []
-        assert (liveness.folder() / f"{process_id}.lock").exists()
+        assert recorded_locks(instance_app) == [process_id]
         assert liveness.sweep(keep={process_id}) == 0, "a file a job names is kept"
         assert liveness.sweep() == 1
-        assert not (liveness.folder() / f"{process_id}.lock").exists()
-        assert liveness.state(process_id) == liveness.GONE, "no file of this host: gone"
+        assert recorded_locks(instance_app) == []
+        assert liveness.state(process_id) == liveness.GONE, "no trace of this host: gone"
 
 
 def test_probes_at_once_never_take_a_live_lock(instance_app: Flask) -> None:
-    with held_lock(liveness.folder()) as (process_id, _process):
+    with held_lock(instance_app) as (process_id, _process):
         states: list[str] = []
         start = threading.Barrier(8)
 
@@ -59,14 +61,16 @@ def test_probes_at_once_never_take_a_live_lock(instance_app: Flask) -> None:
 
 
 def test_only_workers_count_as_workers(instance_app: Flask) -> None:
-    with held_lock(liveness.folder(), liveness.IMPORT) as (process_id, _process):
+    with held_lock(instance_app, liveness.IMPORT) as (process_id, _process):
         assert liveness.state(process_id) == liveness.ALIVE
         assert liveness.alive() == [] and liveness.alive(liveness.IMPORT) != []
 
 
 def test_what_cannot_be_probed_is_unknown(instance_app: Flask) -> None:
     elsewhere = "worker_other-host.example_4242_0123456789ab"
-    assert liveness.state(elsewhere) == liveness.UNKNOWN
+    # Every host's locks are the database's on PostgreSQL: another host's process is told.
+    told = liveness.GONE if BACKEND == "postgresql" else liveness.UNKNOWN
+    assert liveness.state(elsewhere) == told
     assert liveness.state(f"worker_{liveness.host_name()}_4242_0123456789ab") == liveness.GONE
     for malformed in (None, "", "worker_../../etc_1_0123456789ab", "worker_host_1",
                       "someone_host_1_0123456789ab", "worker_host_x_0123456789ab"):
@@ -78,7 +82,7 @@ def test_the_worker_loop_holds_its_lock_and_removes_it(instance_app: Flask) -> N
         assert liveness.own_id() == str(worker)
         assert liveness.state(str(worker)) == liveness.ALIVE
         assert liveness.alive() == [worker]
-    assert not list(liveness.folder().glob("*.lock"))
+    assert recorded_locks(instance_app) == []
     assert liveness.state(str(worker)) == liveness.GONE
     own = liveness.own_id()
     assert own.startswith("import_") and liveness.own_id() == own
@@ -101,4 +105,4 @@ def test_threads_claiming_at_once_share_one_lock(instance_app: Flask) -> None:
         claimer.join(timeout=60)
     assert len(ids) == 8 and len(set(ids)) == 1
     assert liveness.state(ids[0]) == liveness.ALIVE
-    assert [path.name for path in liveness.folder().glob("*.lock")] == [f"{ids[0]}.lock"]
+    assert recorded_locks(instance_app) == [ids[0]]

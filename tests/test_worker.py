@@ -22,7 +22,7 @@ from labapp.imports import jobs as import_jobs
 from labapp.model import EntityCountChange, SearchQueue
 from labapp.search import upkeep as search_upkeep
 from labapp.search.cli import search_cli
-from labapp.search.indexer import beat, heartbeat_path, worker_alive
+from labapp.search.indexer import worker_alive
 from labapp.storage import counts as location_counts
 from labapp.worker import (
     IMPORTS,
@@ -36,11 +36,19 @@ from labapp.worker import (
     worker_command,
 )
 from tests.conftest import BACKEND, run_init
-from tests.helpers.processes import ADMIN, alive, wait_for
+from tests.helpers.processes import ADMIN, alive, wait_for, worker_beating
 
 
 def _lanes(app: Flask) -> list[tuple[str, list[tuple[str, float]]]]:
     return [(lane.name, [(job.name, job.every) for job in lane.jobs]) for lane in lanes(app)]
+
+
+@pytest.fixture
+def worker_app(fresh_app: Callable[..., Flask]) -> Flask:
+    """An initialised application (the worker records itself in ``worker_process``), made
+    before the test runs: making it runs migrations, whose logging set-up would drop the
+    handler ``caplog`` adds for the test's run."""
+    return fresh_app(initialised=True)
 
 
 def test_each_feature_gives_one_upkeep_in_its_lane(fresh_app: Callable[..., Flask]) -> None:
@@ -74,10 +82,9 @@ def test_the_worker_keeps_every_feature_up(fresh_app: Callable[..., Flask],
     monkeypatch.setattr(sqlite_stats, "ANALYZE_FROM", 1)
     app = fresh_app()
     run_init(app)
-    with app.app_context():
-        beat(heartbeat_path())  # a worker beats: the request only queues its change
-    response = app.test_client().post("/api/entity", headers=ADMIN, json={
-        "entities": [{"eClass": "Sample", "name": "upkept sample"}]})
+    with worker_beating(app):  # a worker beats: the request only queues its change
+        response = app.test_client().post("/api/entity", headers=ADMIN, json={
+            "entities": [{"eClass": "Sample", "name": "upkept sample"}]})
     assert response.status_code == 201, response.get_json()
     queued, unfolded = _waiting(app)
     assert queued and unfolded
@@ -105,9 +112,9 @@ def test_the_worker_keeps_every_feature_up(fresh_app: Callable[..., Flask],
         db.session.remove()
 
 
-def test_an_upkeep_the_database_refused_is_tried_again(fresh_app: Callable[..., Flask],
+def test_an_upkeep_the_database_refused_is_tried_again(worker_app: Flask,
                                                        caplog: pytest.LogCaptureFixture) -> None:
-    app = fresh_app()
+    app = worker_app
     stop = threading.Event()
     calls: list[str] = []
 
@@ -126,8 +133,8 @@ def test_an_upkeep_the_database_refused_is_tried_again(fresh_app: Callable[..., 
 
 
 def test_an_upkeep_that_raises_anything_is_logged_and_the_worker_goes_on(
-        fresh_app: Callable[..., Flask], caplog: pytest.LogCaptureFixture) -> None:
-    app = fresh_app()
+        worker_app: Flask, caplog: pytest.LogCaptureFixture) -> None:
+    app = worker_app
     stop = threading.Event()
     calls: list[str] = []
 
@@ -152,7 +159,7 @@ def test_an_upkeep_that_raises_anything_is_logged_and_the_worker_goes_on(
 
 
 def test_a_periodic_upkeep_waits_for_its_period(fresh_app: Callable[..., Flask]) -> None:
-    app = fresh_app()
+    app = fresh_app(initialised=True)  # the worker records itself in worker_process
     stop = threading.Event()
     calls = {"hourly": 0, "always": 0}
 
@@ -245,7 +252,7 @@ def test_a_long_job_in_one_lane_never_starves_the_others(
 def test_a_stalled_search_lane_lets_the_heartbeat_go_stale(
         fresh_app: Callable[..., Flask], monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(search_upkeep, "DRAIN_STALLED", 0.5)
-    app = fresh_app()
+    app = fresh_app(initialised=True)  # the worker records itself in worker_process
     draining, released = threading.Event(), threading.Event()
     ticks = [0]
 
@@ -274,9 +281,9 @@ def test_a_stalled_search_lane_lets_the_heartbeat_go_stale(
     assert not thread.is_alive()
 
 
-def test_a_lane_that_ends_stops_the_worker(fresh_app: Callable[..., Flask],
+def test_a_lane_that_ends_stops_the_worker(worker_app: Flask,
                                            caplog: pytest.LogCaptureFixture) -> None:
-    app = fresh_app()
+    app = worker_app
     stop = threading.Event()
 
     def broken() -> bool:

@@ -7,7 +7,8 @@ from flask import Blueprint, Response, current_app, jsonify, send_file
 from labapp.access.actor import ADMIN_ON_PREMISES
 from labapp.blobs import content_of
 from labapp.db import db
-from labapp.exports import service
+from labapp.errors import Conflict
+from labapp.exports import progress, service
 from labapp.exports.schemas import ExportInfoSchema, ExportResultSchema
 from labapp.web.endpoints import endpoint
 from labapp.web.loader import require_scope
@@ -25,9 +26,14 @@ def instance_path() -> str:
 @endpoint("Write a consistent export of every entity, grant, sequence, dashboard, "
           "notification, audit event and file (with its content) to the instance's sync/ "
           "folder as gzip-compressed JSON lines (docs/export-format.md).",
-          responses={201: ExportResultSchema})
+          responses={201: ExportResultSchema}, problems=(409,))
 def save() -> tuple[Response, int]:
-    result = service.save_export(db.engine, instance_path(), content_of)
+    try:
+        with progress.holding(instance_path(), db.engine):
+            result = service.save_export(db.engine, instance_path(), content_of)
+    except progress.ExportRunning as running:
+        raise Conflict("Another export is under way; try again when it has finished.",
+                       code="export_running") from running
     return jsonify(ExportResultSchema().dump(result)), 201
 
 

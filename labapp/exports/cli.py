@@ -17,7 +17,7 @@ from labapp import sqlite_stats
 from labapp.blobs import content_of
 from labapp.dashboards import tally_folding
 from labapp.db import db
-from labapp.exports import service
+from labapp.exports import progress, service
 from labapp.exports.archive import ArchiveError
 from labapp.exports.restore import RestoreRefused, restore, verify
 from labapp.storage import counts as location_counts
@@ -26,14 +26,19 @@ from labapp.storage import counts as location_counts
 @click.command("save")
 @with_appcontext
 def save_command() -> None:
-    """Write an export of everything to the instance's sync/ folder."""
+    """Write an export of everything to the instance's sync/ folder (refused while another
+    export runs, on this host or, on PostgreSQL, on any host)."""
+    instance = current_app.config["LABAPP"]["INSTANCE_PATH"]
     with click.progressbar(length=1, label="Exporting", show_pos=True) as bar:
-        def progress(done: int, total: int) -> None:
+        def report(done: int, total: int) -> None:
             bar.length = max(total, 1)
             bar.update(done - bar.pos)
 
-        result = service.save_export(db.engine, current_app.config["LABAPP"]["INSTANCE_PATH"],
-                                     content_of, progress)
+        try:
+            with progress.holding(instance, db.engine):
+                result = service.save_export(db.engine, instance, content_of, report)
+        except progress.ExportRunning as running:
+            raise click.ClickException(f"{running}; try again when it has finished") from None
     click.echo(f"wrote {result.filename}: {result.entities} entities, {result.bytes} bytes")
 
 

@@ -31,8 +31,9 @@ def _instance() -> str:
 
 def _page(block: str | None = None) -> Response:
     state = progress.read_state(_instance())
+    running = progress.is_running(state) or progress.locked(db.engine)  # here, or elsewhere
     return render_page(PAGE, block=block, exports=service.list_exports(_instance()),
-                       state=state, running=progress.is_running(state), poll=POLL_SECONDS)
+                       state=state, running=running, poll=POLL_SECONDS)
 
 
 @bp.get("")
@@ -58,5 +59,5 @@ def save() -> BaseResponse:
         with app.app_context():
             return service.save_export(db.engine, instance, content_of, report)
 
-    progress.start(instance, work)
+    progress.start(instance, work, db.engine)
     return _page("exports") if is_htmx() else redirect(url_for("export_views.index"), 303)

@@ -29,9 +29,10 @@ A worker that stops while it runs a job
     commit holding SQLite's write lock cannot make its own worker look dead, and two workers
     on one machine never fail each other's jobs. A failed job is not queued again: a file
     that killed its worker (memory) would kill the next one too, and the user decides.
-    A job whose process cannot be asked (a worker of another host not sharing the instance
-    folder, or a job claimed before jobs named their process) is failed :data:`ABANDONED`
-    after it started, as before.
+    A job whose process cannot be asked (on SQLite a worker of another host not sharing the
+    instance folder; on PostgreSQL every host's process can be asked, its lock being the
+    database's; or a job claimed before jobs named their process) is failed
+    :data:`ABANDONED` after it started, as before.
 """
 from __future__ import annotations
 

@@ -29,7 +29,7 @@ from labapp.model.lab import (
 from labapp.model.org import Department, Project, ProjectSetting, Role, User, UserRole
 from labapp.model.search import SearchQueue
 from labapp.model.storage import Location, LocationCount, LocationCountChange, StorageLogEntry
-from labapp.model.system import AuditEvent, EntityEvent, ModelState, Sequence
+from labapp.model.system import AuditEvent, EntityEvent, ModelState, Sequence, WorkerProcess
 from labapp.model.tallies import EntityCount, EntityCountChange
 
 __all__ = [
@@ -43,5 +43,5 @@ __all__ = [
     "PersonalAccessToken", "Plate", "Project", "ProjectAccess", "ProjectSetting", "RefreshToken",
     "Request", "Role", "Sample", "SavedMapping", "SavedView", "SavedViewShare", "SearchQueue",
     "Sequence", "Step", "StepInput",
-    "StorageLogEntry", "User", "UserRole",
+    "StorageLogEntry", "User", "UserRole", "WorkerProcess",
 ]

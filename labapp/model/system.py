@@ -64,3 +64,18 @@ class ModelState(Model):
     generation: Mapped[int] = mapped_column(Integer, default=0)
     digest: Mapped[str] = mapped_column(String(64), default="")
     synced_utc: Mapped[datetime | None] = mapped_column(UtcDateTime)
+
+
+class WorkerProcess(Model):
+    """A process that runs jobs on a PostgreSQL installation (:mod:`labapp.liveness`): its
+    row is written when it starts and removed when it stops cleanly; it is alive while it
+    holds its advisory lock, which the server drops when the process dies. SQLite
+    installations keep lock files instead and leave this table empty."""
+
+    __tablename__ = "worker_process"
+
+    id: Mapped[str] = mapped_column(String(100), primary_key=True)
+    role: Mapped[str] = mapped_column(String(16))
+    host: Mapped[str] = mapped_column(String(64))
+    pid: Mapped[int] = mapped_column(Integer)
+    started_utc: Mapped[datetime] = mapped_column(UtcDateTime)

@@ -36,6 +36,7 @@ from flask import Flask, current_app
 from sqlalchemy import delete, event, func, select
 from sqlalchemy.orm import Session
 
+from labapp import advisory
 from labapp.access.labels import entity_labels
 from labapp.atomic import write_whole
 from labapp.db import after_commit, db, in_unit, own_read, transaction, unit_state
@@ -108,7 +109,10 @@ def beat(path: Path) -> None:
 
 
 def worker_alive() -> bool:
-    """Whether an indexer worker refreshed its heartbeat within :data:`HEARTBEAT_STALE` s."""
+    """Whether an indexer worker refreshed its heartbeat within :data:`HEARTBEAT_STALE` s;
+    on PostgreSQL, whether a worker of any host holds its drain lock (:mod:`.upkeep`)."""
+    if advisory.on_postgresql(db.engine):
+        return advisory.is_held(db.engine, advisory.SEARCH_DRAIN)
     try:
         return time.time() - heartbeat_path().stat().st_mtime < HEARTBEAT_STALE
     except OSError:

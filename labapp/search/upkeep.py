@@ -14,20 +14,28 @@ one loop that drains it shows it does (its :class:`Pulse`: a look at the queue, 
 indexed, within :data:`DRAIN_STALLED` seconds). Whatever else the worker does meanwhile (an
 import's commit of minutes) never keeps it fresh: a stalled drain lets the heartbeat go
 stale and requests index inline again.
+
+On PostgreSQL, requests of every host ask the database instead of the file
+(:func:`indexer.worker_alive`): while the pulse is fresh the heartbeat thread also holds an
+advisory lock of :data:`labapp.advisory.SEARCH_DRAIN` on a connection of its own, taken
+before the first beat and dropped when the drain stalls, the worker stops or dies.
 """
 from __future__ import annotations
 
 import logging
 import os
+import secrets
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from sqlalchemy import select
+from sqlalchemy import Engine, select
+from sqlalchemy.exc import SQLAlchemyError
 
-from labapp.db import end_read, own_read
+from labapp import advisory
+from labapp.db import db, end_read, own_read
 from labapp.model import SearchQueue
 from labapp.search import indexer
 from labapp.search.analysis import IndexBusy, IndexUnavailable
@@ -85,22 +93,52 @@ def heartbeat(pulse: Pulse) -> Iterator[None]:
     :data:`DRAIN_STALLED` seconds (a long drain of many batches keeps it fresh, a stalled
     one does not) and removed on the way out (in an application context)."""
     path = indexer.heartbeat_path()
+    lock = _DrainLock(db.engine) if advisory.on_postgresql(db.engine) else None
+    if lock is not None:
+        lock.hold(True)
     indexer.beat(path)
     stop = threading.Event()
-    beating = threading.Thread(target=_beat_until, args=(stop, path, pulse), daemon=True,
-                               name="search-heartbeat")
+    beating = threading.Thread(target=_beat_until, args=(stop, path, pulse, lock),
+                               daemon=True, name="search-heartbeat")
     beating.start()
     try:
         yield
     finally:
         stop.set()
         beating.join()
+        if lock is not None:
+            lock.hold(False)
         _remove_own(path)
 
 
-def _beat_until(stop: threading.Event, path: Path, pulse: Pulse) -> None:
+class _DrainLock:
+    """This worker's advisory lock telling every host that it drains the search queue."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.key = advisory.key(f"search drain {os.getpid()} {secrets.token_hex(6)}")
+        self.held: advisory.Held | None = None
+
+    def hold(self, fresh: bool) -> None:
+        """Hold the lock while the drain is ``fresh``, else drop it (a database that
+        refuses is logged; the next beat tries again)."""
+        if fresh and self.held is None:
+            try:
+                self.held = advisory.take(self.engine, advisory.SEARCH_DRAIN, self.key)
+            except SQLAlchemyError as error:
+                logger.warning("search heartbeat not held in the database: %s", error)
+        elif not fresh and self.held is not None:
+            self.held.release()
+            self.held = None
+
+
+def _beat_until(stop: threading.Event, path: Path, pulse: Pulse,
+                lock: _DrainLock | None) -> None:
     while not stop.is_set():
-        if pulse.within(DRAIN_STALLED):
+        fresh = pulse.within(DRAIN_STALLED)
+        if lock is not None:
+            lock.hold(fresh)
+        if fresh:
             indexer.beat(path)
         stop.wait(indexer.HEARTBEAT_EVERY)
 

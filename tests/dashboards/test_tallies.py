@@ -3,9 +3,7 @@ ORM and Core alike), a fold keeps the sums, and the widgets read the same number
 and after it."""
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable
-from typing import Any
 
 from flask import Flask
 from sqlalchemy import delete, func, select, update
@@ -16,28 +14,7 @@ from labapp.model import Entity, EntityCount, EntityCountChange
 from tests.conftest import ApiClient
 from tests.dashboards.conftest import board, created, widget
 from tests.entities.conftest import save
-from tests.helpers.dashboards import widget_data
-
-
-def true_counts(app: Flask) -> Counter[tuple[Any, ...]]:
-    """Entities per (class, creation day, status, department, project), counted directly."""
-    with app.app_context():
-        rows = db.session.execute(select(Entity.eclass, Entity.created_utc, Entity.status,
-                                         Entity.department_id, Entity.project_id)).all()
-    return Counter((eclass, created_utc.date(), status, department or "", project or "")
-                   for eclass, created_utc, status, department, project in rows)
-
-
-def tallied(app: Flask) -> Counter[tuple[Any, ...]]:
-    """What the tallies say: folded counts plus pending changes, zeros left out."""
-    sums: Counter[tuple[Any, ...]] = Counter()
-    with app.app_context():
-        for table in (EntityCount, EntityCountChange):
-            for row in db.session.execute(select(
-                    table.eclass, table.day, table.status, table.department_id,
-                    table.project_id, table.n)):
-                sums[tuple(row[:-1])] += row.n
-    return Counter({key: n for key, n in sums.items() if n})
+from tests.helpers.dashboards import tallied, true_counts, widget_data
 
 
 def changes(app: Flask) -> int:

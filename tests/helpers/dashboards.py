@@ -1,8 +1,14 @@
-"""Dashboards and their widgets, through the API."""
+"""Dashboards and their widgets, through the API, and the entity tallies behind them."""
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
+from flask import Flask
+from sqlalchemy import select
+
+from labapp.db import db
+from labapp.model import Entity, EntityCount, EntityCountChange
 from tests.conftest import ApiClient
 
 
@@ -23,3 +29,24 @@ def grid_widget(plugin: str, x: int, y: int, cols: int, config: dict[str, Any]
     return {"plugin": {"app": "labapp", "plugin": plugin},
             "gridster": {"x": x, "y": y, "cols": cols, "rows": 4}, "config": config,
             "header": None}
+
+
+def true_counts(app: Flask) -> Counter[tuple[Any, ...]]:
+    """Entities per (class, creation day, status, department, project), counted directly."""
+    with app.app_context():
+        rows = db.session.execute(select(Entity.eclass, Entity.created_utc, Entity.status,
+                                         Entity.department_id, Entity.project_id)).all()
+    return Counter((eclass, created_utc.date(), status, department or "", project or "")
+                   for eclass, created_utc, status, department, project in rows)
+
+
+def tallied(app: Flask) -> Counter[tuple[Any, ...]]:
+    """What the tallies say: folded counts plus pending changes, zeros left out."""
+    sums: Counter[tuple[Any, ...]] = Counter()
+    with app.app_context():
+        for table in (EntityCount, EntityCountChange):
+            for row in db.session.execute(select(
+                    table.eclass, table.day, table.status, table.department_id,
+                    table.project_id, table.n)):
+                sums[tuple(row[:-1])] += row.n
+    return Counter({key: n for key, n in sums.items() if n})

@@ -15,10 +15,13 @@ from typing import Any
 
 import pytest
 from flask import Flask
+from sqlalchemy import select
 
 from bench.server import Server, basic, free_port, request
-from labapp import liveness
-from labapp.search.indexer import heartbeat_path, worker_alive
+from labapp import advisory, liveness
+from labapp.db import db
+from labapp.model import WorkerProcess
+from labapp.search.indexer import beat, heartbeat_path, worker_alive
 from tests.conftest import ADMIN_PASSWORD, SECRET_KEY
 
 ROOT = Path(__file__).resolve().parents[2]  # the project
@@ -120,6 +123,23 @@ def alive(app: Flask) -> bool:
         return worker_alive()
 
 
+@contextmanager
+def worker_beating(app: Flask) -> Iterator[None]:
+    """A search worker's heartbeat without the worker, for the block (requests then only
+    queue their changes): its file, and on PostgreSQL its drain lock, dropped afterwards
+    (the file stays, as a worker that dies leaves it)."""
+    with app.app_context():
+        beat(heartbeat_path())
+        engine = db.engine
+    held = (advisory.take(engine, advisory.SEARCH_DRAIN, advisory.key("a test's worker"))
+            if advisory.on_postgresql(engine) else None)
+    try:
+        yield
+    finally:
+        if held is not None:
+            held.release()
+
+
 def beating(app: Flask) -> str | None:
     """The pid in the heartbeat file, if any."""
     with app.app_context():
@@ -133,13 +153,29 @@ def beating(app: Flask) -> str | None:
 HOLD = ("import sys; from pathlib import Path; from labapp.liveness import Lock; "
         "lock = Lock(Path(sys.argv[1]), sys.argv[2]); print(lock.id, flush=True); "
         "sys.stdin.read()")
+# On PostgreSQL a lock is an advisory lock and a row: the holder needs the application.
+HOLD_IN_DATABASE = (
+    "import sys; from labapp import create_app, liveness; "
+    "app = create_app({'INSTANCE_PATH': sys.argv[1], 'DATABASE_URL': sys.argv[3], "
+    "'SECRET_KEY': 'holder'}); context = app.app_context(); context.push(); "
+    "lock = liveness.new_lock(sys.argv[2]); print(lock.id, flush=True); sys.stdin.read()")
 
 
 @contextmanager
-def held_lock(folder: Path, role: str = liveness.WORKER) -> Iterator[tuple[str, subprocess.Popen]]:
-    """Another process holding a lock of ``role`` in ``folder``: (its id, the process). It
+def held_lock(app: Flask, role: str = liveness.WORKER
+              ) -> Iterator[tuple[str, subprocess.Popen]]:
+    """Another process holding a lock of ``role`` as ``app``'s processes do (a file in its
+    instance folder; on PostgreSQL an advisory lock and a row): (its id, the process). It
     holds it until its stdin closes; kill it to see the lock dropped."""
-    process = subprocess.Popen([sys.executable, "-c", HOLD, str(folder), role], cwd=ROOT,
+    settings = app.config["LABAPP"]
+    with app.app_context():
+        folder = liveness.folder()
+    url = settings["DATABASE_URL"]
+    if url.startswith("postgresql"):
+        arguments = ["-c", HOLD_IN_DATABASE, settings["INSTANCE_PATH"], role, url]
+    else:
+        arguments = ["-c", HOLD, str(folder), role]
+    process = subprocess.Popen([sys.executable, *arguments], cwd=ROOT,
                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         assert process.stdout is not None
@@ -150,6 +186,17 @@ def held_lock(folder: Path, role: str = liveness.WORKER) -> Iterator[tuple[str, 
         if process.poll() is None:
             process.kill()
         process.communicate(timeout=30)
+
+
+def recorded_locks(app: Flask) -> list[str]:
+    """The ids of the processes whose lock leaves a trace for ``app``: lock files in its
+    instance folder, or rows of ``worker_process`` on PostgreSQL."""
+    with app.app_context():
+        if db.engine.dialect.name == "postgresql":
+            with db.engine.connect() as connection:
+                return sorted(connection.scalars(select(WorkerProcess.id)))
+        return sorted(path.name.removesuffix(liveness.SUFFIX)
+                      for path in liveness.folder().glob(f"*{liveness.SUFFIX}"))
 
 
 def killed(process: subprocess.Popen) -> None:

@@ -212,10 +212,9 @@ def test_a_job_tells_whether_a_worker_runs_it(app: Flask, admin: ApiClient) -> N
     assert queued["worker"] == {"alive": False, "message": workers.NO_WORKER}
     assert "`flask --app labapp worker`" in workers.NO_WORKER
     with app.app_context():
-        folder = liveness.folder()
         with liveness.holding():
             assert job_of(admin, started["id"])["worker"] == {"alive": True, "message": None}
-    with held_lock(folder) as (dead, process):
+    with held_lock(app) as (dead, process):
         with app.app_context():
             assert jobs.claim(started["id"]) == started["id"]
         with app.app_context(), transaction():

@@ -132,10 +132,9 @@ def test_the_job_page_says_when_no_worker_will_run_it(
     assert "<code>flask --app labapp worker</code>" in waiting and "`" not in waiting
     assert 'hx-trigger="every 500ms"' in waiting, "it still looks for a worker"
     with app.app_context():
-        folder = liveness.folder()
         with liveness.holding():
             assert 'id="import-worker"' not in browser.get(job_url).data.decode()
-    with held_lock(folder) as (dead, process):
+    with held_lock(app) as (dead, process):
         with app.app_context():
             assert jobs.claim(job_id) == job_id
         with app.app_context(), transaction():

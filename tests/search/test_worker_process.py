@@ -12,8 +12,15 @@ from sqlalchemy import select
 
 from labapp.db import db
 from labapp.model import EntityCountChange, SearchQueue
-from labapp.search.indexer import beat, heartbeat_path
-from tests.helpers.processes import alive, post, searched, served, wait_for, worker_process
+from tests.helpers.processes import (
+    alive,
+    post,
+    searched,
+    served,
+    wait_for,
+    worker_beating,
+    worker_process,
+)
 from tests.helpers.searching import client_found, client_post
 
 
@@ -48,9 +55,8 @@ def test_gunicorn_requests_are_indexed_by_the_worker(
 
 def test_while_a_worker_beats_requests_only_queue_and_it_indexes_them(
         served_app: Flask) -> None:
-    with served_app.app_context():
-        beat(heartbeat_path())  # a worker's heartbeat, before the worker itself starts
-    client_post(served_app, "handed over")
+    with worker_beating(served_app):  # a worker's heartbeat, before the worker starts
+        client_post(served_app, "handed over")
     assert queued(served_app), "the request must leave its change to the worker"
     assert client_found(served_app, "handed") == set()
 

@@ -11,9 +11,9 @@ from sqlalchemy import func, insert, select
 
 from labapp.blobs import content_of
 from labapp.db import db
-from labapp.exports import service
+from labapp.exports import progress, service
 from labapp.model import Entity, Sequence
-from tests.conftest import ADMIN_PASSWORD, ApiClient, basic_header
+from tests.conftest import ADMIN_PASSWORD, BACKEND, ApiClient, basic_header
 from tests.sync.conftest import admin_api, decoded, populate, save
 
 
@@ -104,6 +104,22 @@ def test_a_name_that_is_not_an_export_is_404(client: FlaskClient, name: str) -> 
     assert response.status_code == 404
     assert response.mimetype == "application/problem+json"
     assert response.get_json()["code"] == "export_not_found"
+
+
+def test_while_an_export_runs_another_is_refused(lab: Callable[..., Flask]) -> None:
+    """The page's background export and the API share one lock (on PostgreSQL the
+    database's, seen by every host): while one holds it, the API answers 409."""
+    app = lab()
+    instance = app.config["LABAPP"]["INSTANCE_PATH"]
+    api = admin_api(app)
+    with app.app_context(), progress.holding(instance, db.engine):
+        assert progress.locked(db.engine) == (BACKEND == "postgresql")
+        refused = api.post("/api/sync/save")
+        assert refused.status_code == 409
+        assert refused.get_json()["code"] == "export_running"
+    assert api.post("/api/sync/save").status_code == 201, "the lock is dropped afterwards"
+    with app.app_context():
+        assert not progress.locked(db.engine)
 
 
 def test_a_partial_export_is_neither_listed_nor_served(lab: Callable[..., Flask]) -> None:
