@@ -42,7 +42,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.engine import Connection
 
 from labapp.db import table_of
-from labapp.model import File, FileContent, FileContentChunk
+from labapp.model import File, FileContent, FileContentChunk, ImportJob, ImportPending
 from labapp.model.content import CONTENT_ID_SEQUENCE
 
 CHUNK = 1024 * 1024
@@ -52,6 +52,8 @@ READ_BUFFER = 256 * 1024
 _contents = table_of(FileContent)
 _chunks = table_of(FileContentChunk)
 _file_digests = table_of(File).c.sha256
+_import_digests = table_of(ImportJob).c.sha256
+_pending_digests = table_of(ImportPending).c.sha256
 
 Connect = Callable[[], AbstractContextManager[Connection]]
 
@@ -105,6 +107,14 @@ def write(connection: Connection, stream: Readable) -> tuple[str, int]:
         if held is not None:
             connection.execute(delete(_chunks).where(_chunks.c.content_id == content_id))
             return sha256, size
+
+
+def hold(connection: Connection, sha256: str) -> bool:
+    """Lock the content with this digest against the collector until the connection's
+    transaction ends (``FOR KEY SHARE``, as a second writer does); whether it is stored."""
+    return connection.scalar(select(_contents.c.content_id)
+                             .where(_contents.c.sha256 == sha256)
+                             .with_for_update(read=True, key_share=True)) is not None
 
 
 def find(connection: Connection, sha256: str) -> tuple[int, int] | None:
@@ -174,10 +184,10 @@ def stored_digests(connection: Connection) -> list[str]:
 
 def collect_garbage(connection: Connection, digests: Sequence[str], grace_seconds: float, *,
                     dry_run: bool) -> list[tuple[str, int]]:
-    """Remove the contents among ``digests`` that no committed File names, that no writer
-    holds and that were stored at least ``grace_seconds`` ago; returns their digests and
-    sizes (found, not removed, with ``dry_run``). Runs in the connection's transaction, which
-    the caller commits: give a few hundred digests at a time."""
+    """Remove the contents among ``digests`` that no committed File or import names,
+    that no writer holds and that were stored at least ``grace_seconds`` ago; returns their
+    digests and sizes (found, not removed, with ``dry_run``). Runs in the connection's
+    transaction, which the caller commits: give a few hundred digests at a time."""
     if not digests:
         return []
     oldest = datetime.now(UTC) - timedelta(seconds=grace_seconds)
@@ -197,12 +207,17 @@ def collect_garbage(connection: Connection, digests: Sequence[str], grace_second
 
 
 def _referenced(connection: Connection, digests: Collection[str]) -> set[str]:
-    """The digests among ``digests`` that a committed File names (a statement of its own:
-    under READ COMMITTED it sees every commit made before it began)."""
+    """The digests among ``digests`` that a committed File, import job or pending wizard
+    upload names (import uploads are contents of this store too: see
+    :mod:`labapp.imports.uploads`); a statement of its own: under READ COMMITTED it sees
+    every commit made before it began."""
     if not digests:
         return set()
-    return set(connection.scalars(select(_file_digests).distinct()
-                                  .where(_file_digests.in_(sorted(digests)))))
+    wanted = sorted(digests)
+    return set(connection.scalars(
+        select(_file_digests).where(_file_digests.in_(wanted))
+        .union(select(_import_digests).where(_import_digests.in_(wanted)),
+               select(_pending_digests).where(_pending_digests.in_(wanted)))))
 
 
 def remove_stray_chunks(connection: Connection, *, dry_run: bool) -> int:

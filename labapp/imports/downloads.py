@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import tempfile
 from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from pathlib import Path, PurePath
 from typing import BinaryIO
 from urllib.parse import quote
@@ -87,14 +88,19 @@ def annotated(job: ImportJob, file_format: str) -> Response:
                        "is done.")
     if not job.counts:
         raise Conflict(f"Import {job.id} failed before its rows were read: {job.error}")
-    table = service.job_table(job)
     outcomes = outcomes_of(job)
     stem = PurePath(job.filename).stem or "import"
     if file_format == "xlsx":
-        return _xlsx_response(lambda path: annotated_xlsx(table, outcomes, path),
-                              f"{stem}-annotated.xlsx")
-    return _attachment(Response(_encoded(annotated_csv(table, outcomes)),
-                                mimetype=CSV), f"{stem}-annotated.csv")
+        with service.job_table(job) as table:
+            return _xlsx_response(lambda path: annotated_xlsx(table, outcomes, path),
+                                  f"{stem}-annotated.xlsx")
+    # The rows are read as the response is sent: the file (a temporary copy with the
+    # database store) goes when the response is closed.
+    stack = ExitStack()
+    table = stack.enter_context(service.job_table(job))
+    response = Response(_encoded(annotated_csv(table, outcomes)), mimetype=CSV)
+    response.call_on_close(stack.close)
+    return _attachment(response, f"{stem}-annotated.csv")
 
 
 def template(spec: ClassSpec, file_format: str) -> Response:

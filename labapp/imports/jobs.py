@@ -44,7 +44,7 @@ from typing import Any
 from flask import current_app
 from sqlalchemy import delete, insert, select, update
 
-from labapp import liveness
+from labapp import blobs, liveness
 from labapp.access.actor import Actor
 from labapp.access.grant_sets import actor_for
 from labapp.db import db, end_read, own_read, rows_matched, side_unit, transaction
@@ -126,17 +126,17 @@ def run(job_id: str, report: Report | None = None) -> ImportJob:
     try:
         actor = _owner(job)
         spec = existing_class(job.eclass)
-        table = service.job_table(job)
-        total = table.row_count if table.row_count is not None else total
+        with service.job_table(job) as table:
+            total = table.row_count if table.row_count is not None else total
 
-        def progress(done: int) -> None:
-            if report is not None:
-                report("reading", done, total)
-            _write_progress(job_id, done)
+            def progress(done: int) -> None:
+                if report is not None:
+                    report("reading", done, total)
+                _write_progress(job_id, done)
 
-        plan = plan_import(actor, spec, table, dict(job.mapping), match=job.match,
-                           progress=progress)
-        _finish(job_id, actor, plan, job.dry_run, report)
+            plan = plan_import(actor, spec, table, dict(job.mapping), match=job.match,
+                               progress=progress)
+            _finish(job_id, actor, plan, job.dry_run, report)  # a commit reads the rows again
     except Exception as error:  # recorded on the job: the owner sees why it failed
         end_read()
         if not isinstance(error, AppError | LookupError):
@@ -275,14 +275,18 @@ def _remove_finished() -> bool:
     if not waiting:
         return False
     with transaction():
-        old = db.session.execute(select(ImportJob.id, ImportJob.upload).where(
+        old = db.session.execute(select(ImportJob.id, ImportJob.upload, ImportJob.sha256).where(
             ImportJob.status.in_(("done", "failed")), ImportJob.finished_utc < cutoff)
             .limit(100)).all()
         if not old:
             return False
-        ids = [job for job, _ in old]
+        ids = [row.id for row in old]
         db.session.execute(delete(ImportRow).where(ImportRow.job_id.in_(ids)))
         db.session.execute(delete(ImportJob).where(ImportJob.id.in_(ids)))
-    for _job, upload in old:
-        uploads.discard(upload)
+    for row in old:
+        uploads.discard(row.upload)
+    if blobs.uses_database():
+        # Their contents too, unless a File or another job names them or a writer holds
+        # them (the collector's own checks; no grace: a content commits with what names it).
+        blobs.collect_garbage(sorted({row.sha256 for row in old}), 0, dry_run=False)
     return True

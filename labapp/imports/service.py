@@ -9,9 +9,9 @@ its owner and ADMIN only; to anyone else it does not exist (404).
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from sqlalchemy import func, select
@@ -221,7 +221,7 @@ def commit_dry_run(actor: Actor, job_id: str) -> ImportJob:
                     progress_total=dry_run.progress_total, created_utc=utc_now(),
                     dry_run_id=dry_run.id, upload="")
     try:
-        job.upload = uploads.share(dry_run.upload, job.id)
+        job.upload = uploads.share(dry_run.upload, dry_run.sha256, job.id)
     except FileNotFoundError:
         raise Conflict(f"The file of dry run {job_id} is no longer stored; upload it "
                        "again.") from None
@@ -231,14 +231,14 @@ def commit_dry_run(actor: Actor, job_id: str) -> ImportJob:
     return job
 
 
-def upload_path(job: ImportJob) -> Path:
-    """Where the job's file is stored; 404 when it is gone."""
-    path = uploads.path_of(job.upload)
-    if not path.exists():
-        raise NotFound(f"The file of import {job.id} is no longer stored.")
-    return path
-
-
-def job_table(job: ImportJob) -> SourceTable:
-    """The table of the job's stored file, as the job read it."""
-    return open_table(upload_path(job), job.filename, sheet=job.sheet)
+@contextmanager
+def job_table(job: ImportJob) -> Iterator[SourceTable]:
+    """The table of the job's stored file, as the job read it, for the block (with the
+    database store the file is a temporary copy on this host, removed after the block);
+    404 when the file is gone."""
+    with ExitStack() as stack:
+        try:
+            path = stack.enter_context(uploads.opened(job.upload, job.sha256))
+        except FileNotFoundError:
+            raise NotFound(f"The file of import {job.id} is no longer stored.") from None
+        yield open_table(path, job.filename, sheet=job.sheet)

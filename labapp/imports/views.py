@@ -12,6 +12,8 @@
 """
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from typing import Any
 
 from flask import Blueprint, Response, redirect, request, url_for
@@ -90,19 +92,32 @@ def _pending(actor: Actor, token: str) -> uploads.Pending:
     return held
 
 
+@contextmanager
+def _file_of(held: uploads.Pending) -> Iterator[uploads.Upload]:
+    """The pending upload with a file to read (see :func:`labapp.imports.uploads.held_file`);
+    404 when it is gone."""
+    with ExitStack() as stack:
+        try:
+            upload = stack.enter_context(uploads.held_file(held))
+        except FileNotFoundError:
+            raise NotFound("This upload is gone; upload the file again.") from None
+        yield upload
+
+
 def _mapping_page(actor: Actor, held: uploads.Pending, *, sheet: str | None,
                   chosen: dict[str, str] | None = None, save_as: str | None = None,
                   match: str = "", error: str | None = None, status: int = 200) -> Response:
     spec = service.import_class(actor, held.eclass)
-    table = open_table(held.upload.path, held.filename, sheet=sheet or None)
-    preset = chosen if chosen is not None else (
-        saved.offered(actor, spec, held.filename, table.headers)
-        or auto_map(spec, table.headers))
-    fields = [(field.name, label_of(field.name)) for field in importable(spec)]
-    return render_page(PAGE, status=status, step=2, held=held, spec=spec, table=table,
-                       columns=_columns(table, preset), fields=fields, match=match,
-                       save_as=saved.source_name(held.filename) if save_as is None
-                       else save_as, error=error)
+    with _file_of(held) as upload:
+        table = open_table(upload.path, held.filename, sheet=sheet or None)
+        preset = chosen if chosen is not None else (
+            saved.offered(actor, spec, held.filename, table.headers)
+            or auto_map(spec, table.headers))
+        fields = [(field.name, label_of(field.name)) for field in importable(spec)]
+        return render_page(PAGE, status=status, step=2, held=held, spec=spec, table=table,
+                           columns=_columns(table, preset), fields=fields, match=match,
+                           save_as=saved.source_name(held.filename) if save_as is None
+                           else save_as, error=error)
 
 
 def _columns(table: SourceTable, preset: dict[str, str]) -> list[dict[str, Any]]:
@@ -132,22 +147,26 @@ def run_dry(token: str) -> BaseResponse:
     actor = current_actor()
     held = _pending(actor, token)
     sheet = request.form.get("sheet") or None
-    table = open_table(held.upload.path, held.filename, sheet=sheet)
-    chosen = {header: request.form.get(f"column-{index}", "")
-              for index, header in enumerate(table.headers)}
     save_as = request.form.get("saveAs", "").strip()
     match = request.form.get("match", "").strip()
-    try:
-        with transaction():
-            job = service.start_import(actor, held.upload, service.ImportRequest(
-                eclass=held.eclass, filename=held.filename, mapping=chosen, dry_run=True,
-                match=match or None, sheet=sheet))
-            if request.form.get("save") == "on" and save_as:
-                saved.save(actor, service.import_class(actor, held.eclass), save_as,
-                           job.mapping)
-    except InvalidInput as error:
+    with _file_of(held) as upload:
+        table = open_table(upload.path, held.filename, sheet=sheet)
+        chosen = {header: request.form.get(f"column-{index}", "")
+                  for index, header in enumerate(table.headers)}
+        try:
+            with transaction():
+                job = service.start_import(actor, upload, service.ImportRequest(
+                    eclass=held.eclass, filename=held.filename, mapping=chosen,
+                    dry_run=True, match=match or None, sheet=sheet))
+                if request.form.get("save") == "on" and save_as:
+                    saved.save(actor, service.import_class(actor, held.eclass), save_as,
+                               job.mapping)
+            error = None
+        except InvalidInput as refused:
+            error = refused.detail
+    if error is not None:
         return _mapping_page(actor, held, sheet=sheet, chosen=chosen, save_as=save_as,
-                             match=match, error=error.detail, status=400)
+                             match=match, error=error, status=400)
     uploads.release(token)
     return redirect(url_for(".job", job_id=job.id), 303)
 

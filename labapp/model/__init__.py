@@ -16,7 +16,7 @@ from labapp.model.boards import (
     SavedViewShare,
 )
 from labapp.model.content import File, FileContent, FileContentChunk, Note
-from labapp.model.imports import ImportJob, ImportRow, SavedMapping
+from labapp.model.imports import ImportJob, ImportPending, ImportRow, SavedMapping
 from labapp.model.lab import (
     Experiment,
     Fermentation,
@@ -36,7 +36,8 @@ __all__ = [
     "AlertRule", "AlertState", "AuditEvent", "Dashboard", "DashboardShare", "Department",
     "DepartmentAccess", "Entity",
     "EntityCount", "EntityCountChange", "EntityEvent", "Experiment",
-    "Fermentation", "File", "FileContent", "FileContentChunk", "ImportJob", "ImportRow",
+    "Fermentation", "File", "FileContent", "FileContentChunk", "ImportJob", "ImportPending",
+    "ImportRow",
     "Location", "LocationCount",
     "LocationCountChange", "LoginFailure", "LoginSession",
     "MailMessage", "MailMessageRule", "ModelState", "Note", "Notification",

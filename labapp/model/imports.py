@@ -28,18 +28,21 @@ ROW_OUTCOMES = ("create", "update", "unchanged", "error")
 class ImportJob(Model):
     """One uploaded file to import into one class, processed by the worker.
 
-    ``upload`` names the stored copy of the file in the instance folder's ``imports/``; it
-    lives as long as the job does. ``progress_done`` of ``progress_total`` rows have been
-    planned (``progress_total`` is None until the row count is known). ``counts`` maps each
-    outcome of :data:`ROW_OUTCOMES` to its number of rows once the plan is made. ``worker``
-    names the process that claimed the job; while it runs, the job is failed as soon as that
-    process is gone (:mod:`labapp.imports.workers`)."""
+    ``upload`` names the stored copy of the file (:mod:`labapp.imports.uploads`: a file of
+    the uploads folder, or with the database store a content of that store found by
+    ``sha256``); it lives as long as the job does. ``progress_done`` of ``progress_total``
+    rows have been planned (``progress_total`` is None until the row count is known).
+    ``counts`` maps each outcome of :data:`ROW_OUTCOMES` to its number of rows once the plan
+    is made. ``worker`` names the process that claimed the job; while it runs, the job is
+    failed as soon as that process is gone (:mod:`labapp.imports.workers`)."""
 
     __tablename__ = "import_job"
     __table_args__ = (
         CheckConstraint("status IN ('queued', 'running', 'done', 'failed')", name="status"),
         Index("ix_import_job_status_created_utc", "status", "created_utc"),
         Index("ix_import_job_owner_id_created_utc", "owner_id", "created_utc"),
+        # files gc asks which contents jobs name (the database store: see labapp.content_rows)
+        Index("ix_import_job_sha256", "sha256"),
     )
 
     id: Mapped[str] = mapped_column(String(32), primary_key=True)
@@ -67,6 +70,25 @@ class ImportJob(Model):
     created_utc: Mapped[datetime] = mapped_column(UtcDateTime)
     started_utc: Mapped[datetime | None] = mapped_column(UtcDateTime)
     finished_utc: Mapped[datetime | None] = mapped_column(UtcDateTime)
+
+
+class ImportPending(Model):
+    """An upload of the import wizard waiting for its mapping step, with the database store
+    (``LABAPP_FILE_STORE=database``): its content is a content of that store (``sha256``),
+    so the mapping step may be served by any host. ``token`` is the wizard's URL part;
+    ``suffix`` is ``.csv`` or ``.xlsx``. The folder store keeps these as files instead."""
+
+    __tablename__ = "import_pending"
+
+    token: Mapped[str] = mapped_column(String(32), primary_key=True)
+    owner_id: Mapped[str] = mapped_column(
+        String(64), ForeignKey("app_user.id", ondelete="CASCADE"))
+    eclass: Mapped[str] = mapped_column(String(32))
+    filename: Mapped[str] = mapped_column(String(255))
+    sha256: Mapped[str] = mapped_column(String(64), index=True)
+    size: Mapped[int] = mapped_column(BigInteger)
+    suffix: Mapped[str] = mapped_column(String(8))
+    created_utc: Mapped[datetime] = mapped_column(UtcDateTime)
 
 
 class ImportRow(Model):

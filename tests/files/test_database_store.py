@@ -31,6 +31,7 @@ from labapp.model import File, FileContent, FileContentChunk
 from labapp.users.service import create_user
 from tests.conftest import BACKEND, PASSWORD, ApiClient, basic_header, build_app, dispose
 from tests.files.conftest import created, fetch, upload, upload_base64
+from tests.helpers.streams import Pieces
 
 MIB = 1024 * 1024
 needs_postgresql = pytest.mark.skipif(BACKEND != "postgresql",
@@ -45,26 +46,6 @@ def test_the_database_store_is_refused_on_sqlite(tmp_path: Path) -> None:
     settings = load_settings({"INSTANCE_PATH": str(tmp_path), "FILE_STORE": "database",
                         "DATABASE_URL": "postgresql+psycopg://lab@db/lab"}, environ={})
     assert settings["FILE_STORE"] == "database"
-
-
-class Pieces:
-    """A stream of ``size`` pseudo-random bytes made on the fly (never whole in memory),
-    in reads of odd sizes; it fails with OSError after ``fail_after`` bytes, when given."""
-
-    def __init__(self, size: int, fail_after: int | None = None) -> None:
-        self.size, self.fail_after = size, fail_after
-        self.sent = 0
-        self.digest = hashlib.sha256()
-
-    def read(self, size: int = -1, /) -> bytes:
-        if self.fail_after is not None and self.sent >= self.fail_after:
-            raise OSError("the client went away")
-        wanted = min(self.size - self.sent, 300_001 if size < 0 else min(size, 300_001))
-        block = hashlib.sha256(str(self.sent).encode()).digest() * (wanted // 32 + 1)
-        block = block[:wanted]
-        self.sent += len(block)
-        self.digest.update(block)
-        return block
 
 
 def rows(app: Flask) -> tuple[int, int]:

@@ -10,12 +10,12 @@ from pathlib import Path
 from flask import Flask
 from sqlalchemy import select, update
 
-from labapp import liveness
+from labapp import blobs, liveness
 from labapp.db import db, transaction
 from labapp.imports import jobs, uploads, workers
 from labapp.model import ImportJob, ImportRow
 from labapp.model.types import utc_now
-from tests.conftest import BACKEND, ApiClient
+from tests.conftest import ADMIN_PASSWORD, BACKEND, ApiClient, basic_header
 from tests.helpers.processes import held_lock, killed, recorded_locks
 from tests.imports.uploading import GOOD_CSV, job_of, queue_job, run_queued, upload
 
@@ -170,3 +170,17 @@ def test_the_hourly_upkeep_sweeps_the_files_of_gone_workers(app: Flask,
             assert jobs.purge_finished() is False
     traces = recorded_locks(app)
     assert named in traces and unnamed not in traces
+
+
+def test_uploads_live_in_the_shared_file_store_folder_when_it_is_set(
+        fresh_app: Callable[..., Flask], tmp_path: Path) -> None:
+    shared = tmp_path / "shared-store"
+    app = fresh_app(initialised=True, FILE_STORE_PATH=str(shared))
+    admin = ApiClient(app.test_client(), basic_header("admin", ADMIN_PASSWORD), "basic")
+    job = upload(admin, GOOD_CSV)
+    assert sorted(path.name for path in (shared / ".imports").iterdir()) == [f"{job['id']}.csv"]
+    with app.app_context():  # the content store's collector never sees them
+        assert blobs.stored_digests() == []
+    assert run_queued(app) == 1
+    assert job_of(admin, job["id"])["status"] == "done"
+    assert (shared / ".imports" / f"{job['id']}.csv").is_file()
