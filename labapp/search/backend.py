@@ -10,7 +10,7 @@ here names a file or a folder: where a backend keeps its data is its own busines
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
@@ -53,12 +53,14 @@ class SearchBackend(Protocol):
     def check(self) -> None:
         """Return when searches can run, else raise ``IndexUnavailable``."""
 
-    def write(self, produce: Produce) -> None:
+    def write(self, produce: Produce, holding: Sequence[str] = ()) -> None:
         """Replace the documents ``produce`` returns and delete those of the ids it returns,
         at once. ``produce`` is called when the backend can take them (Whoosh: under its
         write lock, so what it reads is never older than what another writer committed;
-        PostgreSQL: in the caller's unit of work). Raises
-        :class:`~labapp.search.analysis.IndexBusy` when another writer held on too long."""
+        PostgreSQL: in the caller's unit of work, once it holds the documents of the ids
+        ``holding`` names, so what it reads of them is never older than what another
+        writer of them committed). Raises :class:`~labapp.search.analysis.IndexBusy` when
+        another writer held on too long."""
 
     def search(self, clauses: list[Clause], *, labels: frozenset[str] | None,
                eclasses: frozenset[str] | None, limit: int) -> Hits:

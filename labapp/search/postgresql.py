@@ -23,7 +23,7 @@ a change is found by the next request on any host as soon as it commits.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import psycopg
@@ -62,6 +62,13 @@ _UPSERT = text(
     "(:entity_id, :eclass, CAST(:labels AS varchar[]), CAST(:vector AS tsvector)) "
     "ON CONFLICT (entity_id) DO UPDATE SET eclass = excluded.eclass, "
     "labels = excluded.labels, words = excluded.words")
+
+# Locks the rows of the given ids, inserting placeholders where there are none (an insert
+# waits for a unit of work that inserts the same id and has not committed yet).
+_HOLD = text(
+    f"INSERT INTO {TABLE} (entity_id, eclass, labels, words) "
+    "SELECT unnest(CAST(:ids AS varchar[])), '', '{}', '' "
+    f"ON CONFLICT (entity_id) DO UPDATE SET eclass = {TABLE}.eclass")
 
 
 def vector(document: Document) -> str:
@@ -136,9 +143,14 @@ class PostgresBackend:
         if not self.exists():
             raise IndexUnavailable(f"No table {TABLE} in the database (run the migrations).")
 
-    def write(self, produce: Produce) -> None:
+    def write(self, produce: Produce, holding: Sequence[str] = ()) -> None:
         """Upsert the documents ``produce`` returns and delete the rows of the ids it
-        returns, in the current unit of work."""
+        returns, in the current unit of work; first lock the rows of the ids ``holding``
+        names (a placeholder row for those without one, which ``produce`` then replaces or
+        names gone): a unit of work writing one of them meanwhile waits, and one that wrote
+        it before has committed before ``produce`` reads."""
+        for chunk in _chunks(sorted(holding), _CHUNK):
+            db.session.execute(_HOLD, {"ids": chunk})
         documents, gone = produce()
         self._write(documents)
         for chunk in _chunks(gone, _CHUNK):

@@ -1,10 +1,12 @@
 """Two "hosts" on one machine over one PostgreSQL database (issue 34 §3): each a gunicorn
 and a worker of its own (:mod:`tests.helpers.processes`), with an instance folder of its own
 and a port of its own, the settings every host must share equal (``LABAPP_SECRET_KEY``, the
-database URL) and the import uploads folder shared, as docs/deploying.md asks."""
+database URL, the search backend and the file store) and the import uploads folder shared, as
+docs/deploying.md asks. With ``LABAPP_SEARCH_BACKEND=postgresql`` and
+``LABAPP_FILE_STORE=database`` (what docs/deploying.md recommends for several hosts) no
+host keeps a search index or file contents of its own."""
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
@@ -13,11 +15,12 @@ from pathlib import Path
 from flask import Flask
 
 from bench.server import Server
-from labapp.search.indexer import index_path
 from tests.conftest import build_app, dispose
 from tests.helpers.processes import served, worker_process
 
 SHARED_FOLDERS = ("imports",)  # instance subfolders every host must share
+# Settings every host must have equal besides the database and the secret key.
+HOST_SETTINGS = ("SEARCH_BACKEND", "FILE_STORE", "FILE_STORE_PATH")
 
 
 @dataclass(frozen=True)
@@ -45,14 +48,9 @@ def second_host(first: Flask, instance: Path) -> Flask:
         shared = Path(first.config["LABAPP"]["INSTANCE_PATH"]) / name
         shared.mkdir(parents=True, exist_ok=True)
         (instance / name).symlink_to(shared, target_is_directory=True)
-    second = build_app(instance, first.config["LABAPP"]["DATABASE_URL"])
-    # Each host keeps a Whoosh index of its own today: B starts from a copy of A's, as an
-    # operator would run `search rebuild` on a new host (search across hosts: issue 34 §1).
-    with first.app_context():
-        source = index_path()
-    with second.app_context():
-        shutil.copytree(source, index_path())
-    return second
+    settings = first.config["LABAPP"]
+    return build_app(instance, settings["DATABASE_URL"], **{
+        name: settings[name] for name in HOST_SETTINGS})
 
 
 @contextmanager
@@ -67,6 +65,6 @@ def two_hosts(first: Flask, instance: Path) -> Iterator[tuple[Host, Host]]:
         for name, app in (("A", first), ("B", second)):
             server, _process = stack.enter_context(served(app, workers=1))
             hosts.append(Host(name, app, server))
-        for app in (first, second):
-            stack.enter_context(worker_process(app))
+        for app in (first, second):  # both tick the alert rules every second
+            stack.enter_context(worker_process(app, ALERT_TICK_SECONDS="1"))
         yield hosts[0], hosts[1]

@@ -39,14 +39,23 @@ def wait_for(condition: Callable[[], Any], what: str, timeout: float = 60) -> An
     raise AssertionError(f"timed out waiting for {what}")
 
 
+CARRIED = ("INSTANCE_PATH", "DATABASE_URL", "SEARCH_BACKEND", "FILE_STORE", "FILE_STORE_PATH")
+
+
+def environment(app: Flask) -> dict[str, str]:
+    """The environment of a process of ``app``: its instance folder, database, search
+    backend and file store (the settings of :data:`CARRIED` it has), the tests' secret key."""
+    settings = app.config["LABAPP"]
+    return {**os.environ, "LABAPP_SECRET_KEY": SECRET_KEY,
+            **{f"LABAPP_{name}": str(settings[name]) for name in CARRIED
+               if settings.get(name) is not None}}
+
+
 @contextmanager
 def served(app: Flask, workers: int) -> Iterator[tuple[Server, subprocess.Popen]]:
     """gunicorn serving ``app``'s database and instance in a process group of its own."""
-    settings = app.config["LABAPP"]
     port = free_port()
-    env = {**os.environ, "LABAPP_INSTANCE_PATH": settings["INSTANCE_PATH"],
-           "LABAPP_DATABASE_URL": settings["DATABASE_URL"], "LABAPP_SECRET_KEY": SECRET_KEY,
-           "LABAPP_SEARCH_WRITER_TIMEOUT": "120"}
+    env = {**environment(app), "LABAPP_SEARCH_WRITER_TIMEOUT": "120"}
     process = subprocess.Popen(
         [sys.executable, "-m", "gunicorn", "--bind", f"127.0.0.1:{port}", "--workers",
          str(workers), "--timeout", "300", "--log-level", "warning", "labapp:create_app()"],
@@ -99,9 +108,7 @@ def worker_process(app: Flask, command: tuple[str, ...] = ("worker",),
     """``flask --app labapp worker`` (or ``command``) on ``app``'s database and instance,
     with the settings ``overrides`` (``ALERT_TICK_SECONDS="1"``), once ``ready(app, pid)``
     holds: by default, once its heartbeat names it."""
-    settings = app.config["LABAPP"]
-    env = {**os.environ, "LABAPP_INSTANCE_PATH": settings["INSTANCE_PATH"],
-           "LABAPP_DATABASE_URL": settings["DATABASE_URL"], "LABAPP_SECRET_KEY": SECRET_KEY,
+    env = {**environment(app),
            **{f"LABAPP_{name}": value for name, value in overrides.items()}}
     process = subprocess.Popen([sys.executable, "-m", "flask", "--app", "labapp", *command],
                                env=env, cwd=ROOT, start_new_session=True,

@@ -14,8 +14,9 @@ from sqlalchemy import func, insert, select, text, update
 from labapp.access.actor import Actor
 from labapp.access.labels import actor_labels
 from labapp.db import db, own_read, transaction
+from labapp.entities.service import save_batch
 from labapp.model import Entity, Sample
-from labapp.search import backend
+from labapp.search import backend, rebuild
 from labapp.search.index import WhooshBackend
 from labapp.search.indexer import all_documents
 from labapp.search.postgresql import PostgresBackend, tsquery
@@ -24,6 +25,7 @@ from tests.conftest import ApiClient
 from tests.databases import BACKEND
 from tests.entities.conftest import save
 from tests.helpers.searching import client_found, client_post, entity_row, queued
+from tests.imports.conftest import actor_of
 from tests.search.conftest import found
 
 pytestmark = pytest.mark.skipif(BACKEND != "postgresql", reason="PostgreSQL pass only")
@@ -159,3 +161,47 @@ def test_a_text_too_long_for_one_tsvector_is_cut_not_refused(app: Flask,
     (sample,) = save(admin, {"eClass": "Sample", "name": "verbose", "description": words})
     assert found(admin, "fulltext/w0000001") == [sample["id"]]
     assert found(admin, "fulltext/verbose") == [sample["id"]]
+
+
+def test_a_rebuild_lets_changes_go_on_and_misses_none(
+        fresh_app: Callable[..., Flask], monkeypatch: pytest.MonkeyPatch) -> None:
+    """``search rebuild`` on PostgreSQL rewrites the documents a unit of work per few
+    entities, so the hosts keep serving: between two units, a change to an entity already
+    rewritten and one to an entity not yet rewritten go through at once (a lock timeout
+    would fail them, where the rebuild of one unit held every document written so far
+    until its end) and neither is overwritten by the rebuild; the document of an entity
+    that no longer exists goes."""
+    application = fresh_app(initialised=True, SEARCH_BACKEND="postgresql")
+    monkeypatch.setattr(rebuild, "_UNIT_ENTITIES", 2)
+    for number in range(6):
+        client_post(application, f"walrus {number}")
+    with application.app_context():
+        samples = list(db.session.scalars(select(Entity.id).where(
+            Entity.name.like("walrus %")).order_by(Entity.id)))
+        with transaction():
+            db.session.execute(text(
+                "INSERT INTO search_document VALUES ('SAM99999', 'Sample', '{}', 'walrus:1')"))
+    renamed = [samples[0], samples[-1]]  # rewritten before the change, and after it
+    steps: list[int] = []
+
+    def changed_between_units(step: int) -> None:
+        steps.append(step)
+        if len(steps) != 2:
+            return
+        with application.app_context(), transaction():
+            db.session.execute(text("SET LOCAL lock_timeout = '10s'"))
+            save_batch(actor_of("admin"), [{"eClass": "Sample", "id": sample_id,
+                                            "name": f"narwhal {sample_id}"}
+                                           for sample_id in renamed])
+
+    with application.app_context():
+        entities = db.session.scalar(select(func.count()).select_from(Entity))
+        db.session.remove()
+        assert rebuild.rebuild_index(progress=changed_between_units) == entities
+        assert "SAM99999" not in backend.current().document_ids(None)
+        db.session.remove()
+    assert sum(steps) == entities and len(steps) > 2
+    assert client_found(application, "narwhal") == {f"narwhal {sample}" for sample in renamed}
+    assert client_found(application, "walrus") == {
+        f"walrus {number}" for number in range(1, 5)}
+    assert queued(application) == []

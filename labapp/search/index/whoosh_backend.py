@@ -2,7 +2,7 @@
 this host, fed from the search queue after each commit or by the worker."""
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -38,9 +38,10 @@ class WhooshBackend:
         """Raise :class:`IndexUnavailable` unless the index opens and its searcher works."""
         searching.check(self.kept)
 
-    def write(self, produce: Produce) -> None:
+    def write(self, produce: Produce, holding: Sequence[str] = ()) -> None:
         """Replace and delete documents under the index's write lock
-        (:func:`labapp.search.index.documents.write`)."""
+        (:func:`labapp.search.index.documents.write`), which holds every document: the ids
+        ``holding`` names need nothing more."""
         documents.write(self.kept, produce, self.timeout)
 
     def search(self, clauses: list[Clause], *, labels: frozenset[str] | None,
