@@ -37,9 +37,7 @@ from labapp.search.analysis import (
     Document,
     Hits,
     IndexUnavailable,
-    analyse,
     terms_of,
-    with_parts,
     words_of,
 )
 from labapp.search.backend import Produce, Progress, Status
@@ -70,8 +68,8 @@ def vector(document: Document) -> str:
     :data:`_POSITIONS`); the id, name and barcode words, which come first, weigh ``A``, so
     ``ts_rank`` puts a match there before one in other text. New words stop at about
     :data:`_VECTOR_BYTES` (PostgreSQL's limit is 1 MB)."""
-    words = words_of(document)
-    keys = len(with_parts(analyse(document.key_text)))
+    words = words_of(document, prefixes=False)
+    keys = words.keys
     positions: dict[str, list[str]] = {}
     size = 0
     for position, word in enumerate(itertools.chain(words.text, words.pairs), start=1):
