@@ -158,10 +158,13 @@ def among(column: Any, values: list[Any]) -> ColumnElement[bool]:
     the number of values: psycopg adapting and sending hundreds of placeholders per
     statement cost more than the statement (an in-transaction write of 500 documents spent
     most of its reading time there)."""
+    predicate: ColumnElement[bool]
     if db.engine.dialect.name != "postgresql":
-        return column.in_(values)
-    kind = Integer if values and isinstance(values[0], int) else String
-    return column == any_(bindparam(None, list(values), type_=ARRAY(kind)))
+        predicate = column.in_(values)
+    else:
+        kind = Integer if values and isinstance(values[0], int) else String
+        predicate = column == any_(bindparam(None, list(values), type_=ARRAY(kind)))
+    return predicate
 
 
 def _documents(ids: list[str]) -> list[Document]:
