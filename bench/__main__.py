@@ -14,7 +14,9 @@ For each backend: a fresh app and database (``flask init``), then
    (``--auth-only`` runs just this part);
 6. (issue 10, ``bench/search.py``) on a database of its own: index build rate, freshness,
    query latency against FTS5 and PostgreSQL full text, bulk create with indexing on and off
-   (``--search-only`` runs just this part).
+   (``--search-only`` runs just this part); with ``--search-backends whoosh,postgresql``
+   (issue 34 §4, ``bench/search_backends.py``) both search backends side by side on
+   PostgreSQL instead.
 7. (issue 11, ``bench/storage.py``, only with ``--storage-only``) on a database of its own:
    check-in of 500 items and the box page of a 10 × 10 box with 100,000 stored samples.
 8. (issue 12, ``bench/dashboards.py``, only with ``--dashboards-only``) on a database of its
@@ -64,6 +66,7 @@ from bench import (
     readlock,
     report,
     search,
+    search_backends,
     storage,
     sync,
     write,
@@ -102,6 +105,10 @@ def _arguments(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--search-only", action="store_true",
                         help="issue 10 part only: search index build, freshness, latency")
     parser.add_argument("--no-search", action="store_true", help="skip the issue 10 part")
+    parser.add_argument("--search-backends", metavar="LIST",
+                        help="issue 34 §4 part only: the comma-separated search backends "
+                             "(whoosh,postgresql) side by side on PostgreSQL, each on a "
+                             "database of its own (--entities 1000000 for 10^6)")
     parser.add_argument("--storage-only", action="store_true",
                         help="issue 11 part only: check-in of 500 and the box page with "
                              "100,000 stored samples (--quick: 10,000)")
@@ -238,6 +245,8 @@ def main(argv: list[str] | None = None) -> int:
         return _auth_part(backends, args, os.getloadavg())
     if args.search_only:
         return _search_part(backends, args, os.getloadavg())
+    if args.search_backends:
+        return _search_backends_part(args, os.getloadavg())
     if args.storage_only:
         return _storage_part(backends, args, os.getloadavg())
     if args.dashboards_only:
@@ -317,6 +326,21 @@ def _search_part(backends: tuple[str, ...], args: argparse.Namespace,
     facts = _facts(load_before)
     return _report(Run(search.TOPIC, search.TITLE, facts, search.summary(results),
                        search.render(results, facts)), args)
+
+
+def _search_backends_part(args: argparse.Namespace, load_before: tuple[float, ...]) -> int:
+    names = [name.strip() for name in args.search_backends.split(",") if name.strip()]
+    unknown = [name for name in names if name not in search_backends.BACKENDS]
+    if unknown or not names:
+        raise SystemExit(f"--search-backends: expected some of "
+                         f"{','.join(search_backends.BACKENDS)}, not {args.search_backends}")
+    results = search_backends.run_all(names, args.entities,
+                                      runs=10 if args.quick else search.RUNS,
+                                      batches=2 if args.quick else 10)
+    facts = _facts(load_before)
+    return _report(Run(search_backends.TOPIC, search_backends.TITLE, facts,
+                       search_backends.summary(results),
+                       search_backends.render(results, facts)), args)
 
 
 def _storage_part(backends: tuple[str, ...], args: argparse.Namespace,

@@ -59,14 +59,15 @@ def _login(client: FlaskClient, username: str, password: str) -> dict[str, str]:
 
 
 @contextmanager
-def open_bench(backend: str) -> Iterator[Bench]:
-    """A fresh app on a fresh database: ``init``, a department, its reader, two tokens."""
+def open_bench(backend: str, settings: dict[str, Any] | None = None) -> Iterator[Bench]:
+    """A fresh app on a fresh database: ``init``, a department, its reader, two tokens;
+    ``settings`` are further settings of the app (e.g. ``{"SEARCH_BACKEND": "postgresql"}``)."""
     with tempfile.TemporaryDirectory(prefix="labapp-bench-") as tmp:
         instance = Path(tmp) / "instance"
         with new_database(instance, backend, prefix="labapp_bench") as url:
             app = create_app({"INSTANCE_PATH": str(instance), "DATABASE_URL": url,
                               "SECRET_KEY": secrets.token_hex(32),
-                              "ADMIN_PASSWORD": ADMIN_PASSWORD})
+                              "ADMIN_PASSWORD": ADMIN_PASSWORD, **(settings or {})})
             try:
                 result = app.test_cli_runner().invoke(args=["init"])
                 if result.exit_code != 0:

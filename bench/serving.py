@@ -42,6 +42,7 @@ def indexer_worker(bench: Bench, *, statistics: bool = True) -> Iterator[subproc
     env = {**os.environ, "LABAPP_INSTANCE_PATH": settings["INSTANCE_PATH"],
            "LABAPP_DATABASE_URL": settings["DATABASE_URL"],
            "LABAPP_SECRET_KEY": settings["SECRET_KEY"],
+           "LABAPP_SEARCH_BACKEND": settings["SEARCH_BACKEND"],
            "LABAPP_SQLITE_STATISTICS_SECONDS": "60" if statistics else "0"}
     process = subprocess.Popen([sys.executable, "-m", "flask", "--app", "labapp", "search",
                                 "worker"], env=env, cwd=Path(__file__).resolve().parents[1],

@@ -1,8 +1,9 @@
 """Workers of two hosts at once over one PostgreSQL database (issue 34 §2): two
 applications with instance folders of their own (the import uploads folder shared, as
-docs/deploying.md asks of the folder file store, which these run on), each running the whole worker in a thread. Imports, alert ticks
-and folds are claimed through the database: an import runs once, an alert tells each
-recipient once, a fold never counts a change twice."""
+docs/deploying.md asks of the folder file store, which these run on), each running the
+whole worker in a thread. Imports, alert ticks and folds are claimed through the database:
+an import runs once, an alert tells each recipient once, a fold never counts a change
+twice."""
 from __future__ import annotations
 
 import threading

@@ -68,6 +68,7 @@ class Words:
     text: list[str]
     prefixes: list[str]
     pairs: list[str]
+    keys: int = 0  # how many of ``text``'s first words are the key words (id, name, barcode)
 
 
 def analyse(text: str) -> list[str]:
@@ -109,12 +110,16 @@ def text_of(values: Iterable[Any]) -> str:
     return PART.join(str(value) for value in values if value not in (None, ""))
 
 
-def words_of(document: Document) -> Words:
-    """The words ``document`` is found by, as every backend stores them."""
+def words_of(document: Document, *, prefixes: bool = True) -> Words:
+    """The words ``document`` is found by, as every backend stores them (``prefixes``:
+    with the key words' edge n-grams, which a backend that expands prefixes itself does
+    not store)."""
     parts = [analyse(part) for part in document.text.split(PART)]
+    keys = with_parts(analyse(document.key_text))
     return Words(text=with_parts([word for words in parts for word in words]),
-                 prefixes=edges(with_parts(analyse(document.key_text))),
-                 pairs=[pair for words in parts for pair in word_pairs(words)])
+                 prefixes=edges(keys) if prefixes else [],
+                 pairs=[pair for words in parts for pair in word_pairs(words)],
+                 keys=len(keys))
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,18 @@ from pathlib import Path
 from typing import Any
 
 from flask import Flask, current_app
-from sqlalchemy import delete, event, func, select
+from sqlalchemy import (
+    ARRAY,
+    ColumnElement,
+    Integer,
+    String,
+    any_,
+    bindparam,
+    delete,
+    event,
+    func,
+    select,
+)
 from sqlalchemy.orm import Session
 
 from labapp import advisory
@@ -142,23 +153,38 @@ def documents_for(entity_ids: list[str]) -> tuple[list[Document], list[str]]:
     return documents, [entity_id for entity_id in entity_ids if entity_id not in found]
 
 
+def among(column: Any, values: list[Any]) -> ColumnElement[bool]:
+    """``column IN values``; on PostgreSQL ``column = ANY(:array)``, one parameter whatever
+    the number of values: psycopg adapting and sending hundreds of placeholders per
+    statement cost more than the statement (an in-transaction write of 500 documents spent
+    most of its reading time there)."""
+    predicate: ColumnElement[bool]
+    if db.engine.dialect.name != "postgresql":
+        predicate = column.in_(values)
+    else:
+        kind = Integer if values and isinstance(values[0], int) else String
+        predicate = column == any_(bindparam(None, list(values), type_=ARRAY(kind)))
+    return predicate
+
+
 def _documents(ids: list[str]) -> list[Document]:
     rows = db.session.execute(select(
         Entity.id, Entity.eclass, Entity.name, Entity.description, Entity.barcode,
         Entity.attributes, Entity.department_id, Entity.project_id).where(
-        Entity.id.in_(ids))).all()
+        among(Entity.id, ids))).all()
     attached: dict[str, list[str]] = defaultdict(list)
     own_content: dict[str, str] = {}
+    wanted = set(ids)
     for note_id, subject_id, content in db.session.execute(
             select(Note.id, Note.subject_id, Note.content).where(
-                Note.subject_id.in_(ids) | Note.id.in_(ids))):
-        if content and note_id in ids:
+                among(Note.subject_id, ids) | among(Note.id, ids))):
+        if content and note_id in wanted:
             own_content[note_id] = content
-        if subject_id in ids and content:
+        if subject_id in wanted and content:
             attached[subject_id].append(content)
     for subject_id, name in db.session.execute(
             select(File.subject_id, File.name).where(
-                File.subject_id.in_(ids))):
+                among(File.subject_id, ids))):
         if subject_id is not None:
             attached[subject_id].append(name)
     return [_document(row, own_content.get(row.id), attached.get(row.id, ()))
@@ -244,7 +270,7 @@ def _drop(done: list[int]) -> None:
     """Delete the queue rows ``done`` in the current unit of work."""
     for start in range(0, len(done), _DELETE_CHUNK):
         db.session.execute(delete(SearchQueue).where(
-            SearchQueue.id.in_(done[start:start + _DELETE_CHUNK])))
+            among(SearchQueue.id, done[start:start + _DELETE_CHUNK])))
 
 
 def index_queued(search: SearchBackend, limit: int | None = None) -> list[Any]:

@@ -29,3 +29,15 @@ def test_clauses_ask_for_stored_words() -> None:
         pairs=("ph7.4\u00a0buffer",))
     assert analysis.terms_of(analysis.PREFIX, "SA") == analysis.Terms(stem="sa", ngram=True)
     assert analysis.terms_of(analysis.WORD, "--").nothing
+
+
+def test_words_without_prefixes_keep_the_text_and_count_the_key_words() -> None:
+    """The PostgreSQL backend stores no n-grams: it asks for the words alone, and how many
+    of them are key words (they weigh most in its ranking)."""
+    document = analysis.Document(id="SAM0001", eclass="Sample", labels=frozenset(),
+                                 key_text=analysis.text_of(("SAM0001", "Ĉell K-12")),
+                                 text=analysis.text_of(("SAM0001", "Ĉell K-12", "pH7.4 buffer")))
+    full, bare = analysis.words_of(document), analysis.words_of(document, prefixes=False)
+    assert (bare.text, bare.pairs) == (full.text, full.pairs)
+    assert bare.prefixes == []
+    assert bare.keys == full.keys == 5  # sam0001, cell, k-12, k, 12

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from flask import Flask
@@ -19,7 +20,7 @@ from labapp.model import Entity, Sample
 from labapp.search import backend, rebuild
 from labapp.search.index import WhooshBackend
 from labapp.search.indexer import all_documents
-from labapp.search.postgresql import PostgresBackend, tsquery
+from labapp.search.postgresql import PostgresBackend, search_statement, tsquery
 from labapp.search.service import clauses
 from tests.conftest import ApiClient
 from tests.databases import BACKEND
@@ -205,3 +206,32 @@ def test_a_rebuild_lets_changes_go_on_and_misses_none(
     assert client_found(application, "walrus") == {
         f"walrus {number}" for number in range(1, 5)}
     assert queued(application) == []
+
+
+def _plan_nodes(plan: dict[str, Any]) -> list[dict[str, Any]]:
+    return [plan, *(node for child in plan.get("Plans", ()) for node in _plan_nodes(child))]
+
+
+@ON_POSTGRESQL
+@pytest.mark.usefixtures("search_backend")
+def test_the_count_window_holds_scores_not_vectors(app: Flask, corpus: list[str]) -> None:
+    """Ranked below the count, the window over every match carries ids and scores: with
+    the ranking above it, it kept each match's tsvector (spilling to disk for common
+    words); the best ``limit`` and the total stay the same."""
+    with app.app_context(), transaction():
+        query = tsquery(clauses("grown"))
+        assert query is not None
+        statement, parameters = search_statement(query, labels=None, eclasses=None, limit=1)
+        plan = db.session.execute(text(f"EXPLAIN (VERBOSE, FORMAT JSON) {statement.text}"),
+                                  parameters).scalar_one()[0]["Plan"]
+        windows = [node for node in _plan_nodes(plan) if node["Node Type"] == "WindowAgg"]
+        assert len(windows) == 1, plan
+        # What the window reads and keeps: each match's id and score, never its tsvector.
+        read = [output for child in windows[0]["Plans"] for output in child["Output"]]
+        assert not {"words", "search_document.words"} & {*read, *windows[0]["Output"]}, read
+        search = PostgresBackend().search
+        best = search(clauses("grown"), labels=None, eclasses=None, limit=1)
+        every = search(clauses("grown"), labels=None, eclasses=None, limit=500)
+    assert {corpus[0], corpus[3]} <= {entity_id for entity_id, _ in every.items}
+    assert best.total == every.total == len(every.items)
+    assert best.items == every.items[:1]
