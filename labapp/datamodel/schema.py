@@ -27,6 +27,8 @@ SEARCHED = ("id", "name", "barcode")
 # Tables and columns migrations make that no model describes (search structures).
 SEARCH_TABLE_PREFIX = "entity_search"
 SEARCH_COLUMN = ("entity", "search_text")
+# The PostgreSQL search backend's documents (labapp.search.postgresql, migration 9d4b6e2f8a13).
+SEARCH_DOCUMENT_TABLE = "search_document"
 _TYPE_ALIASES = {"DOUBLE PRECISION": "FLOAT", "DOUBLE": "FLOAT", "REAL": "FLOAT",
                  "INT": "INTEGER", "BIGINT": "BIGINT", "TIMESTAMP WITHOUT TIME ZONE":
                  "TIMESTAMP", "DATETIME": "TIMESTAMP", "CHARACTER VARYING": "VARCHAR"}
@@ -122,10 +124,11 @@ def expected(dialect: Any) -> SchemaModel:
 
 def is_search_structure(table: str, column: str | None = None) -> bool:
     """Whether a table (or column) is one of the search structures migrations make with
-    raw SQL (SQLite's ``entity_search*`` tables, PostgreSQL's ``entity.search_text``)."""
+    raw SQL (SQLite's ``entity_search*`` tables, PostgreSQL's ``entity.search_text`` and
+    the search backend's ``search_document``)."""
     if column is not None:
-        return (table, column) == SEARCH_COLUMN
-    return table.startswith(SEARCH_TABLE_PREFIX)
+        return (table, column) == SEARCH_COLUMN or table == SEARCH_DOCUMENT_TABLE
+    return table.startswith(SEARCH_TABLE_PREFIX) or table == SEARCH_DOCUMENT_TABLE
 
 
 def actual(connection: Connection) -> SchemaModel:
