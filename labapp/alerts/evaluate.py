@@ -96,9 +96,9 @@ class _UnitSize:
     twice the last and never more than ``largest``. The time includes the wait for the
     write lock, which errs on the small side.
 
-    Starting small and at most doubling: a first unit of ``largest`` items, sized before
-    any pace was known, held SQLite's write lock 297 ms where 250 were allowed
-    (bench/RESULTS.md, alert tick)."""
+    Starting small and at most doubling: the first unit of a kind is sized before any pace
+    is known, and a whole chunk at that point could hold SQLite's write lock longer than
+    the 250 ms the worker allows itself (docs/decisions/alert-tick-units.md)."""
 
     def __init__(self, largest: int) -> None:
         self.largest = largest
