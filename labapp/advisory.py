@@ -18,6 +18,7 @@ import hashlib
 import weakref
 
 from sqlalchemy import Connection, Engine, text
+from sqlalchemy.exc import SQLAlchemyError
 
 # Namespaces of labapp's advisory locks (the first of the two keys).
 PROCESS = 0x4C410001  # a process that runs jobs (labapp.liveness)
@@ -25,6 +26,7 @@ SEARCH_DRAIN = 0x4C410002  # a worker draining the search queue (labapp.search.u
 EXPORT = 0x4C410003  # the one export under way (labapp.exports.progress)
 
 _TAKE = text("SELECT pg_try_advisory_lock(CAST(:namespace AS integer), CAST(:key AS integer))")
+_UNLOCK = text("SELECT pg_advisory_unlock(CAST(:namespace AS integer), CAST(:key AS integer))")
 _HELD = text(
     "SELECT objid::bigint AS key FROM pg_locks WHERE locktype = 'advisory' AND granted "
     "AND mode = 'ExclusiveLock' AND objsubid = 2 AND classid = CAST(:namespace AS oid) "
@@ -51,7 +53,15 @@ class Held:
         self._closed = weakref.finalize(self, _close, connection)
 
     def release(self) -> None:
-        """Drop the lock (closing its connection)."""
+        """Drop the lock, then close its connection. Unlocked first: the server ends a
+        closed connection's session (and its locks) a moment later, and a probe or a taker
+        in that moment still found the lock held."""
+        if not self._closed.alive:
+            return
+        try:
+            self.connection.scalar(_UNLOCK, {"namespace": self.namespace, "key": self.key})
+        except SQLAlchemyError:  # a broken connection: its end drops the lock
+            pass
         self._closed()
 
 

@@ -10,7 +10,8 @@ from collections.abc import Callable, Iterator
 import pytest
 from flask import Flask
 
-from labapp import liveness
+from labapp import advisory, liveness
+from labapp.db import db
 from tests.conftest import BACKEND
 from tests.helpers.processes import held_lock, killed, recorded_locks
 
@@ -106,3 +107,18 @@ def test_threads_claiming_at_once_share_one_lock(instance_app: Flask) -> None:
     assert len(ids) == 8 and len(set(ids)) == 1
     assert liveness.state(ids[0]) == liveness.ALIVE
     assert recorded_locks(instance_app) == [ids[0]]
+
+
+@pytest.mark.skipif(BACKEND != "postgresql", reason="PostgreSQL's advisory locks")
+def test_a_released_advisory_lock_is_free_at_once(instance_app: Flask) -> None:
+    """Released, a lock is free for the next probe and the next taker at once: closing its
+    connection alone left the server a moment to end the session, in which the lock still
+    showed as held (an export refused right after another had finished)."""
+    with instance_app.app_context():
+        engine = db.engine
+    lock_key = advisory.key("released at once")
+    for _ in range(20):
+        held = advisory.take(engine, advisory.EXPORT, lock_key)
+        assert held is not None
+        held.release()
+        assert not advisory.is_held(engine, advisory.EXPORT, lock_key)
