@@ -23,6 +23,7 @@ import sqlite3
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from sqlalchemy import event, text
 from sqlalchemy.orm import Session
@@ -220,14 +221,21 @@ def _post(bench: Bench, body: bytes) -> float:
     return elapsed
 
 
-def _indexing(on: bool) -> None:
-    """Attach or detach the drain after commit (the queue triggers stay either way)."""
-    pairs = (("after_flush", indexer._after_flush), ("do_orm_execute", indexer._on_execute))
-    for name, listener in pairs:
+_DRAIN_HOOKS = (("after_flush", indexer._after_flush), ("do_orm_execute", indexer._on_execute))
+
+
+def session_hooks(hooks: tuple[tuple[str, Any], ...], on: bool) -> None:
+    """Attach (``on``) or detach the session event listeners ``(event name, listener)``."""
+    for name, listener in hooks:
         if on and not event.contains(Session, name, listener):
             event.listen(Session, name, listener)
         elif not on and event.contains(Session, name, listener):
             event.remove(Session, name, listener)
+
+
+def _indexing(on: bool) -> None:
+    """Attach or detach the drain after commit (the queue triggers stay either way)."""
+    session_hooks(_DRAIN_HOOKS, on)
 
 
 def _queue_empty(bench: Bench) -> bool:

@@ -35,11 +35,20 @@ from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 
-from sqlalchemy import event, text
-from sqlalchemy.orm import Session
+from sqlalchemy import text
 
 from bench.harness import Bench, open_bench
-from bench.search import RUNS, WARMUP, Latency, _body, _post, freshness, kinds, seed
+from bench.search import (
+    RUNS,
+    WARMUP,
+    Latency,
+    _body,
+    _post,
+    freshness,
+    kinds,
+    seed,
+    session_hooks,
+)
 from bench.search_build import measure_drain, measure_rebuild
 from bench.serving import indexer_worker, wait_until, worker_alive
 from labapp.db import db
@@ -107,11 +116,7 @@ _HOOKS = (("after_flush", indexer._after_flush), ("do_orm_execute", indexer._on_
 
 def _indexing(on: bool) -> None:
     """Attach or detach the unit of work's indexing hooks (the queue triggers stay)."""
-    for name, listener in _HOOKS:
-        if on and not event.contains(Session, name, listener):
-            event.listen(Session, name, listener)
-        elif not on and event.contains(Session, name, listener):
-            event.remove(Session, name, listener)
+    session_hooks(_HOOKS, on)
 
 
 def _queue_length(bench: Bench) -> int:
