@@ -70,7 +70,7 @@ lint: $(TEST_STAMP) ## ruff (pyflakes, pycodestyle, isort, bugbear), the import 
 	$(BIN)/lint-imports --no-cache
 	$(BIN)/mypy
 
-test: lint ## lint, then run the suite on SQLite and, beside it, its database tests (marked db) on PostgreSQL (skipped if unreachable, unless CI=true); prints each pass's time
+test: lint ## lint, then run the suite on SQLite, then its database tests (marked db) on PostgreSQL (skipped if unreachable, unless CI=true); prints each pass's time
 	@shown_url=$$(sed -E 's#(://[^:/@]*):[^@]*@#\1:***@#' <<<"$$LABAPP_TEST_POSTGRES_URL"); \
 	if reason=$$($(BIN)/python -c "$$PG_PROBE_PY" 2>&1); then pg=yes; else \
 	  pg=no; \
@@ -82,28 +82,24 @@ test: lint ## lint, then run the suite on SQLite and, beside it, its database te
 	  echo "*** PostgreSQL not reachable at $$shown_url: the PostgreSQL pass will be SKIPPED ***"; \
 	  echo "    ($$reason)"; \
 	fi; \
-	started=$$SECONDS; pg_pid=""; pg_rc=0; sqlite_rc=0; \
-	pg_log=$$(mktemp -t labapp-pg-pass.XXXXXX); pg_took=$$(mktemp -t labapp-pg-took.XXXXXX); \
-	trap 'if [ -n "$$pg_pid" ]; then kill "$$pg_pid" 2>/dev/null || true; fi; rm -f "$$pg_log" "$$pg_took"' EXIT; \
-	if [ "$$pg" = yes ]; then \
-	  echo "=== pass 2/2: PostgreSQL (LABAPP_TEST_BACKEND=postgresql at $$shown_url, the tests marked db, browser tests excluded) runs beside pass 1; its output follows pass 1's ==="; \
-	  ( rc=0; LABAPP_TEST_BACKEND=postgresql $(BIN)/python -m pytest -n $(PYTEST_WORKERS) -m "db and not browser" $(PYTEST_ARGS) >"$$pg_log" 2>&1 || rc=$$?; \
-	    echo $$((SECONDS - started)) >"$$pg_took"; exit $$rc ) & pg_pid=$$!; \
-	fi; \
+	sqlite_rc=0; pg_rc=0; pg_took=-; \
 	echo "=== pass 1/2: SQLite (LABAPP_TEST_BACKEND=sqlite, browser tests included) ==="; \
+	started=$$SECONDS; \
 	LABAPP_TEST_BACKEND=sqlite $(BIN)/python -m pytest -n $(PYTEST_WORKERS) $(PYTEST_ARGS) || sqlite_rc=$$?; \
 	sqlite_took=$$((SECONDS - started)); \
 	if [ "$$sqlite_rc" -eq 0 ]; then verdict=passed; else verdict=FAILED; fi; \
 	echo "=== pass 1/2: SQLite $$verdict in $${sqlite_took}s ==="; \
-	if [ -n "$$pg_pid" ]; then \
-	  wait "$$pg_pid" || pg_rc=$$?; pg_pid=""; \
-	  echo "=== pass 2/2: PostgreSQL output ==="; cat "$$pg_log"; \
+	if [ "$$pg" = yes ]; then \
+	  echo "=== pass 2/2: PostgreSQL (LABAPP_TEST_BACKEND=postgresql at $$shown_url, the tests marked db, browser tests excluded) ==="; \
+	  started=$$SECONDS; \
+	  LABAPP_TEST_BACKEND=postgresql $(BIN)/python -m pytest -n $(PYTEST_WORKERS) -m "db and not browser" $(PYTEST_ARGS) || pg_rc=$$?; \
+	  pg_took=$$((SECONDS - started)); \
 	  if [ "$$pg_rc" -eq 0 ]; then verdict=passed; else verdict=FAILED; fi; \
-	  echo "=== pass 2/2: PostgreSQL $$verdict in $$(cat "$$pg_took")s ==="; \
+	  echo "=== pass 2/2: PostgreSQL $$verdict in $${pg_took}s ==="; \
 	else \
 	  echo "*** PostgreSQL not reachable at $$shown_url: SKIPPED the PostgreSQL pass ***"; \
 	fi; \
-	echo "=== both passes took $$((SECONDS - started))s (SQLite $${sqlite_took}s, PostgreSQL $$(cat "$$pg_took" 2>/dev/null || echo -)s, side by side) ==="; \
+	echo "=== both passes took $$((sqlite_took + $${pg_took/-/0}))s (SQLite $${sqlite_took}s, then PostgreSQL $${pg_took}s) ==="; \
 	[ "$$sqlite_rc" -eq 0 ] && [ "$$pg_rc" -eq 0 ]
 
 bench: $(TEST_STAMP) ## run the benchmarks in bench/

@@ -22,6 +22,13 @@ from labapp.search.accents import ACCENT_MAP
 Clause = tuple[str, str]  # ("word" | "phrase" | "prefix", text)
 WORD, PHRASE, PREFIX = "word", "phrase", "prefix"
 PREFIX_MIN, PREFIX_MAX = 2, 12
+# A search matching more documents than this is not ranked by either backend: its first
+# matches come back unscored (ranking every match of a word in half of 10^6 documents costs
+# far more than the search).
+COMMON = 5000
+# Matches a backend that cannot count them cheaply counts at most (its total is then a lower
+# bound): what a person reads as "10,000 or more".
+COUNTED = 10_000
 # Identifiers: word characters joined by - . : / + (K-12, pH7.4, E.coli, 10/20, β-actin).
 _WORD = re.compile(r"\w+(?:[-.:/+]\w+)*")
 _PARTS = re.compile(r"[-.:/+]")
@@ -53,10 +60,12 @@ class Document:
 
 @dataclass(frozen=True)
 class Hits:
-    """Matches of one query: the best ``(id, score)`` pairs and how many matched."""
+    """Matches of one query: the best ``(id, score)`` pairs and how many matched (``exact``
+    False: at least that many, a backend that stops counting at :data:`COUNTED`)."""
 
     items: list[tuple[str, float]]
     total: int
+    exact: bool = True
 
 
 @dataclass(frozen=True)

@@ -34,11 +34,17 @@ class SearchQuerySchema(ODataQuerySchema):
 class SearchResultSchema(Schema):
     data = fields.List(fields.Dict(), metadata={
         "description": "Entities, each with score and matchedBy (exact, like, fulltext)."})
-    total = fields.Integer()
+    total = fields.Integer(metadata={"description": "How many matched (when totalExact is "
+                                                    "false, at least that many)."})
+    totalExact = fields.Boolean(metadata={
+        "description": "False when total is a lower bound: the merged search counts the "
+                       "distinct entities among each mode's best, and the PostgreSQL search "
+                       "backend counts full-text matches up to 10,000."})
 
 
 def _answer(result: service.SearchResult) -> Response:
-    return jsonify({"data": result.data, "total": result.total})
+    return jsonify({"data": result.data, "total": result.total,
+                    "totalExact": result.total_exact})
 
 
 _PROBLEMS = (503,)

@@ -68,16 +68,18 @@ class SearchUnavailable(AppError):
 @dataclass(frozen=True)
 class SearchResult:
     """``data``: entity objects, each with ``score`` and ``matchedBy``; ``total``: how many
-    matched."""
+    matched (``total_exact`` False: at least that many)."""
 
     data: list[dict[str, Any]]
     total: int
+    total_exact: bool = True
 
 
 @dataclass(frozen=True)
 class _Matches:
     ids: list[tuple[str, float]]
     total: int
+    exact: bool = True
 
 
 def check_term(term: str) -> str:
@@ -210,11 +212,12 @@ def _fulltext(actor: Actor, term: str, filter_text: str | None, top: int) -> _Ma
         raise SearchUnavailable(
             f"{error} Ask the operator to run `flask --app labapp search rebuild`.") from None
     if not filter_text:
-        return _Matches(hits.items, hits.total)
+        return _Matches(hits.items, hits.total, hits.exact)
     passing = set(db.session.scalars(select(Entity.id).where(
         Entity.id.in_([entity_id for entity_id, _ in hits.items]), condition)))
     kept = [(entity_id, score) for entity_id, score in hits.items if entity_id in passing]
-    return _Matches(kept[:top], len(kept))
+    # Only the best CANDIDATES were filtered: more may pass among the rest.
+    return _Matches(kept[:top], len(kept), hits.total <= len(hits.items))
 
 
 def _like_as_typed(actor: Actor, term: str, filter_text: str | None, top: int) -> _Matches:
@@ -258,25 +261,28 @@ def search(actor: Actor, mode: str, term: str, *, filter_text: str | None = None
     term, limit = check_term(term), parse_top(top)
     matches = _MODES[mode](actor, term, filter_text, limit)
     data = _load(actor, [(entity_id, score, mode) for entity_id, score in matches.ids])
-    return SearchResult(data, matches.total)
+    return SearchResult(data, matches.total, matches.exact)
 
 
 def search_all(actor: Actor, term: str, *, filter_text: str | None = None,
                top: str | None = None) -> SearchResult:
     """The merged search: exact matches first, then like (``%`` and ``_`` taken as typed),
     then full-text by score, each entity once. ``total`` counts the distinct entities among
-    each mode's best ``$top``, and is never less than the like or full-text total."""
+    each mode's best ``$top``, and is never less than the like or full-text total; it is
+    exact when every mode's matches were all among its best."""
     term, limit = check_term(term), parse_top(top)
     merged: dict[str, tuple[str, float, str]] = {}
     totals = []
+    exact = True
     for mode, run in _MERGED.items():
         matches = run(actor, term, filter_text, limit)
         totals.append(matches.total)
+        exact = exact and matches.exact and matches.total <= len(matches.ids)
         for entity_id, score in matches.ids:
             merged.setdefault(entity_id, (entity_id, score, mode))
     found = list(merged.values())
     data = _load(actor, found[:limit])
-    return SearchResult(data, max(len(found), *totals[1:]))
+    return SearchResult(data, max(len(found), *totals[1:]), exact)
 
 
 

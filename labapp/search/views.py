@@ -96,7 +96,8 @@ def results() -> BaseResponse:
     names = [spec.name for spec in classes()]
     eclass = eclass if eclass in names else None
     context: dict[str, Any] = {"term": term, "mode": mode, "eclass": eclass, "modes": MODES,
-                               "class_names": names, "groups": {}, "total": 0, "error": None,
+                               "class_names": names, "groups": {}, "total": 0, "total_exact": True,
+                               "error": None,
                                "words": [], "places": {}}
     if term:
         try:
@@ -108,6 +109,7 @@ def results() -> BaseResponse:
             if jump is not None:
                 return redirect(jump)
             context.update(groups=_grouped(found.data), total=found.total,
+                           total_exact=found.total_exact,
                            words=service.highlight_words(term),
                            places=_places(current_actor(), found.data))
     return render_page(TEMPLATE, block="results", **context)

@@ -67,7 +67,16 @@ def test_merged_ranks_exact_then_like_then_fulltext_each_once(
     assert [item["matchedBy"] for item in body["data"]] == ["exact", "like", "like",
                                                             "fulltext"]
     assert ids[3] == samples["text"]
-    assert body["total"] == 4
+    assert body["total"] == 4 and body["totalExact"] is True
+
+
+def test_a_merged_total_past_a_modes_best_is_a_lower_bound(
+        admin: ApiClient, samples: dict[str, str]) -> None:
+    """Each mode returns its best ``$top``: the distinct entities among them are at least
+    the total, not always all of it."""
+    body = search(admin, "Lysate", top=1)
+    assert body["total"] >= 3 and body["totalExact"] is False
+    assert search(admin, "like/ysat", top=1)["totalExact"] is True  # one mode counts all
 
 
 def test_only_like_takes_percent_and_underscore_as_wildcards(

@@ -22,7 +22,7 @@ bench/runs/2026-11-28-million.md), so about 1,300 lines here take over parts of 
   search), held as bitmaps (:mod:`docsets`); posting lists are read a block at a time
   through ``W3LeafMatcher``'s private attributes, and the worker process that writes a
   segment also writes the bitmaps of its common terms beside it (:mod:`bitmaps`). A query
-  estimated to match more than :data:`searching.COMMON` documents is not scored.
+  estimated to match more than :data:`labapp.search.analysis.COMMON` documents is not scored.
 - Five private methods of Whoosh are replaced (:mod:`whoosh_patches`), for a repeated
   segment name, file-system calls per posting, copies of mapped files and slow skipping.
   whoosh-reloaded is pinned to the exact version these were checked against, and

@@ -14,7 +14,7 @@ from whoosh import query as wq
 from whoosh.codec.whoosh3 import W3LeafMatcher
 from whoosh.matching.wrappers import FilterMatcher
 
-from labapp.search.analysis import PREFIX, Clause, Hits, IndexUnavailable, terms_of
+from labapp.search.analysis import COMMON, PREFIX, Clause, Hits, IndexUnavailable, terms_of
 from labapp.search.index import bitmaps
 from labapp.search.index.bitmaps import block_ids, posting_ids
 from labapp.search.index.docsets import DocSet
@@ -22,7 +22,6 @@ from labapp.search.index.documents import open_index
 from labapp.search.index.kept import Kept
 
 MAX_PREFIX_TERMS = 64  # expansions of a prefix outside the edge n-gram field
-COMMON = 5000  # a query matching more documents than this is not scored
 _CACHED_SETS = 64
 _OPEN_ATTEMPTS = 3  # opening a searcher again when a commit removed its generation's files
 _SEGMENT_SETS = 4096  # segment bitmaps kept across generations (a bit per document each)
