@@ -83,8 +83,16 @@ class Words:
 def analyse(text: str) -> list[str]:
     """The words of ``text`` as searched: identifiers (``k-12``, ``ph7.4``) whole, lower
     case, accents folded."""
-    words = (word.lower().translate(ACCENT_MAP) for word in _WORD.findall(text))
-    return [word for word in words if word]
+    words = []
+    for word in _WORD.findall(text):
+        word = word.lower()
+        # ASCII needs no folding (the table maps lower-case ASCII letters to themselves).
+        if not word.isascii():
+            word = word.translate(ACCENT_MAP)
+            if not word:
+                continue
+        words.append(word)
+    return words
 
 
 def with_parts(words: list[str]) -> list[str]:
@@ -92,6 +100,8 @@ def with_parts(words: list[str]) -> list[str]:
     indexed = []
     for word in words:
         indexed.append(word)
+        if word.isalnum():  # most words: nothing to split
+            continue
         parts = [part for part in _PARTS.split(word) if part]
         if len(parts) > 1:
             indexed.extend(parts)

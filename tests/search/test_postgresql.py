@@ -18,6 +18,7 @@ from labapp.db import db, own_read, transaction
 from labapp.entities.service import save_batch
 from labapp.model import Entity, Sample
 from labapp.search import backend, rebuild
+from labapp.search.analysis import Document
 from labapp.search.index import WhooshBackend
 from labapp.search.indexer import all_documents
 from labapp.search.postgresql import PostgresBackend, search_statements, tsquery
@@ -26,6 +27,7 @@ from tests.conftest import ApiClient
 from tests.databases import BACKEND
 from tests.entities.conftest import save
 from tests.helpers.searching import client_found, client_post, entity_row, queued
+from tests.helpers.statements import statements
 from tests.imports.conftest import actor_of
 from tests.search.conftest import found
 
@@ -236,3 +238,28 @@ def test_the_count_reads_no_tsvector_and_the_ranking_only_the_best(
     assert {corpus[0], corpus[3]} <= {entity_id for entity_id, _ in every.items}
     assert best.total == every.total == counted.total == len(every.items)
     assert best.items == every.items[:1] and counted.items == []
+
+
+@ON_POSTGRESQL
+@pytest.mark.usefixtures("search_backend")
+def test_a_chunk_is_one_statement_and_keeps_every_label_and_the_last_document(
+        app: Flask) -> None:
+    """Documents are upserted a chunk per statement (its columns as arrays): labels holding
+    the characters of PostgreSQL's array text come back as they were, and an id given twice
+    keeps its last document."""
+    labels = frozenset({'d:"quoted"', "p:back\\slash", "g:{brace},comma", "plain", ""})
+    first = Document("SAM-LABELS", "Sample", frozenset({"old"}), "old name", "old name")
+    last = Document("SAM-LABELS", "Sample", labels, "new name", "new name")
+    other = Document("SAM-OTHER", "Sample", frozenset({"plain"}), "other", "other")
+    with statements(app, keep=lambda sql: "INSERT INTO search_document" in sql) as upserts:
+        with app.app_context(), transaction():
+            PostgresBackend().write(lambda: ([first, last, other], []))
+    with app.app_context(), transaction():
+        stored = dict(db.session.execute(text(
+            "SELECT entity_id, labels FROM search_document "
+            "WHERE entity_id IN ('SAM-LABELS', 'SAM-OTHER')")).all())
+        hits = PostgresBackend().search(clauses("new"), labels=frozenset({"plain"}),
+                                        eclasses=None, limit=5)
+    assert len(upserts) == 1
+    assert set(stored["SAM-LABELS"]) == labels and stored["SAM-OTHER"] == ["plain"]
+    assert [entity_id for entity_id, _ in hits.items] == ["SAM-LABELS"]
