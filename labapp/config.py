@@ -16,7 +16,7 @@ from typing import Any
 
 PREFIX = "LABAPP_"
 # When a web process indexes the changes it queued while no worker runs (SEARCH_DRAIN).
-SEARCH_DRAINS = ("after-commit", "next-request")
+SEARCH_DRAINS = ("after-commit", "next-request", "before-search")
 # Variables of the test suite (LABAPP_TEST_BACKEND, LABAPP_TEST_POSTGRES_URL), not settings.
 TEST_PREFIX = "LABAPP_TEST_"
 # Where file contents live (docs/decisions/file-store-setting.md).
@@ -211,7 +211,10 @@ SETTINGS: tuple[Setting, ...] = (
             "`after-commit` (each request indexes its own changes before it answers) or "
             "`next-request` (every request first indexes what is waiting: a script writing "
             "many entities pays one index commit per read instead of one per write, and a "
-            "search still finds everything committed before it began).", _parse_search_drain),
+            "search still finds everything committed before it began) or `before-search` "
+            "(only a search request, of the API, the search page or its type-ahead, first "
+            "indexes what is waiting: writing pays nothing for search until someone searches; "
+            "the test suite runs so).", _parse_search_drain),
     Setting("ALERT_TICK_SECONDS", 60,
             "Seconds between two evaluations of the alert rules by the worker (each also "
             "sends the e-mail due).",

@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from flask import Flask, current_app
+from flask import Flask, current_app, request
 from sqlalchemy import (
     ARRAY,
     ColumnElement,
@@ -67,6 +67,8 @@ HEARTBEAT_STALE = 3.0  # a heartbeat older than this: no live worker, requests d
 logger = logging.getLogger(__name__)
 _STARTED = "labapp.search.started"  # app.extensions: the event set once the first drain ran
 _IN_TRANSACTION = "labapp.search.in_transaction"  # unit state: changes to index before commit
+# The blueprints whose requests read the index (``SEARCH_DRAIN = before-search``).
+_SEARCHING = frozenset({"search_api", "search_views"})
 # Tables the indexer itself writes: writing them wakes no drain.
 _OWN_TABLES = frozenset({SearchQueue.__tablename__, "search_document"})
 
@@ -379,7 +381,8 @@ def init_app(app: Flask) -> None:
     wake the indexer after every unit of work that wrote entities (ORM flushes and Core
     statements alike; a backend that writes in transactions indexes them before the
     commit), drain what earlier processes left on this process's first request (with
-    ``SEARCH_DRAIN = next-request``, what waits at the start of every request), and report
+    ``SEARCH_DRAIN = next-request``, what waits at the start of every request; with
+    ``before-search``, at the start of every search request), and report
     the index's state in ``/healthz`` (``app.extensions["labapp.health"]``)."""
     backend.bind(app, make_backend(app))
     app.extensions.setdefault("labapp.health", {})["searchIndex"] = health
@@ -392,8 +395,12 @@ def init_app(app: Flask) -> None:
 
     @app.before_request
     def _drain_waiting() -> None:
-        if not started.claim() and app.config["LABAPP"]["SEARCH_DRAIN"] == "after-commit":
-            return
+        if not started.claim():
+            drain = app.config["LABAPP"]["SEARCH_DRAIN"]
+            if drain == "after-commit":
+                return
+            if drain == "before-search" and request.blueprint not in _SEARCHING:
+                return
         if in_unit():  # a request inside its caller's unit of work (a test's): not ours
             return
         with own_read() as session:

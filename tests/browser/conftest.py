@@ -46,8 +46,9 @@ BROWSER_MARKS = [
 
 @pytest.fixture
 def live_app(fresh_app: Callable[..., Flask]) -> Flask:
-    """A freshly initialised app with the user carol (the one :func:`live_server` serves)."""
-    app = fresh_app(initialised=True)
+    """A freshly initialised app with the user carol (the one :func:`live_server` serves),
+    indexing for search when a search request comes (as the suite's shared application)."""
+    app = fresh_app(initialised=True, SEARCH_DRAIN="before-search")
     with app.app_context(), transaction():
         create_user(username=USERNAME, name="Carol Chemist", department_id=DEFAULT_DEPARTMENT,
                     password=PASSWORD, created_by="admin")

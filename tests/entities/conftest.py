@@ -13,9 +13,8 @@ from flask import Flask
 from sqlalchemy import func, select
 from werkzeug.test import TestResponse
 
-from labapp.auth import secrets as password_secrets
 from labapp.db import db, transaction
-from labapp.model import AuditEvent, Entity, EntityEvent, Sequence, User
+from labapp.model import AuditEvent, Entity, EntityEvent, Sequence
 from labapp.model.access import DepartmentAccess, ProjectAccess
 from tests.conftest import ADMIN_PASSWORD, ApiClient
 
@@ -67,15 +66,9 @@ def snapshot(app: Flask) -> dict[str, Any]:
 
 
 @pytest.fixture
-def admin(app: Flask, api_as: Callable[..., ApiClient]) -> ApiClient:
-    """The administrator created by ``flask init`` (home department DEP00001).
-
-    ``init`` hashed the password at production cost, before the suite's cheap hasher was in
-    place; re-hashing it inside the test's rolled-back transaction keeps logins fast.
-    """
-    with app.app_context(), transaction() as session:
-        session.get(User, "admin").password_hash = password_secrets.hash_password(
-            ADMIN_PASSWORD)
+def admin(api_as: Callable[..., ApiClient]) -> ApiClient:
+    """The administrator created by ``flask init`` (home department DEP00001; its password
+    hashed at the suite's cheap cost, ``tests/conftest.py``'s ``_cheap_argon2``)."""
     return api_as("admin", password=ADMIN_PASSWORD)
 
 

@@ -4,6 +4,7 @@ is 503 with the rebuild to run, and the CLI rebuilds it and reports its state.""
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable
 
 import pytest
 from flask import Flask
@@ -16,7 +17,8 @@ from labapp.search.indexer import index_path
 from tests.conftest import ApiClient
 from tests.contracts.problem import assert_problem
 from tests.entities.conftest import save
-from tests.helpers.searching import entity_row, queued
+from tests.helpers.processes import ADMIN
+from tests.helpers.searching import client_found, client_post, entity_row, queued
 from tests.search.conftest import found
 
 
@@ -110,3 +112,23 @@ def test_status_reports_queue_documents_size_and_last_commit(
     assert lines[2] == f"documents: {entities}"
     assert lines[3].startswith("index size: ") and lines[4].startswith("last indexed: 20")
     assert lines[5].startswith("backend: whoosh (index folder ")
+
+
+@pytest.mark.parametrize("drain", ["after-commit", "next-request", "before-search"])
+def test_when_a_web_process_without_a_worker_indexes(fresh_app: Callable[..., Flask],
+                                                     drain: str) -> None:
+    """``SEARCH_DRAIN``: after the commit of each change, at the start of the next request
+    of any kind, or at the start of the next search request only; a search finds the change
+    with each."""
+    application = fresh_app(initialised=True, SEARCH_DRAIN=drain)
+    client_found(application, "nothing")  # the process's first request drains what waits
+    client_post(application, "walrus one")
+    after_write = queued(application)
+    plain = application.test_client().get("/api/entity/Sample?$top=1", headers=ADMIN)
+    assert plain.status_code == 200
+    after_plain_request = queued(application)
+    assert client_found(application, "walrus") == {"walrus one"}
+    assert queued(application) == []
+    assert (bool(after_write), bool(after_plain_request)) == {
+        "after-commit": (False, False), "next-request": (True, False),
+        "before-search": (True, True)}[drain]
