@@ -31,7 +31,7 @@ MAX_BATCH = 10_000
 IGNORED_ON_WRITE = frozenset({
     "createdBy", "createdUtc", "modifiedBy", "modifiedUtc", "accessType", "canWrite",
     "events", "auditEvents", "hierarchy", "checkin", "checkout", "available", "stored",
-    "roles", "lastLoginUtc", "eClass", "version",
+    "roles", "lastLoginUtc", "authSource", "eClass", "version",
 })
 
 

@@ -39,7 +39,7 @@ NOT_CLONABLE = frozenset({"File", "User"})
 # Fields a clone never copies (decisions §6): it is a new entity with its own history.
 _NOT_CLONED = {"id", "barcode", "status", "createdBy", "createdUtc", "modifiedBy",
                "modifiedUtc", "version", "locationID", "position", "lastLoginUtc", "hierarchy",
-               "eClass"}
+               "eClass", "authSource"}
 
 
 @dataclass(frozen=True)

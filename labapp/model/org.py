@@ -4,7 +4,7 @@ from __future__ import annotations
 from datetime import date, datetime
 from typing import Any
 
-from sqlalchemy import BigInteger, Boolean, Date, ForeignKey, String, text
+from sqlalchemy import BigInteger, Boolean, Date, ForeignKey, Index, String, text
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from labapp.db import Model
@@ -68,6 +68,7 @@ class User(Entity):
     """A user; ``id`` is the username and ``department_id`` the home department."""
 
     __tablename__ = "app_user"
+    __table_args__ = (Index("ix_app_user_external", "auth_source", "external_id", unique=True),)
 
     id: Mapped[str] = subclass_id()
     email: Mapped[str | None] = mapped_column(String(255))
@@ -76,6 +77,12 @@ class User(Entity):
     last_login_utc: Mapped[datetime | None] = mapped_column(UtcDateTime,
                                                            info={"readOnly": True})
     password_hash: Mapped[str | None] = mapped_column(String(255), info={"hidden": True})
+    # Where the user signs in (decisions §19): ``local`` (a password kept here), ``ldap`` or
+    # ``oidc:<provider name>``; set by sign-in and the directory sync, never by the API.
+    auth_source: Mapped[str] = mapped_column(String(80), default="local",
+                                             server_default="local", info={"readOnly": True})
+    # The directory's own name for the user (an LDAP DN, an OIDC ``sub``), unique per source.
+    external_id: Mapped[str | None] = mapped_column(String(512), info={"hidden": True})
     settings: Mapped[dict[str, Any]] = mapped_column(JsonObject, default=dict,
                                                      info={"hidden": True})
     # Set to a never-used number by the database's triggers when the user is inserted and on

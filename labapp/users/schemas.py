@@ -18,6 +18,8 @@ class UserSchema(Schema):
     isActive = fields.Boolean(attribute="is_active")
     roles = fields.List(fields.String())
     lastLoginUtc = UtcTimestamp(attribute="last_login_utc", allow_none=True)
+    authSource = fields.String(attribute="auth_source", metadata={
+        "description": "Where the user signs in: local, ldap or oidc:<provider> (read-only)"})
     settings = fields.Dict()
 
 
@@ -39,6 +41,7 @@ class UserUpdateSchema(WriteBackSchema):
     roles = fields.List(fields.String(), dump_only=True,
                         metadata={"description": "read-only: change with /api/userRole"})
     lastLoginUtc = UtcTimestamp(dump_only=True)
+    authSource = fields.String(dump_only=True, metadata={"description": "read-only"})
 
 
 class RoleSchema(Schema):

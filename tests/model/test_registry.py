@@ -64,6 +64,7 @@ EXPECTED: dict[str, tuple[str | None, dict[str, tuple[str, str | None]], tuple[s
                 ("Initial", "Active", "Completed", "Canceled"), PROJECT_MOVES),
     "User": (None, {"email": ("str", None), "initials": ("str", None),
                     "isActive": ("bool", None), "lastLoginUtc": ("datetime", None),
+                    "authSource": ("str", None),
                     "roles": ("json", None)},
              ACTIVE_INACTIVE, _free(ACTIVE_INACTIVE)),
     "Experiment": ("EXP", {"startDate": ("date", None), "endDate": ("date", None)},
@@ -109,7 +110,7 @@ EXPECTED: dict[str, tuple[str | None, dict[str, tuple[str, str | None]], tuple[s
                      "sha256": ("str", None)},
              ("Initial",), {"Initial": set()}),
 }
-READ_ONLY = {"*": AUDIT_FIELDS | {"eClass"}, "User": {"lastLoginUtc", "roles"},
+READ_ONLY = {"*": AUDIT_FIELDS | {"eClass"}, "User": {"lastLoginUtc", "roles", "authSource"},
              "File": {"size", "sha256"}, "Location": {"hierarchy"}}
 CHOICES = {("Request", "priority"): ("Low", "Normal", "High", "Urgent"),
            ("Location", "locationType"): ("Site", "Room", "Freezer", "Fridge", "Shelf", "Rack",

@@ -14,7 +14,7 @@ from tests.entities.conftest import admin, department, grant, member, project  #
 from tests.grants.conftest import caller, state  # noqa: F401
 
 USER_KEYS = {"id", "name", "email", "initials", "departmentID", "isActive", "roles",
-             "lastLoginUtc", "settings"}
+             "lastLoginUtc", "authSource", "settings"}
 
 
 @pytest.fixture

@@ -110,15 +110,17 @@ def test_a_user_cannot_change_their_department_activity_or_password(
 
 @pytest.mark.parametrize("change", [
     {"departmentID": DEFAULT_DEPARTMENT}, {"isActive": True},
-    {"roles": ["ADMIN"]}, {"lastLoginUtc": None},
+    {"roles": ["ADMIN"]}, {"lastLoginUtc": None}, {"authSource": "ldap"},
 ])
 def test_read_only_values_sent_back_are_ignored(app: Flask, alice: ApiClient,
                                                 change: dict[str, Any]) -> None:
     """What GET answered may come back (decisions §4): fields the caller may not change are
-    ignored while unchanged, and read-only ones (roles, lastLoginUtc) always."""
+    ignored while unchanged, and read-only ones (roles, lastLoginUtc, authSource: where the
+    user signs in, decisions §19) always."""
     before, stored = state(app), stored_user(app, "alice")
     put(alice, **change)
     assert state(app) == before and stored_user(app, "alice") == stored
+    assert body_of(alice.get("/api/user"), 200)["authSource"] == "local"
 
 
 @pytest.mark.parametrize("change", [
