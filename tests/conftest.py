@@ -56,8 +56,11 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark the tests that touch a database ``db`` (see ``tests/helpers/database_marker.py``)."""
+    """Mark the tests that touch a database ``db`` (see ``tests/helpers/database_marker.py``)
+    and run those marked ``long`` first: xdist hands out tests in collection order, and a
+    test of a minute started near the end kept one worker busy while the other was done."""
     mark_database_tests(items)
+    items.sort(key=lambda item: item.get_closest_marker("long") is None)
 
 
 def build_app(instance: Path, database_url: str, **overrides: Any) -> Flask:

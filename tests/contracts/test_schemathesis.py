@@ -201,6 +201,7 @@ def rejections() -> Iterator[Rejections]:
         failures)
 
 
+@pytest.mark.long
 @schema.parametrize()
 @settings(max_examples=EXAMPLES, deadline=None, derandomize=True,
           suppress_health_check=list(HealthCheck))

@@ -316,6 +316,7 @@ def _peak_memory(app: Flask, file: Path) -> dict[str, Any]:
     return result
 
 
+@pytest.mark.long
 @pytest.mark.skipif(BACKEND != "sqlite", reason=(
     "the memory a file costs is spent reading it, the same code on both databases; the "
     "largest accepted files make one entity each, so the PostgreSQL pass measured nothing "
