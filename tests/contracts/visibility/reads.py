@@ -10,6 +10,7 @@ from tests.contracts.visibility.alerts import ALERT_READ_PATHS
 from tests.contracts.visibility.boards import BOARD_READ_PATHS
 from tests.contracts.visibility.build import LiveWorld, closed, file_content
 from tests.contracts.visibility.datamodel import DATAMODEL_READ_PATHS
+from tests.contracts.visibility.sign_ins import SIGN_IN_READ_PATHS
 from tests.contracts.visibility.exports import EXPORT_READ_PATHS
 from tests.contracts.visibility.imports import IMPORT_READ_PATHS
 from tests.contracts.visibility.item_pages import READ_PATHS as ITEM_PAGE_READ_PATHS
@@ -120,6 +121,7 @@ READ_PATHS: tuple[MatrixPath, ...] = (
     *SAVED_VIEW_READ_PATHS,  # /api/saved-view (issue 21)
     *ALERT_READ_PATHS,  # /api/alert-rule (issue 23)
     *DATAMODEL_READ_PATHS,  # /api/datamodel, /api/sync (issue 14)
+    *SIGN_IN_READ_PATHS,  # /api/auth/signins, /api/user/{id}/secondFactor (issue 35)
     *SEARCH_READ_PATHS,  # /api/search, /api/query/freetext (issue 10)
     *ODATA_READ_PATHS,  # /odata (issue 13)
     *EXPORT_READ_PATHS,  # /api/sync/files (issue 14)

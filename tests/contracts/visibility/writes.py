@@ -11,6 +11,7 @@ from tests.contracts.visibility.alerts import ALERT_WRITE_PATHS
 from tests.contracts.visibility.boards import BOARD_WRITE_PATHS
 from tests.contracts.visibility.build import LiveWorld, closed
 from tests.contracts.visibility.datamodel import DATAMODEL_WRITE_PATHS
+from tests.contracts.visibility.sign_ins import SIGN_IN_WRITE_PATHS
 from tests.contracts.visibility.exports import EXPORT_WRITE_PATHS
 from tests.contracts.visibility.imports import IMPORT_WRITE_PATHS
 from tests.contracts.visibility.paths import (
@@ -192,4 +193,5 @@ WRITE_PATHS: tuple[MatrixPath, ...] = (
     *EXPORT_WRITE_PATHS,  # /api/sync/save (issue 14)
     *IMPORT_WRITE_PATHS,  # /api/import (issue 22)
     *DATAMODEL_WRITE_PATHS,  # /api/datamodel, /api/sync (issue 14)
+    *SIGN_IN_WRITE_PATHS,  # /api/auth/signins, /api/user/{id}/secondFactor (issue 35)
 )
