@@ -53,3 +53,8 @@ def required(app: Flask, who: str) -> Iterator[None]:
         yield
     finally:
         settings["REQUIRE_SECOND_FACTOR"] = before
+
+
+def wrong_code(secret: str) -> str:
+    """Six digits that are not the current code of ``secret``."""
+    return f"{(int(code(secret)) + 1) % 1_000_000:06d}"

@@ -24,7 +24,7 @@ from tests.auth.checks import (
     seed_failures,
     sessions_of,
 )
-from tests.auth.factors import code, enrol, events_of, required
+from tests.auth.factors import code, enrol, events_of, required, wrong_code
 from tests.conftest import ADMIN_PASSWORD, PASSWORD, basic_header, bearer_header, login
 
 LIMIT = 10  # LOGIN_MAX_FAILURES of the test application (the default)
@@ -43,7 +43,7 @@ def test_enrolment_is_in_force_only_once_a_code_confirms_it(app: Flask, alice: s
         secret = second_factor.begin_enrolment(alice)
         assert not second_factor.is_enrolled(alice)
     with database(app), pytest.raises(InvalidCode):
-        second_factor.confirm_enrolment(alice, "000000" if code(secret) != "000000" else "111111")
+        second_factor.confirm_enrolment(alice, wrong_code(secret))
     with database(app):
         assert not second_factor.is_enrolled(alice)
         codes = second_factor.confirm_enrolment(alice, code(secret))
@@ -93,7 +93,7 @@ def test_the_right_code_logs_in(app: Flask, client: FlaskClient, alice: str) -> 
 def test_a_wrong_code_is_invalid_code_and_counts_as_a_failure(app: Flask, client: FlaskClient,
                                                                alice: str) -> None:
     secret, _ = enrol(app, alice)
-    wrong = f"{(int(code(secret)) + 1) % 1_000_000:06d}"
+    wrong = wrong_code(secret)
     problem(post_login(client, alice, code=wrong), 401, "invalid_code")
     assert failures_of(app, alice) == 1
     assert sessions_of(app, alice) == []
@@ -169,7 +169,7 @@ def test_wrong_codes_are_throttled_like_wrong_passwords(app: Flask, client: Flas
                                                         alice: str) -> None:
     secret, _ = enrol(app, alice)
     seed_failures(app, LIMIT - 1, username=alice)
-    wrong = f"{(int(code(secret)) + 1) % 1_000_000:06d}"
+    wrong = wrong_code(secret)
     problem(post_login(client, alice, code=wrong), 401, "invalid_code")
     response = post_login(client, alice, code=code(secret))
     assert response.status_code == 429 and response.headers["Retry-After"]
