@@ -199,6 +199,14 @@ def test_a_wrong_basic_password_is_still_invalid_credentials(
     assert events_of(app, alice)[-1].reason == "wrong_password"
 
 
+def test_a_huge_basic_username_is_logged_cut(app: Flask, bare_client: FlaskClient) -> None:
+    huge = "u" * 10_000
+    problem(bare_client.get("/api/user", headers=basic_header(huge, "whatever")), 401,
+            "invalid_credentials")
+    [event] = events_of(app, huge[:255])
+    assert (event.user_id, event.method, event.reason) == (None, "basic", "unknown_user")
+
+
 def test_pats_and_bearer_tokens_keep_working(app: Flask, client: FlaskClient,
                                              bare_client: FlaskClient, alice: str) -> None:
     secret, _ = enrol(app, alice)

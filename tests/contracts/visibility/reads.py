@@ -10,7 +10,6 @@ from tests.contracts.visibility.alerts import ALERT_READ_PATHS
 from tests.contracts.visibility.boards import BOARD_READ_PATHS
 from tests.contracts.visibility.build import LiveWorld, closed, file_content
 from tests.contracts.visibility.datamodel import DATAMODEL_READ_PATHS
-from tests.contracts.visibility.sign_ins import SIGN_IN_READ_PATHS
 from tests.contracts.visibility.exports import EXPORT_READ_PATHS
 from tests.contracts.visibility.imports import IMPORT_READ_PATHS
 from tests.contracts.visibility.item_pages import READ_PATHS as ITEM_PAGE_READ_PATHS
@@ -25,6 +24,7 @@ from tests.contracts.visibility.paths import (
 from tests.contracts.visibility.queries import QUERY_READ_PATHS
 from tests.contracts.visibility.savedviews import SAVED_VIEW_READ_PATHS
 from tests.contracts.visibility.search import SEARCH_READ_PATHS
+from tests.contracts.visibility.sign_ins import SIGN_IN_READ_PATHS
 from tests.contracts.visibility.storage import READ_PATHS as STORAGE_READ_PATHS
 from tests.contracts.visibility.tree_page import READ_PATHS as TREE_PAGE_READ_PATHS
 from tests.contracts.visibility.world import ENTITY, FILES, KEYS

@@ -11,7 +11,6 @@ from tests.contracts.visibility.alerts import ALERT_WRITE_PATHS
 from tests.contracts.visibility.boards import BOARD_WRITE_PATHS
 from tests.contracts.visibility.build import LiveWorld, closed
 from tests.contracts.visibility.datamodel import DATAMODEL_WRITE_PATHS
-from tests.contracts.visibility.sign_ins import SIGN_IN_WRITE_PATHS
 from tests.contracts.visibility.exports import EXPORT_WRITE_PATHS
 from tests.contracts.visibility.imports import IMPORT_WRITE_PATHS
 from tests.contracts.visibility.paths import (
@@ -23,6 +22,7 @@ from tests.contracts.visibility.paths import (
     hidden_like_unknown,
 )
 from tests.contracts.visibility.savedviews import SAVED_VIEW_WRITE_PATHS
+from tests.contracts.visibility.sign_ins import SIGN_IN_WRITE_PATHS
 from tests.contracts.visibility.world import (
     ENTITY,
     KEYS,
