@@ -81,6 +81,10 @@ class PasswordChangeSchema(Schema):
                                     metadata={"description": "the current password"})
 
 
+# The furthest a listing of sign-ins skips: beyond any table, within every database's OFFSET.
+MAX_SKIP = 2**31 - 1
+
+
 class SignInQuerySchema(Schema):
     user = fields.String(load_default=None, validate=validate.Length(min=1, max=255),
                          metadata={"description": "only the events of this account or "
@@ -88,7 +92,8 @@ class SignInQuerySchema(Schema):
     succeeded = fields.Boolean(load_default=None, metadata={"description": "only successes "
                                                                            "(true) or failures "
                                                                            "(false)"})
-    skip = fields.Integer(data_key="$skip", load_default=0, validate=validate.Range(min=0),
+    skip = fields.Integer(data_key="$skip", load_default=0,
+                          validate=validate.Range(min=0, max=MAX_SKIP),
                           metadata={"description": "how many of the newest events to leave out"})
     top = fields.Integer(data_key="$top", load_default=50,
                          validate=validate.Range(min=1, max=500),

@@ -282,6 +282,8 @@ sign_in_bp = members_only(Blueprint("sign_in_views", __name__, url_prefix="/admi
 sign_in_bp.before_request(_administrators_only)
 SIGN_IN_PAGE_SIZE = 50
 _OUTCOMES = {"succeeded": True, "failed": False}
+# Far beyond any log, and its OFFSET within every database's range.
+MAX_SIGN_IN_PAGE = 1_000_000
 
 
 @sign_in_bp.get("")
@@ -289,7 +291,7 @@ def sign_ins() -> Response:
     """Sign-in attempts, newest first, filtered by user and outcome, a page at a time."""
     user = request.args.get("user", "").strip()[:255] or None
     outcome = request.args.get("outcome", "")
-    page = max(request.args.get("page", 1, type=int) or 1, 1)
+    page = min(max(request.args.get("page", 1, type=int) or 1, 1), MAX_SIGN_IN_PAGE)
     found = sign_in_log.list_events(user=user, succeeded=_OUTCOMES.get(outcome),
                                     skip=(page - 1) * SIGN_IN_PAGE_SIZE, top=SIGN_IN_PAGE_SIZE)
     return render_page("users/sign_ins.html", events=found.events, total=found.total,
