@@ -21,7 +21,7 @@ from datetime import datetime
 import pyotp
 from flask import current_app
 from itsdangerous import BadSignature, URLSafeTimedSerializer
-from sqlalchemy import delete, exists, or_, select, update
+from sqlalchemy import delete, exists, func, or_, select, update
 
 from labapp.access.actor import ADMIN
 from labapp.auth import secrets as tokens
@@ -102,8 +102,8 @@ def confirmed_at(user_id: str) -> datetime | None:
 
 
 def recovery_codes_left(user_id: str) -> int:
-    return len(db.session.scalars(select(RecoveryCode.id).where(
-        RecoveryCode.user_id == user_id, RecoveryCode.used_utc.is_(None))).all())
+    return db.session.scalar(select(func.count()).select_from(RecoveryCode).where(
+        RecoveryCode.user_id == user_id, RecoveryCode.used_utc.is_(None))) or 0
 
 
 def must_enrol(roles: list[str] | frozenset[str], auth_source: str) -> bool:
