@@ -165,6 +165,7 @@ def _register_blueprints(app: Flask) -> None:
     from labapp.storage.views import bp as storage_views
     from labapp.users.api import bp as user_api
     from labapp.users.views import bp as user_views
+    from labapp.users.views import sign_in_bp as sign_in_views
     from labapp.web.health import bp as web_views
     from labapp.web.openapi import bp as openapi_bp
 
@@ -173,7 +174,7 @@ def _register_blueprints(app: Flask) -> None:
            search_api, odata_api, datamodel_api, saved_view_api)
     pages = (account_views, web_views, entity_views, file_views, grant_views, user_views,
              storage_views, storage_item_views, dashboard_views, notification_views,
-             search_views, odata_views, datamodel_views, saved_view_views)
+             search_views, odata_views, datamodel_views, saved_view_views, sign_in_views)
     for blueprint in api + pages:
         app.register_blueprint(blueprint)
     _register_exports(app)

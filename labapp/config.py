@@ -17,6 +17,8 @@ from typing import Any
 PREFIX = "LABAPP_"
 # When a web process indexes the changes it queued while no worker runs (SEARCH_DRAIN).
 SEARCH_DRAINS = ("after-commit", "next-request", "before-search")
+# Who must sign in with a second factor (docs/decisions/second-factor.md).
+SECOND_FACTOR_REQUIREMENTS = ("none", "admin", "all")
 # Variables of the test suite (LABAPP_TEST_BACKEND, LABAPP_TEST_POSTGRES_URL), not settings.
 TEST_PREFIX = "LABAPP_TEST_"
 # Where file contents live (docs/decisions/file-store-setting.md).
@@ -54,6 +56,13 @@ def _parse_search_drain(raw: str) -> str:
     value = raw.strip().lower()
     if value not in SEARCH_DRAINS:
         raise ValueError(f"expected one of {', '.join(SEARCH_DRAINS)}")
+    return value
+
+
+def _parse_second_factor_requirement(raw: str) -> str:
+    value = raw.strip().lower()
+    if value not in SECOND_FACTOR_REQUIREMENTS:
+        raise ValueError(f"expected one of {', '.join(SECOND_FACTOR_REQUIREMENTS)}")
     return value
 
 
@@ -175,6 +184,11 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("BASIC_AUTH_CACHE_SECONDS", 300,
             "How long a worker remembers a successful Basic `username:password` verification "
             "(0: never).", _parse_non_negative_int),
+    Setting("REQUIRE_SECOND_FACTOR", "none",
+            "Which local accounts must sign in with a second factor (TOTP): `none`, `admin` "
+            "(holders of the ADMIN role) or `all`. Such a user without one is sent to enrol "
+            "after their password on the login page; the API login and Basic passwords refuse "
+            "them until they have.", _parse_second_factor_requirement),
     Setting("SQLITE_BUSY_TIMEOUT_MS", 5000,
             "How long an SQLite connection waits for a lock before failing, in milliseconds.",
             _parse_positive_int),

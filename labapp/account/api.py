@@ -5,6 +5,7 @@ from typing import Any
 
 from flask import Blueprint, Response, jsonify, request
 
+from labapp.access.actor import ADMIN
 from labapp.account import service
 from labapp.account.schemas import (
     AuthContextSchema,
@@ -15,9 +16,11 @@ from labapp.account.schemas import (
     PatCreateSchema,
     PatSchema,
     RefreshSchema,
+    SignInPageSchema,
+    SignInQuerySchema,
     TokenPairSchema,
 )
-from labapp.auth import pats, sessions
+from labapp.auth import pats, sessions, sign_in_log
 from labapp.auth.sessions import InvalidToken, RefreshTokenReused, TokenPair
 from labapp.db import db, transaction
 from labapp.model import User
@@ -50,12 +53,13 @@ def _token_response(pair: TokenPair) -> Response:
 
 @bp.post("/auth/login")
 @csrf_exempt
-@endpoint("Log in with username and password; answers a token pair and sets the cookies.",
+@endpoint("Log in with username and password (and, for an account with a second factor, "
+          "its code); answers a token pair and sets the cookies.",
           body=LoginSchema, responses={200: TokenPairSchema}, public=True, throttled=True)
 @opens_own_units
 def login(body: dict[str, Any]) -> Response:
     pair = service.login_with_password(body["username"], body["password"], body["keepAlive"],
-                                       client_address())
+                                       client_address(), body["code"])
     rotate_csrf_token()
     return _token_response(pair)
 
@@ -155,3 +159,13 @@ def change_password(body: dict[str, Any]) -> Response:
     service.change_own_password(current_actor(), body["password"], body["repeatPassword"],
                                 body["confirmPassword"], client_address())
     return Response(status=204)
+
+
+@bp.get("/auth/signins")
+@require_scope(ADMIN)
+@endpoint("Sign-in attempts, successful or not, newest first (administrators only).",
+          query=SignInQuerySchema, responses={200: SignInPageSchema})
+def list_sign_ins(query: dict[str, Any]) -> Response:
+    page = sign_in_log.list_events(user=query["user"], succeeded=query["succeeded"],
+                                   skip=query["skip"], top=query["top"])
+    return jsonify(SignInPageSchema().dump({"items": page.events, "count": page.total}))

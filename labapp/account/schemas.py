@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from marshmallow import Schema, fields, validate
 
+from labapp.auth.second_factor import MAX_CODE_LENGTH
 from labapp.auth.secrets import MIN_PASSWORD_LENGTH
 from labapp.schemafields import UtcTimestamp
 from labapp.users.schemas import UserSchema
@@ -13,6 +14,10 @@ class LoginSchema(Schema):
                              validate=validate.Length(min=1, max=255))
     password = fields.String(required=True, validate=validate.Length(min=1, max=1024))
     keepAlive = fields.Boolean(load_default=False)
+    code = fields.String(load_default=None, validate=validate.Length(min=1, max=MAX_CODE_LENGTH),
+                         metadata={"description": "for an account with a second factor: the "
+                                                  "current code of its authenticator app, or "
+                                                  "one of its recovery codes"})
 
 
 class TokenPairSchema(Schema):
@@ -74,3 +79,42 @@ class PasswordChangeSchema(Schema):
                                              "description": "the same as password"})
     confirmPassword = fields.String(required=True, validate=validate.Length(max=1024),
                                     metadata={"description": "the current password"})
+
+
+# The furthest a listing of sign-ins skips: beyond any table, within every database's OFFSET.
+MAX_SKIP = 2**31 - 1
+
+
+class SignInQuerySchema(Schema):
+    user = fields.String(load_default=None, validate=validate.Length(min=1, max=255),
+                         metadata={"description": "only the events of this account or "
+                                                  "username"})
+    succeeded = fields.Boolean(load_default=None, metadata={"description": "only successes "
+                                                                           "(true) or failures "
+                                                                           "(false)"})
+    skip = fields.Integer(data_key="$skip", load_default=0,
+                          validate=validate.Range(min=0, max=MAX_SKIP),
+                          metadata={"description": "how many of the newest events to leave out"})
+    top = fields.Integer(data_key="$top", load_default=50,
+                         validate=validate.Range(min=1, max=500),
+                         metadata={"description": "how many events to list"})
+
+
+class SignInEventSchema(Schema):
+    atUtc = UtcTimestamp(attribute="at_utc")
+    username = fields.String(metadata={"description": "what was typed, or the directory's "
+                                                      "name"})
+    userID = fields.String(attribute="user_id", allow_none=True,
+                           metadata={"description": "the account it resolved to, if any"})
+    method = fields.String(metadata={"description": "password, basic, totp, recovery_code, "
+                                                    "ldap, oidc"})
+    provider = fields.String(allow_none=True)
+    address = fields.String(metadata={"description": "the client address"})
+    succeeded = fields.Boolean()
+    reason = fields.String(allow_none=True, metadata={"description": "why it failed, or "
+                                                                     "which step follows"})
+
+
+class SignInPageSchema(Schema):
+    items = fields.List(fields.Nested(SignInEventSchema))
+    count = fields.Integer(metadata={"description": "how many events match in all"})

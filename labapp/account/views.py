@@ -7,23 +7,33 @@ only swaps the personal-access-token section in place.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
-from flask import Blueprint, Response, flash, redirect, request, url_for
+from flask import Blueprint, Response, flash, redirect, request, session, url_for
+from markupsafe import Markup
 from marshmallow import Schema, ValidationError
 from werkzeug.wrappers import Response as BaseResponse
 
 from labapp.access.actor import Actor
 from labapp.account import service
 from labapp.account.schemas import LoginSchema, PasswordChangeSchema, PatCreateSchema
-from labapp.auth import pats, sessions
-from labapp.auth.sessions import InvalidCredentials
+from labapp.auth import pats, second_factor, sessions
+from labapp.auth.second_factor import InvalidCode, PendingLogin
+from labapp.auth.sessions import InvalidCredentials, TokenPair
 from labapp.db import db
-from labapp.errors import InvalidInput, NotAuthenticated, TooManyRequests, flatten_messages
+from labapp.errors import (
+    Conflict,
+    InvalidInput,
+    NotAuthenticated,
+    TooManyRequests,
+    flatten_messages,
+)
 from labapp.model import Department, User
 from labapp.model.types import utc_now
+from labapp.storage.labels import qr_svg
 from labapp.web.blocks import is_htmx, render_page
 from labapp.web.loader import (
     clear_login_cookies,
@@ -46,6 +56,8 @@ LOGIN_FIELDS = {"username": "username", "password": "password"}
 PASSWORD_FIELDS = {"password": "new_password", "repeatPassword": "repeat_password",
                    "confirmPassword": "current_password"}
 PAT_FIELDS = {"name": "name", "expiresUtc": "expires"}
+# The browser session's key of a login waiting for its second step.
+PENDING_KEY = "second_step"
 
 
 def _local_path(target: str | None) -> str | None:
@@ -115,16 +127,113 @@ def login() -> BaseResponse:
     if errors:
         return _login_page(status=400, next_path=next_path, form=form, errors=errors)
     try:
-        pair = service.login_with_password(username, password, keep_alive, client_address())
+        result = service.password_step(username, password, keep_alive, client_address())
     except InvalidCredentials:
         return _login_page(status=401, next_path=next_path, form=form,
                            error="Invalid username or password.")
     except TooManyRequests as exc:
         return _with_headers(_login_page(status=429, next_path=next_path, form=form,
                                          error=exc.detail), exc.headers)
+    if result.pair is None:
+        # No login yet: the browser's signed session keeps the pending step for a while.
+        session[PENDING_KEY] = result.pending
+        step = ("account_views.login_code" if result.step is service.NextStep.CODE
+                else "account_views.login_enrol")
+        return redirect(url_for(step, next=next_path), 303)
+    return _logged_in(result.pair, next_path)
+
+
+def _logged_in(pair: TokenPair, next_path: str | None) -> BaseResponse:
+    """Go on to ``next`` (or home) with the login's cookies and a fresh CSRF token."""
+    session.pop(PENDING_KEY, None)
     rotate_csrf_token()
     response = redirect(next_path or url_for("web.home"), 303)
     set_login_cookies(response, pair)
+    return response
+
+
+# ---- The second step of a login ---------------------------------------------------------------
+
+def _pending() -> PendingLogin | None:
+    return second_factor.read_pending(session.get(PENDING_KEY))
+
+
+def _start_again(next_path: str | None) -> BaseResponse:
+    session.pop(PENDING_KEY, None)
+    flash("The login was not completed in time or its password changed; log in again.",
+          "error")
+    return redirect(url_for("account_views.login", next=next_path), 303)
+
+
+def _code_page(template: str, *, status: int = 200, **context: Any) -> Response:
+    context.setdefault("error", None)
+    return render_page(template, status=status, **context)
+
+
+@bp.route("/login/code", methods=["GET", "POST"])
+@opens_own_units
+def login_code() -> BaseResponse:
+    """The second step of a login with a second factor: the code of the authenticator app
+    (or a recovery code). Only after it is right does the login open."""
+    next_path = _local_path(request.values.get("next"))
+    pending = _pending()
+    if pending is None:
+        return _start_again(next_path)
+    template = "account/login_code.html"
+    if request.method in ("GET", "HEAD"):
+        return _code_page(template, next_path=next_path)
+    code = request.form.get("code", "").strip()
+    if not code:
+        return _code_page(template, status=400, next_path=next_path,
+                          error="Enter the code from your authenticator app.")
+    try:
+        pair = service.code_step(pending, code, client_address())
+    except InvalidCode as exc:
+        return _code_page(template, status=401, next_path=next_path, error=exc.detail)
+    except TooManyRequests as exc:
+        return _with_headers(_code_page(template, status=429, next_path=next_path,
+                                        error=exc.detail), exc.headers)
+    except InvalidCredentials:
+        return _start_again(next_path)
+    return _logged_in(pair, next_path)
+
+
+@bp.route("/login/enrol", methods=["GET", "POST"])
+@opens_own_units
+def login_enrol() -> BaseResponse:
+    """The second step of a login whose account must have a second factor and has none:
+    set one up; the login opens once its first code is right, with the recovery codes."""
+    next_path = _local_path(request.values.get("next"))
+    pending = _pending()
+    if pending is None:
+        return _start_again(next_path)
+    try:
+        secret = service.enrolment_secret(pending)
+    except InvalidCredentials:
+        return _start_again(next_path)
+    template = "account/login_enrol.html"
+    setup = _setup(pending.user_id, secret)
+    if request.method in ("GET", "HEAD"):
+        return _code_page(template, next_path=next_path, setup=setup)
+    code = request.form.get("code", "").strip()
+    if not code:
+        return _code_page(template, status=400, next_path=next_path, setup=setup,
+                          error="Enter the code your authenticator app shows.")
+    try:
+        enrolled = service.enrol_step(pending, code, client_address())
+    except InvalidCode as exc:
+        return _code_page(template, status=401, next_path=next_path, setup=setup,
+                          error=exc.detail)
+    except TooManyRequests as exc:
+        return _with_headers(_code_page(template, status=429, next_path=next_path,
+                                        setup=setup, error=exc.detail), exc.headers)
+    except InvalidCredentials:
+        return _start_again(next_path)
+    session.pop(PENDING_KEY, None)
+    rotate_csrf_token()
+    response = _code_page(template, next_path=next_path or url_for("web.home"), setup=None,
+                          recovery_codes=enrolled.recovery_codes)
+    set_login_cookies(response, enrolled.pair)
     return response
 
 
@@ -151,10 +260,17 @@ def _profile(actor: Actor, *, block: str | None = None, status: int = 200,
         raise NotAuthenticated()
     department = db.session.get(Department, user.department_id) if user.department_id else None
     now = utc_now()
+    pending = second_factor.pending_secret(user.id)
     context: dict[str, Any] = {
         "user": user, "department": department, "tokens": pats.list_for(actor), "now": now,
         "today": now.date().isoformat(), "password_errors": {}, "password_error": None,
-        "pat_form": {}, "pat_errors": {}, "pat_notice": None, "created": None}
+        "pat_form": {}, "pat_errors": {}, "pat_notice": None, "created": None,
+        "second_factor": {
+            "local": user.auth_source == "local" and user.password_hash is not None,
+            "confirmed_utc": second_factor.confirmed_at(user.id),
+            "codes_left": second_factor.recovery_codes_left(user.id),
+            "setup": _setup(user.id, pending) if pending else None},
+        "second_factor_error": None, "recovery_codes": None}
     context.update(extra)
     return render_page(PROFILE_TEMPLATE, block=block, status=status, **context)
 
@@ -241,3 +357,81 @@ def revoke_pat(pat_id: str) -> BaseResponse:
         return _profile(actor, block=PAT_BLOCK, pat_notice=notice)
     flash(notice, "success")
     return redirect(url_for("account_views.profile"), 303)
+
+
+# ---- Second factor ----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Setup:
+    """What an authenticator app needs to set up a second factor: the QR code of its
+    ``otpauth://`` URI (inline SVG, allowed by the pages' policy) and the secret to type."""
+
+    qr_svg: Markup
+    secret: str
+    uri: str
+
+
+def _setup(user_id: str, secret: str) -> Setup:
+    uri = second_factor.provisioning_uri(user_id, secret)
+    grouped = " ".join(secret[i:i + 4] for i in range(0, len(secret), 4))
+    return Setup(qr_svg(uri), grouped, uri)
+
+
+def _back_to_profile(notice: str) -> BaseResponse:
+    flash(notice, "success")
+    return redirect(url_for("account_views.profile", _anchor="second-factor"), 303)
+
+
+@bp.post("/profile/second-factor")
+@login_required("account_views.profile")
+def begin_second_factor() -> BaseResponse:
+    """Start setting up a second factor: a new secret, shown until its first code confirms it."""
+    actor = current_actor()
+    try:
+        service.begin_own_enrolment(actor)
+    except Conflict as exc:
+        return _profile(actor, status=409, second_factor_error=exc.detail)
+    return redirect(url_for("account_views.profile", _anchor="second-factor"), 303)
+
+
+@bp.post("/profile/second-factor/confirm")
+@login_required("account_views.profile")
+@opens_own_units
+def confirm_second_factor() -> BaseResponse:
+    """Confirm the second factor being set up with a code; the recovery codes are shown once."""
+    actor = current_actor()
+    code = request.form.get("code", "").strip()
+    if not code:
+        return _profile(actor, status=400,
+                        second_factor_error="Enter the code your authenticator app shows.")
+    try:
+        codes = service.confirm_own_enrolment(actor, code, client_address())
+    except InvalidCode as exc:
+        return _profile(actor, status=400, second_factor_error=exc.detail)
+    except TooManyRequests as exc:
+        return _with_headers(_profile(actor, status=429, second_factor_error=exc.detail),
+                             exc.headers)
+    except Conflict as exc:
+        return _profile(actor, status=409, second_factor_error=exc.detail)
+    return _profile(actor, recovery_codes=codes)
+
+
+@bp.post("/profile/second-factor/disable")
+@login_required("account_views.profile")
+@opens_own_units
+def disable_second_factor() -> BaseResponse:
+    """Remove the second factor, proved by a current code or a recovery code."""
+    actor = current_actor()
+    code = request.form.get("code", "").strip()
+    if not code:
+        return _profile(actor, status=400, second_factor_error="Enter a current code or a "
+                                                               "recovery code.")
+    try:
+        service.disable_own(actor, code, client_address())
+    except InvalidCode as exc:
+        return _profile(actor, status=400, second_factor_error=exc.detail)
+    except TooManyRequests as exc:
+        return _with_headers(_profile(actor, status=429, second_factor_error=exc.detail),
+                             exc.headers)
+    return _back_to_profile("Your second factor has been removed; you sign in with your "
+                            "password alone.")

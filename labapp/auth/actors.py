@@ -37,7 +37,7 @@ from labapp.access.actor import Actor
 from labapp.auth import pats
 from labapp.auth import secrets as tokens
 from labapp.db import db
-from labapp.model import Entity, LoginSession, PersonalAccessToken, User
+from labapp.model import Entity, LoginSession, PersonalAccessToken, SecondFactor, User
 from labapp.model.access import DepartmentAccess, ProjectAccess
 from labapp.model.org import UserRole
 from labapp.model.types import utc_now
@@ -134,7 +134,11 @@ def _login_statement() -> Select[Any]:
 
 @cache
 def _password_statement() -> Select[Any]:
-    return _statement(_user.c.password_hash)
+    factor = SecondFactor.__table__
+    has_second_factor = select(factor.c.user_id).where(
+        factor.c.user_id == _user.c.id, factor.c.confirmed_utc.is_not(None)).exists()
+    return _statement(_user.c.password_hash, _user.c.auth_source,
+                      has_second_factor.label("has_second_factor"))
 
 
 def _split(aggregated: str | None) -> list[str]:
@@ -206,8 +210,9 @@ def actor_for_login(user_id: str, session_id: str, method: str) -> Actor | None:
 
 
 def user_with_password(username: str) -> Row[Any] | None:
-    """The user's row with its password hash (Basic ``username:password``), or None: one
-    statement, whose row :func:`actor_of` turns into the actor."""
+    """The user's row with its password hash, where they sign in and whether they have a
+    second factor (Basic ``username:password``), or None: one statement, whose row
+    :func:`actor_of` turns into the actor."""
     if not username:
         return None
     return db.session.execute(_password_statement(), _parameters(username)).first()

@@ -14,7 +14,7 @@ from flask import current_app
 from itsdangerous import BadSignature, URLSafeTimedSerializer
 from sqlalchemy import select, update
 
-from labapp.auth import basic_cache, throttle
+from labapp.auth import basic_cache, sign_in_log, throttle
 from labapp.auth import secrets as tokens
 from labapp.db import db, rows_matched, transaction
 from labapp.errors import NotAuthenticated
@@ -29,12 +29,18 @@ _COOKIE_SALT = "labapp.session-cookie"
 
 
 class InvalidCredentials(NotAuthenticated):
-    """Wrong username or password; the caller records the failure in its own transaction."""
+    """Wrong username or password; the caller records the failure in its own transaction.
+
+    ``user_id`` (the account the username names, if any) and ``reason`` are for the sign-in
+    log only; the answer never tells them.
+    """
 
     code = "invalid_credentials"
 
-    def __init__(self) -> None:
+    def __init__(self, user_id: str | None = None, reason: str = "wrong_password") -> None:
         super().__init__("Invalid username or password.")
+        self.user_id = user_id
+        self.reason = reason
 
 
 class InvalidToken(NotAuthenticated):
@@ -85,8 +91,12 @@ def check_password(username: str, password: str) -> VerifiedPassword:
     stored = user.password_hash if user is not None else None
     # Verified first, whatever the user: unknown users take as long as known ones.
     verified = tokens.verify_password(stored, password)
-    if not verified or user is None or stored is None or not user.is_active:
-        raise InvalidCredentials()
+    if user is None:
+        raise InvalidCredentials(reason="unknown_user")
+    if not verified or stored is None:
+        raise InvalidCredentials(user.id)
+    if not user.is_active:
+        raise InvalidCredentials(user.id, "inactive")
     fresh = tokens.hash_password(password) if tokens.needs_rehash(stored) else None
     return VerifiedPassword(user.id, stored, fresh)
 
@@ -101,14 +111,17 @@ def verify_password(username: str, password: str, address: str) -> VerifiedPassw
     return check_password_recording_failure(username, password, address)
 
 
-def check_password_recording_failure(username: str, password: str,
-                                     address: str) -> VerifiedPassword:
-    """:func:`check_password`; a failure is recorded (committed) before it propagates."""
+def check_password_recording_failure(username: str, password: str, address: str,
+                                     method: str = sign_in_log.PASSWORD) -> VerifiedPassword:
+    """:func:`check_password`; a failure is recorded (committed) before it propagates, in
+    the throttle and in the sign-in log as ``method``."""
     try:
         return check_password(username, password)
-    except InvalidCredentials:
+    except InvalidCredentials as failure:
         with transaction():
             throttle.record_failure(username, address)
+            sign_in_log.record(username, failure.user_id, method, None, address, False,
+                               failure.reason)
         raise
 
 

@@ -5,7 +5,10 @@ from labapp.model.auth import (
     LoginFailure,
     LoginSession,
     PersonalAccessToken,
+    RecoveryCode,
     RefreshToken,
+    SecondFactor,
+    SignInEvent,
 )
 from labapp.model.base import Entity
 from labapp.model.boards import (
@@ -41,8 +44,9 @@ __all__ = [
     "Location", "LocationCount",
     "LocationCountChange", "LoginFailure", "LoginSession",
     "MailMessage", "MailMessageRule", "ModelState", "Note", "Notification",
-    "PersonalAccessToken", "Plate", "Project", "ProjectAccess", "ProjectSetting", "RefreshToken",
+    "PersonalAccessToken", "Plate", "Project", "ProjectAccess", "ProjectSetting", "RecoveryCode",
+    "RefreshToken",
     "Request", "Role", "Sample", "SavedMapping", "SavedView", "SavedViewShare", "SearchQueue",
-    "Sequence", "Step", "StepInput",
+    "SecondFactor", "Sequence", "SignInEvent", "Step", "StepInput",
     "StorageLogEntry", "User", "UserRole", "WorkerProcess",
 ]

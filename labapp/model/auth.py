@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import Boolean, ForeignKey, Integer, String
+from sqlalchemy import BigInteger, Boolean, ForeignKey, Integer, String
 from sqlalchemy.orm import Mapped, mapped_column
 
 from labapp.db import Model
@@ -66,3 +66,54 @@ class LoginFailure(Model):
     username: Mapped[str] = mapped_column(String(255), index=True)
     address: Mapped[str] = mapped_column(String(64), index=True)
     at_utc: Mapped[datetime] = mapped_column(UtcDateTime, index=True)
+
+
+class SecondFactor(Model):
+    """A local account's TOTP second factor (RFC 6238); in force once ``confirmed_utc`` is set.
+
+    The secret must be readable to check codes, so it is kept as given to the authenticator
+    app (base32); ``last_step`` is the time step of the last accepted code, so that no code
+    is accepted twice (replay).
+    """
+
+    __tablename__ = "second_factor"
+
+    user_id: Mapped[str] = mapped_column(
+        String(64), ForeignKey("app_user.id", ondelete="CASCADE"), primary_key=True)
+    secret: Mapped[str] = mapped_column(String(64))
+    created_utc: Mapped[datetime] = mapped_column(UtcDateTime)
+    confirmed_utc: Mapped[datetime | None] = mapped_column(UtcDateTime)
+    last_step: Mapped[int | None] = mapped_column(BigInteger)
+
+
+class RecoveryCode(Model):
+    """A one-time recovery code of a second factor, kept as the SHA-256 of its value."""
+
+    __tablename__ = "recovery_code"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    user_id: Mapped[str] = mapped_column(
+        String(64), ForeignKey("second_factor.user_id", ondelete="CASCADE"), index=True)
+    code_hash: Mapped[str] = mapped_column(String(64))
+    used_utc: Mapped[datetime | None] = mapped_column(UtcDateTime)
+
+
+class SignInEvent(Model):
+    """One sign-in attempt, successful or not (never the password or code tried).
+
+    ``user_id`` is the account the attempt resolved to, when any; no foreign key, so the
+    record outlives whatever happens to the account. ``method`` (``password``, ``totp``,
+    ``recovery_code``, ``ldap``, ``oidc``) and ``provider`` are plain strings.
+    """
+
+    __tablename__ = "sign_in_event"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    at_utc: Mapped[datetime] = mapped_column(UtcDateTime, index=True)
+    username: Mapped[str] = mapped_column(String(255))
+    user_id: Mapped[str | None] = mapped_column(String(64), index=True)
+    method: Mapped[str] = mapped_column(String(40))
+    provider: Mapped[str | None] = mapped_column(String(80))
+    address: Mapped[str] = mapped_column(String(64))
+    succeeded: Mapped[bool] = mapped_column(Boolean)
+    reason: Mapped[str | None] = mapped_column(String(80))

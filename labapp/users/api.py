@@ -60,3 +60,13 @@ def revoke_role(body: dict[str, Any]) -> Response:
     data = UserSchema().dump(service.revoke_role(body["name"], body["userID"],
                                                  current_actor()))
     return jsonify(data)
+
+
+@bp.delete("/user/<user_id>/secondFactor")
+@require_scope(ADMIN)
+@endpoint("Remove a user's second factor (a lost authenticator): they sign in with their "
+          "password alone again, or set up a new one.", responses={204: "Removed"},
+          problems=(404,))
+def reset_second_factor(user_id: str) -> Response:
+    service.reset_second_factor(current_actor(), user_id)
+    return Response(status=204)

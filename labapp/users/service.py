@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy import Select, select
 
 from labapp.access.actor import ADMIN, BUILT_IN_ROLES, Actor
-from labapp.auth import pats, sessions
+from labapp.auth import pats, second_factor, sessions
 from labapp.auth.passwords import set_password
 from labapp.changes import assign, diff
 from labapp.db import db
@@ -212,3 +212,13 @@ def ensure_roles() -> list[str]:
     db.session.add_all(Role(name=name, description=BUILT_IN_ROLES[name]) for name in missing)
     db.session.flush()
     return missing
+
+
+def reset_second_factor(actor: Actor, user_id: str) -> bool:
+    """An administrator removes a user's second factor (a lost phone): they sign in with
+    their password alone again, or set up a new one. Answers whether there was one; raises
+    :class:`Forbidden` for anyone else and :class:`NotFound` for an unknown user."""
+    if not actor.is_admin:
+        raise Forbidden("Only an administrator may reset another user's second factor.",
+                        code="missing_scope")
+    return second_factor.remove(get_user(user_id).id)

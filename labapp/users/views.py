@@ -17,7 +17,7 @@ from marshmallow import ValidationError
 from werkzeug.wrappers import Response as BaseResponse
 
 from labapp.access.actor import ADMIN, Actor
-from labapp.auth import pats
+from labapp.auth import pats, second_factor, sign_in_log
 from labapp.db import db
 from labapp.entities import loading
 from labapp.entities import service as entities
@@ -162,7 +162,8 @@ def _edit_page(actor: Actor, user_id: str, *, block: str | None = None, status: 
         "assignable": [role for role in service.list_roles() if role.name not in user.roles],
         "form": {"name": user.name, "email": user.email or "", "initials": user.initials or "",
                  "department": user.department_id, "active": user.is_active},
-        "errors": {}, "password_errors": {}, "roles_notice": None, "roles_error": None}
+        "errors": {}, "password_errors": {}, "roles_notice": None, "roles_error": None,
+        "second_factor_since": second_factor.confirmed_at(user.id)}
     context.update(extra)
     return render_page(EDIT_TEMPLATE, block=block, status=status, **context)
 
@@ -232,6 +233,14 @@ def reset_password(user_id: str) -> BaseResponse:
                                   f"have ended and {revoked}.")
 
 
+@bp.post("/<user_id>/second-factor/reset")
+def reset_second_factor(user_id: str) -> BaseResponse:
+    """Remove the user's second factor (a lost authenticator)."""
+    removed = service.reset_second_factor(current_actor(), user_id)
+    return _back_to_user(user_id, f"The second factor of {user_id} was reset." if removed
+                         else f"{user_id} had no second factor.")
+
+
 def _roles_changed(actor: Actor, user_id: str, notice: str) -> BaseResponse:
     """After a role change: the roles block again for htmx, else back to the user's page."""
     if is_htmx():
@@ -265,3 +274,27 @@ def revoke_role(user_id: str) -> BaseResponse:
         return _edit_page(actor, user_id, block="roles", status=error.status,
                           roles_error=error.detail)
     return _roles_changed(actor, user_id, f"{user_id} no longer holds the role {role}.")
+
+
+# ---- Sign-in events ---------------------------------------------------------------------------
+
+sign_in_bp = members_only(Blueprint("sign_in_views", __name__, url_prefix="/admin/sign-ins"))
+sign_in_bp.before_request(_administrators_only)
+SIGN_IN_PAGE_SIZE = 50
+_OUTCOMES = {"succeeded": True, "failed": False}
+# Far beyond any log, and its OFFSET within every database's range.
+MAX_SIGN_IN_PAGE = 1_000_000
+
+
+@sign_in_bp.get("")
+def sign_ins() -> Response:
+    """Sign-in attempts, newest first, filtered by user and outcome, a page at a time."""
+    user = request.args.get("user", "").strip()[:255] or None
+    outcome = request.args.get("outcome", "")
+    page = min(max(request.args.get("page", 1, type=int) or 1, 1), MAX_SIGN_IN_PAGE)
+    found = sign_in_log.list_events(user=user, succeeded=_OUTCOMES.get(outcome),
+                                    skip=(page - 1) * SIGN_IN_PAGE_SIZE, top=SIGN_IN_PAGE_SIZE)
+    return render_page("users/sign_ins.html", events=found.events, total=found.total,
+                       page=page, pages=max(1, -(-found.total // SIGN_IN_PAGE_SIZE)),
+                       filters={"user": user or "", "outcome": outcome if outcome in _OUTCOMES
+                                else ""})

@@ -21,10 +21,12 @@ from typing import Any, Callable
 
 from flask import Flask, current_app, g, has_request_context, request, session
 from flask_login import LoginManager, current_user
+from sqlalchemy import Row
 from werkzeug.wrappers import Response as BaseResponse
 
 from labapp.access.actor import ANONYMOUS, Actor
-from labapp.auth import actors, basic_cache, pats, sessions, throttle
+from labapp.auth import actors, basic_cache, pats, second_factor, sessions, sign_in_log, throttle
+from labapp.auth.second_factor import SecondFactorRequired
 from labapp.auth.secrets import PAT_PREFIX, same
 from labapp.auth.sessions import TokenPair
 from labapp.db import transaction
@@ -50,6 +52,21 @@ def client_address() -> str:
     return request.remote_addr or "unknown"
 
 
+def _refusing_second_factor(user: Row[Any], username: str, address: str) -> Actor:
+    """The actor of a right Basic password, unless the account has (or must have) a second
+    factor: then 401 ``second_factor_required`` (decisions §19), recorded in the sign-in log."""
+    actor = actors.actor_of(user, "basic")
+    if user.has_second_factor or second_factor.must_enrol(actor.roles, user.auth_source):
+        with transaction():
+            sign_in_log.record(username, user.id, sign_in_log.BASIC, None, address, False,
+                               SecondFactorRequired.code)
+        raise SecondFactorRequired(
+            "This account signs in with a second factor, so Basic authentication with its "
+            "password is refused: use a personal access token (Basic username:PAT…) or a "
+            "Bearer token from POST /api/auth/login instead.")
+    return actor
+
+
 def _from_basic_password(username: str, password: str) -> Actor:
     """Basic ``username:password``; a success is remembered briefly (:mod:`basic_cache`).
 
@@ -61,8 +78,9 @@ def _from_basic_password(username: str, password: str) -> Actor:
     user = actors.user_with_password(username)
     if (user is not None and user.is_active and user.password_hash
             and memory.recalls(username, password, user.password_hash)):
-        return actors.actor_of(user, "basic")
-    verified = sessions.check_password_recording_failure(username, password, address)
+        return _refusing_second_factor(user, username, address)
+    verified = sessions.check_password_recording_failure(username, password, address,
+                                                         sign_in_log.BASIC)
     if verified.fresh_hash is not None or pair_failures:
         with transaction():
             sessions.store_fresh_hash(verified)
@@ -71,7 +89,7 @@ def _from_basic_password(username: str, password: str) -> Actor:
     verified_user = actors.user_with_password(verified.user_id)
     if verified_user is None:  # removed since its password was checked
         raise NotAuthenticated()
-    return actors.actor_of(verified_user, "basic")
+    return _refusing_second_factor(verified_user, username, address)
 
 
 def _from_basic(username: str, secret: str) -> Actor:

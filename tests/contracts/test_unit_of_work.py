@@ -30,6 +30,10 @@ LABAPP = Path(__file__).resolve().parents[2] / "labapp"
 OWN_UNITS = {
     "account_api.login",  # the password is verified before the write, with no write lock
     "account_views.login",
+    "account_views.login_code",  # a wrong code is recorded while the answer is 401
+    "account_views.login_enrol",
+    "account_views.confirm_second_factor",
+    "account_views.disable_second_factor",
     "account_api.change_password",  # the same for the current password
     "account_views.change_password",
     "account_api.refresh",  # a reused refresh token ends its login while the answer is 401

@@ -22,6 +22,7 @@ from tests.contracts.visibility.paths import (
     hidden_like_unknown,
 )
 from tests.contracts.visibility.savedviews import SAVED_VIEW_WRITE_PATHS
+from tests.contracts.visibility.sign_ins import SIGN_IN_WRITE_PATHS
 from tests.contracts.visibility.world import (
     ENTITY,
     KEYS,
@@ -192,4 +193,5 @@ WRITE_PATHS: tuple[MatrixPath, ...] = (
     *EXPORT_WRITE_PATHS,  # /api/sync/save (issue 14)
     *IMPORT_WRITE_PATHS,  # /api/import (issue 22)
     *DATAMODEL_WRITE_PATHS,  # /api/datamodel, /api/sync (issue 14)
+    *SIGN_IN_WRITE_PATHS,  # /api/auth/signins, /api/user/{id}/secondFactor (issue 35)
 )
