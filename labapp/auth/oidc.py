@@ -1,0 +1,138 @@
+"""OpenID Connect with Authlib: the authorization code flow with PKCE, and ID tokens verified
+against the provider's JWKS (signature, issuer, audience, expiry, nonce).
+
+The providers come from ``LABAPP_OIDC_PROVIDERS`` (:mod:`labapp.oidc_settings`); their
+Authlib clients are bound to the application by :func:`init_app`. ``state``, ``nonce`` and the
+PKCE verifier of a sign-in in progress live in this browser's signed session cookie and are
+used once: a callback whose ``state`` this browser did not start, or that comes a second
+time, is refused. The discovery document and the JWKS are fetched at the first sign-in (and
+the JWKS again when a token names a key it does not hold), so the application starts while a
+provider is down.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlencode
+
+import requests
+from authlib.common.errors import AuthlibBaseError
+from authlib.integrations.flask_client import OAuth
+from flask import Flask, current_app
+from joserfc.errors import JoseError
+from werkzeug.wrappers import Response
+
+from labapp.oidc_settings import OidcProvider
+
+EXTENSION = "labapp.oidc"
+# Seconds the provider and this host's clocks may differ when expiry is checked.
+CLOCK_LEEWAY = 60
+HTTP_TIMEOUT = 10
+
+
+class SignInRefused(Exception):
+    """The provider's answer was refused; ``reason`` is a short code for the sign-in log,
+    ``message`` what the person signing in is told."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.message = message
+
+
+@dataclass(frozen=True)
+class VerifiedIdentity:
+    """The claims of an ID token that passed every check, and its provider."""
+
+    provider: OidcProvider
+    subject: str
+    claims: dict[str, Any]
+
+
+def init_app(app: Flask) -> None:
+    """Bind one Authlib client per configured provider to ``app``."""
+    providers: tuple[OidcProvider, ...] = app.config["LABAPP"]["OIDC_PROVIDERS"]
+    registry = OAuth(app)
+    for provider in providers:
+        registry.register(
+            name=provider.name, client_id=provider.client_id,
+            client_secret=provider.client_secret, server_metadata_url=provider.discovery_url,
+            client_kwargs={"scope": " ".join(provider.scopes), "code_challenge_method": "S256",
+                           "default_timeout": HTTP_TIMEOUT})
+    app.extensions[EXTENSION] = {provider.name: provider for provider in providers}
+    app.extensions[EXTENSION + ".clients"] = registry
+
+
+def providers() -> list[OidcProvider]:
+    """The configured providers, in the order of the setting."""
+    return list(current_app.extensions[EXTENSION].values())
+
+
+def provider(name: str) -> OidcProvider | None:
+    """The provider called ``name``, or None."""
+    found: OidcProvider | None = current_app.extensions[EXTENSION].get(name)
+    return found
+
+
+def _client(name: str) -> Any:
+    return current_app.extensions[EXTENSION + ".clients"].create_client(name)
+
+
+def authorization_redirect(name: str, redirect_uri: str) -> Response:
+    """The redirect to the provider's authorization endpoint, with ``state``, ``nonce`` and a
+    PKCE challenge kept for this browser. Raises :class:`SignInRefused` when the provider's
+    discovery document cannot be read."""
+    try:
+        response: Response = _client(name).authorize_redirect(redirect_uri)
+    except (requests.RequestException, ValueError) as exc:
+        raise SignInRefused("provider_unreachable",
+                            "The sign-in service cannot be reached; try again later.") from exc
+    return response
+
+
+def verify_callback(found: OidcProvider) -> VerifiedIdentity:
+    """Exchange the code of this callback request for tokens and verify the ID token.
+
+    Raises :class:`SignInRefused` for an error the provider sent back, a ``state`` this
+    browser did not start (or already used), a failed token exchange, and an ID token that is
+    missing or fails any check.
+    """
+    client = _client(found.name)
+    try:
+        token = client.authorize_access_token(leeway=CLOCK_LEEWAY)
+    except requests.RequestException as exc:
+        raise SignInRefused("provider_unreachable",
+                            "The sign-in service cannot be reached; try again later.") from exc
+    except JoseError as exc:
+        raise SignInRefused(f"id_token_invalid:{exc.error}",
+                            "The sign-in service's answer could not be verified.") from exc
+    except AuthlibBaseError as exc:
+        reason = "state_mismatch" if exc.error == "mismatching_state" else exc.error
+        message = ("This sign-in was not started in this browser or was already used; start "
+                   "again." if reason == "state_mismatch"
+                   else "The sign-in service refused the sign-in.")
+        raise SignInRefused(reason, message) from exc
+    userinfo = token.get("userinfo")
+    if not userinfo or not userinfo.get("sub"):
+        # Authlib verifies an ID token only when the token response holds one.
+        raise SignInRefused("id_token_missing",
+                            "The sign-in service's answer could not be verified.")
+    return VerifiedIdentity(found, str(userinfo["sub"]), dict(userinfo))
+
+
+def end_session_url(name: str, post_logout_redirect_uri: str) -> str | None:
+    """The provider's RP-initiated logout address (its ``end_session_endpoint``) returning to
+    ``post_logout_redirect_uri``, or None when it has none or cannot be reached."""
+    found = provider(name)
+    if found is None:
+        return None
+    try:
+        metadata = _client(name).load_server_metadata()
+    except (requests.RequestException, ValueError):
+        return None
+    endpoint = metadata.get("end_session_endpoint")
+    if not endpoint:
+        return None
+    query = urlencode({"client_id": found.client_id,
+                       "post_logout_redirect_uri": post_logout_redirect_uri})
+    return f"{endpoint}{'&' if '?' in endpoint else '?'}{query}"
