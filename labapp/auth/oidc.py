@@ -19,7 +19,7 @@ import requests
 from authlib.common.errors import AuthlibBaseError
 from authlib.integrations.flask_client import OAuth
 from flask import Flask, current_app
-from joserfc.errors import JoseError
+from joserfc.errors import ClaimError, JoseError
 from werkzeug.wrappers import Response
 
 from labapp.oidc_settings import OidcProvider
@@ -99,12 +99,21 @@ def verify_callback(found: OidcProvider) -> VerifiedIdentity:
     """
     client = _client(found.name)
     try:
-        token = client.authorize_access_token(leeway=CLOCK_LEEWAY)
-    except requests.RequestException as exc:
+        metadata = client.load_server_metadata()
+        # Authlib alone accepts another client's token when it names this client as ``azp``;
+        # OpenID Connect Core 3.1.3.7 wants this client among the audiences.
+        claims_options = {"iss": {"essential": True, "value": metadata.get("issuer")},
+                          "aud": {"essential": True, "value": found.client_id}}
+        token = client.authorize_access_token(leeway=CLOCK_LEEWAY,
+                                              claims_options=claims_options)
+    except (requests.RequestException, ValueError) as exc:
         raise SignInRefused("provider_unreachable",
                             "The sign-in service cannot be reached; try again later.") from exc
+    except ClaimError as exc:
+        raise SignInRefused(f"id_token_{exc.error}:{exc.claim}",
+                            "The sign-in service's answer could not be verified.") from exc
     except JoseError as exc:
-        raise SignInRefused(f"id_token_invalid:{exc.error}",
+        raise SignInRefused(f"id_token_{exc.error}",
                             "The sign-in service's answer could not be verified.") from exc
     except AuthlibBaseError as exc:
         reason = "state_mismatch" if exc.error == "mismatching_state" else exc.error

@@ -9,6 +9,8 @@ registered at the provider for its callback. The Flask test client's address is
 from __future__ import annotations
 
 import json
+import logging
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -114,3 +116,19 @@ def oidc_lab(fresh_app: Callable[..., Flask], issuer: str
     yield make
     for app in made:
         dispose(app)
+
+
+@pytest.fixture
+def refusals(caplog: pytest.LogCaptureFixture, initialised_template: Any
+             ) -> Callable[[], list[str]]:
+    """``refusals()``: the reasons of the sign-ins refused so far in this test, from the
+    sign-in log (``labapp.account.oidc.record_sign_in``). After the process's ``flask init``:
+    Alembic's logging set-up replaces the handlers caplog listens with."""
+    caplog.set_level(logging.INFO, logger="labapp.sign_in")
+
+    def reasons() -> list[str]:
+        found = (re.search(r"refused: .* reason=(\S+)", record.getMessage())
+                 for record in caplog.records if record.name == "labapp.sign_in")
+        return [match.group(1) for match in found if match]
+
+    return reasons
