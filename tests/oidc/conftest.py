@@ -12,6 +12,7 @@ import json
 import logging
 import re
 from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -72,19 +73,17 @@ class OidcLab:
     client: Client
     issuer: str
 
-    def browser(self) -> requests.Session:
-        """A new browser at the provider (its own cookies)."""
-        return requests.Session()
-
     def sign_in(self, account: str, client: FlaskClient | None = None, *,
-                next_path: str | None = None,
+                next_path: str | None = None, at: requests.Session | None = None,
                 tamper: Callable[[str], str] = lambda url: url) -> Any:
-        """Sign in as ``account`` through the provider; the application's answer to the
-        callback. ``tamper`` may change the authorization URL on its way to the provider."""
+        """Sign in as ``account`` through the provider (in the browser session ``at``, else a
+        new one); the application's answer to the callback. ``tamper`` may change the
+        authorization URL on its way to the provider."""
         client = client or self.app.test_client()
         query = {"next": next_path} if next_path else None
         start = client.get(f"/login/oidc/{NAME}", query_string=query)
-        with self.browser() as browser:
+        with ExitStack() as closing:
+            browser = at or closing.enter_context(requests.Session())
             back = sign_in_at_provider(browser, tamper(authorization_url(start)), account,
                                        stop_at=APP_ORIGIN)
         return client.get(back.removeprefix(APP_ORIGIN))
