@@ -140,8 +140,9 @@ def _refresh(user: User, provider: OidcProvider, profile: ClaimedProfile) -> Non
         record_updated(user, user.id, changes)
 
 
-def sign_in(identity: VerifiedIdentity, keep_alive: bool) -> TokenPair:
-    """Find or create the user of a verified identity and open their login (one commit).
+def sign_in(identity: VerifiedIdentity) -> TokenPair:
+    """Find or create the user of a verified identity and open their login (one commit): a
+    login of the ordinary length, as the provider's own session makes signing in again cheap.
 
     Raises :class:`~labapp.auth.oidc.SignInRefused` for an unknown user when the provider
     creates none, a deactivated user, and a username that cannot be created.
@@ -158,4 +159,4 @@ def sign_in(identity: VerifiedIdentity, keep_alive: bool) -> TokenPair:
                                 "administrator.")
         else:
             _refresh(user, provider, profile)
-        return sessions.login_verified_elsewhere(user, keep_alive)
+        return sessions.login_verified_elsewhere(user, keep_alive=False)

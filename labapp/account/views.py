@@ -178,11 +178,9 @@ def _refused(name: str, refusal: oidc.SignInRefused, username: str | None = None
 
 @bp.get("/login/oidc/<name>")
 def oidc_start(name: str) -> BaseResponse:
-    """Send the browser to the provider's sign-in; ``next`` and ``keep_alive`` are kept for
-    the callback."""
+    """Send the browser to the provider's sign-in; ``next`` is kept for the callback."""
     _provider_or_404(name)
-    session[NEXT_KEY] = {"next": _local_path(request.args.get("next")),
-                         "keep_alive": bool(request.args.get("keep_alive"))}
+    session[NEXT_KEY] = _local_path(request.args.get("next"))
     try:
         return oidc.authorization_redirect(
             name, url_for("account_views.oidc_callback", name=name, _external=True))
@@ -197,16 +195,16 @@ def oidc_callback(name: str) -> BaseResponse:
     """The provider's answer: the ID token is verified (no database work meanwhile), then the
     user is found or created and logged in, in one short write."""
     provider = _provider_or_404(name)
-    after = session.pop(NEXT_KEY, None) or {}
+    next_path = _local_path(session.pop(NEXT_KEY, None))
     try:
         identity = oidc.verify_callback(provider)
-        pair = oidc_sign_in.sign_in(identity, bool(after.get("keep_alive")))
+        pair = oidc_sign_in.sign_in(identity)
     except oidc.SignInRefused as refusal:
         return _refused(name, refusal)
     oidc_sign_in.record_sign_in(name, succeeded=True, address=client_address(),
                                 username=pair.user_id)
     rotate_csrf_token()
-    response = redirect(after.get("next") or url_for("web.home"), 303)
+    response = redirect(next_path or url_for("web.home"), 303)
     set_login_cookies(response, pair)
     return response
 
@@ -226,6 +224,12 @@ def _offer_end_session(actor: Actor) -> None:
         session[END_SESSION_KEY] = {"url": url, "name": provider.display_name}
 
 
+def _provider_display_name(auth_source: str) -> str | None:
+    """The display name of the provider of ``auth_source`` (``oidc:<name>``), or None."""
+    found = oidc.provider(auth_source.removeprefix("oidc:"))
+    return found.display_name if found and auth_source.startswith("oidc:") else None
+
+
 # ---- Profile ----------------------------------------------------------------------------------
 
 def _profile(actor: Actor, *, block: str | None = None, status: int = 200,
@@ -239,7 +243,8 @@ def _profile(actor: Actor, *, block: str | None = None, status: int = 200,
     context: dict[str, Any] = {
         "user": user, "department": department, "tokens": pats.list_for(actor), "now": now,
         "today": now.date().isoformat(), "password_errors": {}, "password_error": None,
-        "pat_form": {}, "pat_errors": {}, "pat_notice": None, "created": None}
+        "pat_form": {}, "pat_errors": {}, "pat_notice": None, "created": None,
+        "sign_in_provider": _provider_display_name(user.auth_source)}
     context.update(extra)
     return render_page(PROFILE_TEMPLATE, block=block, status=status, **context)
 

@@ -10,7 +10,7 @@ from sqlalchemy import select
 from labapp.db import db, transaction
 from labapp.model import User
 from labapp.users.service import create_user
-from tests.conftest import ADMIN_PASSWORD, basic_header, csrf_of
+from tests.conftest import ADMIN_PASSWORD, basic_header, csrf_of, login
 from tests.oidc.conftest import NAME, OidcLab
 from tests.oidc.provider_process import free_port
 
@@ -167,3 +167,45 @@ def test_a_provider_that_cannot_be_reached_is_a_clear_503(
     answer = lab.app.test_client().get(f"/login/oidc/{NAME}")
     assert answer.status_code == 503
     assert "cannot be reached" in answer.get_data(as_text=True)
+
+
+def test_markup_in_the_claims_is_stored_and_shown_as_text(
+        oidc_lab: Callable[..., OidcLab]) -> None:
+    """eve's name and e-mail hold markup; her department claim is a list whose first value
+    maps to nothing and her groups a single string."""
+    lab = oidc_lab()
+    client = lab.app.test_client()
+    assert lab.sign_in("eve", client).status_code == 303
+    me = client.get("/api/user").get_json()
+    assert me["name"] == "<img src=x onerror=alert(1)>Eve"
+    assert me["departmentID"] == lab.chemistry
+    assert me["roles"] == ["DATA_MANAGER"]
+    page = client.get("/profile").get_data(as_text=True)
+    assert "<img src=x" not in page and "<script>alert(2)" not in page
+    assert "&lt;img src=x onerror=alert(1)&gt;Eve" in page
+
+
+def test_next_never_leads_off_the_site(oidc_lab: Callable[..., OidcLab]) -> None:
+    lab = oidc_lab()
+    for target in ("//evil.example/", "https://evil.example/", "/\\evil.example"):
+        answer = lab.sign_in("alice", next_path=target)
+        assert answer.status_code == 303
+        assert answer.headers["Location"] == "/"
+
+
+def test_the_profile_says_where_a_user_without_password_signs_in(
+        oidc_lab: Callable[..., OidcLab]) -> None:
+    lab = oidc_lab()
+    client = lab.app.test_client()
+    assert lab.sign_in("alice", client).status_code == 303
+    page = client.get("/profile").get_data(as_text=True)
+    assert "You sign in with Test ID; no password" in page
+    assert 'id="password-form"' not in page
+    # An administrator gives her one: then she may change it.
+    given = lab.app.test_client().put(
+        "/api/user", json={"userID": "alice", "password": "a local password 1"},
+        headers=basic_header("admin", ADMIN_PASSWORD))
+    assert given.status_code == 200, given.get_json()
+    again = lab.app.test_client()
+    login(again, "alice", "a local password 1")
+    assert 'id="password-form"' in again.get("/profile").get_data(as_text=True)

@@ -36,6 +36,12 @@ const ACCOUNTS = {
   mallory: {
     sub: 'c3d4e5-mallory', preferred_username: 'admin', name: 'Mallory', groups: [],
   },
+  // Markup in every text claim: it must be shown as text.
+  eve: {
+    sub: 'e5f6a7-eve', preferred_username: 'eve', name: '<img src=x onerror=alert(1)>Eve',
+    email: '"><script>alert(2)</script>@example.org', department: ['<b>x</b>', 'chemistry'],
+    groups: 'lab-managers',
+  },
   // A username the application cannot hold.
   odd: { sub: 'd4e5f6-odd', preferred_username: 'no spaces allowed', name: 'Odd' },
 };
