@@ -98,7 +98,8 @@ def _provider(entry: Any) -> OidcProvider:
     name = _text(entry, "name")
     if not NAME_PATTERN.match(name):
         raise ValueError(f"name {name!r}: 1 to 32 lowercase letters, digits or -")
-    issuer = _http_url(entry, "issuer").rstrip("/")
+    # Kept exactly: it must equal the discovery document's issuer and the tokens' iss.
+    issuer = _http_url(entry, "issuer")
     scopes = entry.get("scopes", list(DEFAULT_SCOPES))
     if not isinstance(scopes, list) or not all(isinstance(s, str) for s in scopes) \
             or "openid" not in scopes:
@@ -112,7 +113,7 @@ def _provider(entry: Any) -> OidcProvider:
     return OidcProvider(
         name=name, display_name=_text(entry, "displayName", name), issuer=issuer,
         discovery_url=_http_url(entry, "discoveryUrl",
-                                f"{issuer}/.well-known/openid-configuration"),
+                                f"{issuer.rstrip('/')}/.well-known/openid-configuration"),
         client_id=_text(entry, "clientId"), client_secret=_text(entry, "clientSecret"),
         scopes=tuple(scopes),
         username_claim=_text(entry, "usernameClaim", "preferred_username"),

@@ -160,6 +160,8 @@ def logout() -> BaseResponse:
 # Where this browser goes after an OpenID Connect sign-in, and the provider logout it is offered.
 NEXT_KEY = "oidc_next"
 END_SESSION_KEY = "oidc_end_session"
+# Refusals that are no fault of the person signing in.
+SERVICE_PROBLEMS = frozenset({"provider_unreachable", "issuer_mismatch"})
 
 
 def _provider_or_404(name: str) -> OidcProvider:
@@ -172,18 +174,18 @@ def _provider_or_404(name: str) -> OidcProvider:
 def _refused(name: str, refusal: oidc.SignInRefused, username: str | None = None) -> Response:
     oidc_sign_in.record_sign_in(name, succeeded=False, address=client_address(),
                                 username=username, reason=refusal.reason)
-    status = 503 if refusal.reason == "provider_unreachable" else 401
+    status = 503 if refusal.reason in SERVICE_PROBLEMS else 401
     return _login_page(status=status, error=refusal.message)
 
 
 @bp.get("/login/oidc/<name>")
 def oidc_start(name: str) -> BaseResponse:
     """Send the browser to the provider's sign-in; ``next`` is kept for the callback."""
-    _provider_or_404(name)
+    provider = _provider_or_404(name)
     session[NEXT_KEY] = _local_path(request.args.get("next"))
     try:
         return oidc.authorization_redirect(
-            name, url_for("account_views.oidc_callback", name=name, _external=True))
+            provider, url_for("account_views.oidc_callback", name=name, _external=True))
     except oidc.SignInRefused as refusal:
         return _refused(name, refusal)
 

@@ -78,15 +78,31 @@ def _client(name: str) -> Any:
     return current_app.extensions[EXTENSION + ".clients"].create_client(name)
 
 
-def authorization_redirect(name: str, redirect_uri: str) -> Response:
+UNREACHABLE = "The sign-in service cannot be reached; try again later."
+
+
+def _checked_metadata(found: OidcProvider) -> dict[str, Any]:
+    """The provider's discovery document, once its ``issuer`` is the configured one (OpenID
+    Connect Discovery 4.3). Raises :class:`SignInRefused`."""
+    try:
+        metadata: dict[str, Any] = _client(found.name).load_server_metadata()
+    except (requests.RequestException, ValueError) as exc:
+        raise SignInRefused("provider_unreachable", UNREACHABLE) from exc
+    if metadata.get("issuer") != found.issuer:
+        raise SignInRefused("issuer_mismatch", "The sign-in service is not configured "
+                            "correctly here (its issuer differs); tell an administrator.")
+    return metadata
+
+
+def authorization_redirect(found: OidcProvider, redirect_uri: str) -> Response:
     """The redirect to the provider's authorization endpoint, with ``state``, ``nonce`` and a
     PKCE challenge kept for this browser. Raises :class:`SignInRefused` when the provider's
-    discovery document cannot be read."""
+    discovery document cannot be read or names another issuer."""
+    _checked_metadata(found)
     try:
-        response: Response = _client(name).authorize_redirect(redirect_uri)
+        response: Response = _client(found.name).authorize_redirect(redirect_uri)
     except (requests.RequestException, ValueError) as exc:
-        raise SignInRefused("provider_unreachable",
-                            "The sign-in service cannot be reached; try again later.") from exc
+        raise SignInRefused("provider_unreachable", UNREACHABLE) from exc
     return response
 
 
@@ -97,18 +113,16 @@ def verify_callback(found: OidcProvider) -> VerifiedIdentity:
     browser did not start (or already used), a failed token exchange, and an ID token that is
     missing or fails any check.
     """
-    client = _client(found.name)
+    _checked_metadata(found)
+    # Authlib alone accepts another client's token when it names this client as ``azp``;
+    # OpenID Connect Core 3.1.3.7 wants this client among the audiences.
+    claims_options = {"iss": {"essential": True, "value": found.issuer},
+                      "aud": {"essential": True, "value": found.client_id}}
     try:
-        metadata = client.load_server_metadata()
-        # Authlib alone accepts another client's token when it names this client as ``azp``;
-        # OpenID Connect Core 3.1.3.7 wants this client among the audiences.
-        claims_options = {"iss": {"essential": True, "value": metadata.get("issuer")},
-                          "aud": {"essential": True, "value": found.client_id}}
-        token = client.authorize_access_token(leeway=CLOCK_LEEWAY,
-                                              claims_options=claims_options)
+        token = _client(found.name).authorize_access_token(leeway=CLOCK_LEEWAY,
+                                                           claims_options=claims_options)
     except (requests.RequestException, ValueError) as exc:
-        raise SignInRefused("provider_unreachable",
-                            "The sign-in service cannot be reached; try again later.") from exc
+        raise SignInRefused("provider_unreachable", UNREACHABLE) from exc
     except ClaimError as exc:
         raise SignInRefused(f"id_token_{exc.error}:{exc.claim}",
                             "The sign-in service's answer could not be verified.") from exc

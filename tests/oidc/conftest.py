@@ -51,10 +51,11 @@ def late_issuer() -> Iterator[str]:
         yield url
 
 
-def provider_settings(issuer: str, client: Client, **extra: Any) -> dict[str, Any]:
-    """A provider entry of ``LABAPP_OIDC_PROVIDERS`` (creating users, groups mapped)."""
+def provider_settings(issuer_url: str, client: Client, **extra: Any) -> dict[str, Any]:
+    """A provider entry of ``LABAPP_OIDC_PROVIDERS`` (creating users, groups mapped); the
+    keys of ``extra`` replace those."""
     entry: dict[str, Any] = {
-        "name": NAME, "displayName": "Test ID", "issuer": issuer,
+        "name": NAME, "displayName": "Test ID", "issuer": issuer_url,
         "clientId": client.client_id, "clientSecret": client.client_secret,
         "scopes": ["openid", "profile", "email", "groups"],
         "departmentClaim": "department", "roleClaim": "groups",

@@ -28,7 +28,7 @@ def test_none_by_default() -> None:
 def test_an_entry_gets_its_defaults() -> None:
     (provider,) = _providers(ENTRY)
     assert provider.display_name == "entra"
-    assert provider.issuer == "https://login.example.org/tenant/v2.0"
+    assert provider.issuer == "https://login.example.org/tenant/v2.0/"  # exactly as given
     assert provider.discovery_url == \
         "https://login.example.org/tenant/v2.0/.well-known/openid-configuration"
     assert provider.scopes == ("openid", "profile", "email")

@@ -209,3 +209,14 @@ def test_the_profile_says_where_a_user_without_password_signs_in(
     again = lab.app.test_client()
     login(again, "alice", "a local password 1")
     assert 'id="password-form"' in again.get("/profile").get_data(as_text=True)
+
+
+def test_a_discovery_document_of_another_issuer_is_refused(
+        oidc_lab: Callable[..., OidcLab], issuer: str) -> None:
+    """The configured issuer must be the one the discovery document names (and the one the
+    tokens are checked against)."""
+    lab = oidc_lab(issuer=f"{issuer}/elsewhere",
+                   discoveryUrl=f"{issuer}/.well-known/openid-configuration")
+    answer = lab.app.test_client().get(f"/login/oidc/{NAME}")
+    assert answer.status_code == 503
+    assert "its issuer differs" in answer.get_data(as_text=True)
