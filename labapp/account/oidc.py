@@ -159,4 +159,4 @@ def sign_in(identity: VerifiedIdentity) -> TokenPair:
                                 "administrator.")
         else:
             _refresh(user, provider, profile)
-        return sessions.login_verified_elsewhere(user, keep_alive=False)
+        return sessions.login_verified_elsewhere(user)

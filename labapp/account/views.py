@@ -161,7 +161,7 @@ def logout() -> BaseResponse:
 NEXT_KEY = "oidc_next"
 END_SESSION_KEY = "oidc_end_session"
 # Refusals that are no fault of the person signing in.
-SERVICE_PROBLEMS = frozenset({"provider_unreachable", "issuer_mismatch"})
+SERVICE_PROBLEMS = frozenset({"provider_unreachable", "issuer_mismatch", "misconfigured"})
 
 
 def _provider_or_404(name: str) -> OidcProvider:
@@ -171,9 +171,9 @@ def _provider_or_404(name: str) -> OidcProvider:
     return found
 
 
-def _refused(name: str, refusal: oidc.SignInRefused, username: str | None = None) -> Response:
+def _refused(name: str, refusal: oidc.SignInRefused) -> Response:
     oidc_sign_in.record_sign_in(name, succeeded=False, address=client_address(),
-                                username=username, reason=refusal.reason)
+                                reason=refusal.reason)
     status = 503 if refusal.reason in SERVICE_PROBLEMS else 401
     return _login_page(status=status, error=refusal.message)
 

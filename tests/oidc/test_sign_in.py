@@ -220,3 +220,13 @@ def test_a_discovery_document_of_another_issuer_is_refused(
     answer = lab.app.test_client().get(f"/login/oidc/{NAME}")
     assert answer.status_code == 503
     assert "its issuer differs" in answer.get_data(as_text=True)
+
+
+def test_a_mapping_to_an_unknown_role_stops_the_creation_with_a_clear_message(
+        oidc_lab: Callable[..., OidcLab]) -> None:
+    lab = oidc_lab(roles={"lab-managers": ["NO_SUCH_ROLE"]})
+    answer = lab.sign_in("alice")
+    assert answer.status_code == 503
+    assert "Unknown role(s): NO_SUCH_ROLE. Tell an administrator." in \
+        answer.get_data(as_text=True)
+    assert _user(lab, "alice") is None
