@@ -57,6 +57,7 @@ def create_app(overrides: Mapping[str, Any] | None = None) -> Flask:
 
 def _init_extensions(app: Flask) -> None:
     import labapp.model  # noqa: F401  (registers every table on the metadata)
+    from labapp.auth.oidc import init_app as init_oidc
     from labapp.errors import register_error_handlers
     from labapp.jsonprovider import LabJSONProvider
     from labapp.odata.errors import init_odata_errors
@@ -73,6 +74,7 @@ def _init_extensions(app: Flask) -> None:
     migrate.init_app(app, db, directory=str(MIGRATIONS_DIR), render_as_batch=True)
     register_error_handlers(app)
     init_auth(app)
+    init_oidc(app)
     init_security_headers(app)
     init_odata_errors(app)
     _install_class_rules(app)

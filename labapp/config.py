@@ -136,6 +136,12 @@ def _parse_http_url(raw: str) -> str:
     return raw.rstrip("/")
 
 
+def _parse_oidc_providers(raw: str) -> tuple[Any, ...]:
+    from labapp.oidc_settings import parse_providers
+
+    return parse_providers(raw)
+
+
 @dataclass(frozen=True)
 class Setting:
     """One setting: its name without the prefix, default (None = computed), help and parser."""
@@ -259,6 +265,18 @@ SETTINGS: tuple[Setting, ...] = (
             "Sender address of alert e-mails."),
     Setting("PUBLIC_URL", "http://localhost:5000",
             "Address users reach labapp at, for the links in e-mails.", _parse_http_url),
+    Setting("OIDC_PROVIDERS", "[]",
+            "OpenID Connect providers users may sign in with: a JSON array of objects "
+            "(`name`, `displayName`, `issuer`, `clientId`, `clientSecret`, and optionally "
+            "`discoveryUrl`, `scopes`, `usernameClaim`, `nameClaim`, `emailClaim`, "
+            "`departmentClaim`, `departments`, `defaultDepartment`, `roleClaim`, `roles`, "
+            "`createUsers`); see \"Signing in with OpenID Connect\". Empty: none.",
+            _parse_oidc_providers),
+    Setting("LOGIN_PASSWORD_FORM", True,
+            "Whether the login page shows the username and password form beside the "
+            "OpenID Connect providers; false hides it (`/login?with=password` still shows "
+            "it, for a local administrator). Password sign-in through the API is unchanged.",
+            _parse_bool),
 )
 
 SETTINGS_BY_NAME = {setting.name: setting for setting in SETTINGS}

@@ -365,9 +365,10 @@ def remembering_responses(app: Flask) -> Callable[..., Any]:
 
 
 @contextmanager
-def serving(app: Flask) -> Iterator[str]:
-    """The base URL of a threaded HTTP server running ``app`` (browsers and real clients)."""
-    server = make_server("127.0.0.1", 0, remembering_responses(app), threaded=True,
+def serving(app: Flask, port: int = 0) -> Iterator[str]:
+    """The base URL of a threaded HTTP server running ``app`` (browsers and real clients), on
+    ``port`` (0: any free one)."""
+    server = make_server("127.0.0.1", port, remembering_responses(app), threaded=True,
                          request_handler=ClosingRequestHandler)
     thread = threading.Thread(target=server.serve_forever, name="live-server")
     thread.start()

@@ -12,15 +12,16 @@ from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
-from flask import Blueprint, Response, flash, redirect, request, session, url_for
+from flask import Blueprint, Response, current_app, flash, redirect, request, session, url_for
 from markupsafe import Markup
 from marshmallow import Schema, ValidationError
 from werkzeug.wrappers import Response as BaseResponse
 
 from labapp.access.actor import Actor
+from labapp.account import oidc as oidc_sign_in
 from labapp.account import service
 from labapp.account.schemas import LoginSchema, PasswordChangeSchema, PatCreateSchema
-from labapp.auth import pats, second_factor, sessions
+from labapp.auth import oidc, pats, second_factor, sessions
 from labapp.auth.second_factor import InvalidCode, PendingLogin
 from labapp.auth.sessions import InvalidCredentials, TokenPair
 from labapp.db import db
@@ -28,11 +29,13 @@ from labapp.errors import (
     Conflict,
     InvalidInput,
     NotAuthenticated,
+    NotFound,
     TooManyRequests,
     flatten_messages,
 )
 from labapp.model import Department, User
 from labapp.model.types import utc_now
+from labapp.oidc_settings import OidcProvider
 from labapp.storage.labels import qr_svg
 from labapp.web.blocks import is_htmx, render_page
 from labapp.web.loader import (
@@ -43,7 +46,7 @@ from labapp.web.loader import (
     set_login_cookies,
 )
 from labapp.web.pages import login_required, no_store
-from labapp.web.units import opens_own_units
+from labapp.web.units import opens_own_units, writes
 
 bp = Blueprint("account_views", __name__)
 # These pages carry CSRF tokens, personal data or a token shown once: never cache them.
@@ -102,9 +105,14 @@ def _load(schema: Schema, data: dict[str, Any], names: Mapping[str, str]) -> dic
 
 def _login_page(*, status: int = 200, next_path: str | None = None,
                 form: Mapping[str, Any] | None = None, errors: Mapping[str, str] | None = None,
-                error: str | None = None) -> Response:
+                error: str | None = None, end_session: Mapping[str, str] | None = None
+                ) -> Response:
+    password_form = (current_app.config["LABAPP"]["LOGIN_PASSWORD_FORM"]
+                     or request.values.get("with") == "password" or bool(form))
     return render_page("account/login.html", status=status, next_path=next_path,
-                       form=form or {}, errors=errors or {}, error=error)
+                       form=form or {}, errors=errors or {}, error=error,
+                       providers=oidc.providers(), password_form=password_form,
+                       end_session=end_session)
 
 
 @bp.route("/login", methods=["GET", "POST"])
@@ -115,7 +123,7 @@ def login() -> BaseResponse:
     if request.method in ("GET", "HEAD"):  # uptime monitors send HEAD
         if current_actor().is_authenticated:
             return redirect(next_path or url_for("web.home"))
-        return _login_page(next_path=next_path)
+        return _login_page(next_path=next_path, end_session=session.pop(END_SESSION_KEY, None))
     username = request.form.get("username", "")
     password = request.form.get("password", "")
     keep_alive = bool(request.form.get("keep_alive"))
@@ -243,11 +251,89 @@ def logout() -> BaseResponse:
     actor = current_actor()
     if actor.session_id is not None:
         sessions.revoke_session(actor.session_id)
+    _offer_end_session(actor)
     response = redirect(url_for("account_views.login"), 303)
     clear_login_cookies(response)
     rotate_csrf_token()
     flash("You have been logged out.", "success")
     return response
+
+
+# ---- OpenID Connect ---------------------------------------------------------------------------
+
+# Where this browser goes after an OpenID Connect sign-in, and the provider logout it is offered.
+NEXT_KEY = "oidc_next"
+END_SESSION_KEY = "oidc_end_session"
+# Refusals that are no fault of the person signing in.
+SERVICE_PROBLEMS = frozenset({"provider_unreachable", "issuer_mismatch", "misconfigured"})
+
+
+def _provider_or_404(name: str) -> OidcProvider:
+    found = oidc.provider(name)
+    if found is None:
+        raise NotFound(f"No sign-in service is called {name!r}.")
+    return found
+
+
+def _refused(name: str, refusal: oidc.SignInRefused) -> Response:
+    oidc_sign_in.record_sign_in(name, succeeded=False, address=client_address(),
+                                reason=refusal.reason)
+    status = 503 if refusal.reason in SERVICE_PROBLEMS else 401
+    return _login_page(status=status, error=refusal.message)
+
+
+@bp.get("/login/oidc/<name>")
+def oidc_start(name: str) -> BaseResponse:
+    """Send the browser to the provider's sign-in; ``next`` is kept for the callback."""
+    provider = _provider_or_404(name)
+    session[NEXT_KEY] = _local_path(request.args.get("next"))
+    try:
+        return oidc.authorization_redirect(
+            provider, url_for("account_views.oidc_callback", name=name, _external=True))
+    except oidc.SignInRefused as refusal:
+        return _refused(name, refusal)
+
+
+@bp.get("/login/oidc/<name>/callback")
+@writes
+@opens_own_units
+def oidc_callback(name: str) -> BaseResponse:
+    """The provider's answer: the ID token is verified (no database work meanwhile), then the
+    user is found or created and logged in, in one short write."""
+    provider = _provider_or_404(name)
+    next_path = _local_path(session.pop(NEXT_KEY, None))
+    try:
+        identity = oidc.verify_callback(provider)
+        pair = oidc_sign_in.sign_in(identity)
+    except oidc.SignInRefused as refusal:
+        return _refused(name, refusal)
+    oidc_sign_in.record_sign_in(name, succeeded=True, address=client_address(),
+                                username=pair.user_id)
+    rotate_csrf_token()
+    response = redirect(next_path or url_for("web.home"), 303)
+    set_login_cookies(response, pair)
+    return response
+
+
+def _offer_end_session(actor: Actor) -> None:
+    """After the local logout of a user who signs in with a provider, offer (on the login
+    page) the provider's own logout, when its discovery document names one."""
+    user = db.session.get(User, actor.user_id) if actor.user_id else None
+    if user is None or not user.auth_source.startswith("oidc:"):
+        return
+    provider = oidc.provider(user.auth_source.removeprefix("oidc:"))
+    if provider is None:
+        return
+    url = oidc.end_session_url(provider.name,
+                               url_for("account_views.login", _external=True))
+    if url:
+        session[END_SESSION_KEY] = {"url": url, "name": provider.display_name}
+
+
+def _provider_display_name(auth_source: str) -> str | None:
+    """The display name of the provider of ``auth_source`` (``oidc:<name>``), or None."""
+    found = oidc.provider(auth_source.removeprefix("oidc:"))
+    return found.display_name if found and auth_source.startswith("oidc:") else None
 
 
 # ---- Profile ----------------------------------------------------------------------------------
@@ -270,7 +356,8 @@ def _profile(actor: Actor, *, block: str | None = None, status: int = 200,
             "confirmed_utc": second_factor.confirmed_at(user.id),
             "codes_left": second_factor.recovery_codes_left(user.id),
             "setup": _setup(user.id, pending) if pending else None},
-        "second_factor_error": None, "recovery_codes": None}
+        "second_factor_error": None, "recovery_codes": None,
+        "sign_in_provider": _provider_display_name(user.auth_source)}
     context.update(extra)
     return render_page(PROFILE_TEMPLATE, block=block, status=status, **context)
 

@@ -160,6 +160,18 @@ def login(verified: VerifiedPassword, keep_alive: bool, address: str) -> TokenPa
     return _issue(session)
 
 
+def login_verified_elsewhere(user: User) -> TokenPair:
+    """Open a login session of the ordinary length for ``user``, whom a sign-in service
+    (OpenID Connect) has just vouched for, and issue its tokens (a short write). The caller
+    checked the user is active."""
+    now = utc_now()
+    session = LoginSession(id=tokens.new_token(), user_id=user.id, keep_alive=False,
+                           created_utc=now, expires_utc=now + SESSION_LIFETIME)
+    user.last_login_utc = now
+    db.session.add(session)
+    return _issue(session)
+
+
 def _lifetime(keep_alive: bool) -> timedelta:
     return KEEP_ALIVE_LIFETIME if keep_alive else SESSION_LIFETIME
 

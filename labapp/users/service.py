@@ -20,11 +20,16 @@ from labapp.model.types import utc_now
 USERNAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$")
 
 
-def create_user(*, username: str, name: str, department_id: str, password: str,
+def create_user(*, username: str, name: str, department_id: str, password: str | None,
                 roles: Iterable[str] = (), created_by: str, email: str | None = None,
-                initials: str | None = None) -> User:
+                initials: str | None = None, auth_source: str = "local",
+                external_id: str | None = None) -> User:
     """Create an active user; 400 for a bad username, department, role or password, 409 when
-    the id is taken."""
+    the id is taken.
+
+    ``password`` None leaves the user without a local password: one who signs in elsewhere
+    (``auth_source`` and the directory's ``external_id`` for them), until an admin gives one.
+    """
     if not USERNAME_PATTERN.match(username):
         raise InvalidInput("A username is 1 to 64 letters, digits or . _ @ -, starting with a "
                            "letter or digit.", errors=[{"field": "id", "message": "invalid"}])
@@ -42,9 +47,10 @@ def create_user(*, username: str, name: str, department_id: str, password: str,
                                    for role in unknown])
     user = User(id=username, name=name or username, status="Active", type="Other",
                 user_id=username, department_id=department_id, attributes={}, email=email,
-                initials=initials, is_active=True, settings={},
-                role_links=[UserRole(role_name=role) for role in roles])
-    set_password(user, password)
+                initials=initials, is_active=True, settings={}, auth_source=auth_source,
+                external_id=external_id, role_links=[UserRole(role_name=role) for role in roles])
+    if password is not None:
+        set_password(user, password)
     stamp_created(user, created_by)
     db.session.add(user)
     db.session.flush()
