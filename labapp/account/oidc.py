@@ -16,7 +16,7 @@ from typing import Any
 from sqlalchemy import select
 
 from labapp.access.actor import ADMIN
-from labapp.auth import sessions
+from labapp.auth import sessions, sign_in_log
 from labapp.auth.oidc import SignInRefused, VerifiedIdentity
 from labapp.auth.sessions import TokenPair
 from labapp.changes import assign, diff
@@ -28,7 +28,7 @@ from labapp.model.types import utc_now
 from labapp.oidc_settings import OidcProvider
 from labapp.users.service import USERNAME_PATTERN, create_user, guard_last_admin
 
-sign_in_log = logging.getLogger("labapp.sign_in")
+logger = logging.getLogger("labapp.sign_in")
 
 _PROFILE_ATTRIBUTES = {"name": "name", "email": "email", "departmentID": "department_id"}
 
@@ -36,10 +36,15 @@ _PROFILE_ATTRIBUTES = {"name": "name", "email": "email", "departmentID": "depart
 def record_sign_in(provider: str, *, succeeded: bool, address: str,
                    username: str | None = None, reason: str | None = None) -> None:
     """Every OpenID Connect sign-in, succeeded or refused, passes here (method ``oidc``,
-    ``provider``, the client's ``address``, the user when known, why it was refused)."""
-    sign_in_log.info("oidc sign-in %s: provider=%s user=%s address=%s reason=%s",
-                     "succeeded" if succeeded else "refused", provider, username or "-",
-                     address, reason or "-")
+    ``provider``, the client's ``address``, the user when known, why it was refused): into
+    the sign-in log ADMIN reads (a write unit of its own: the views that call it open their
+    own units), and the ``labapp.sign_in`` logger."""
+    logger.info("oidc sign-in %s: provider=%s user=%s address=%s reason=%s",
+                "succeeded" if succeeded else "refused", provider, username or "-",
+                address, reason or "-")
+    with transaction():
+        sign_in_log.record(username or "", username if succeeded else None, "oidc", provider,
+                           address, succeeded, reason)
 
 
 @dataclass(frozen=True)

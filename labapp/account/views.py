@@ -283,8 +283,11 @@ def _refused(name: str, refusal: oidc.SignInRefused) -> Response:
 
 
 @bp.get("/login/oidc/<name>")
+@writes
+@opens_own_units
 def oidc_start(name: str) -> BaseResponse:
-    """Send the browser to the provider's sign-in; ``next`` is kept for the callback."""
+    """Send the browser to the provider's sign-in; ``next`` is kept for the callback. A
+    provider that cannot be reached is a refusal the sign-in log records (a write)."""
     provider = _provider_or_404(name)
     session[NEXT_KEY] = _local_path(request.args.get("next"))
     try:

@@ -230,3 +230,22 @@ def test_a_mapping_to_an_unknown_role_stops_the_creation_with_a_clear_message(
     assert "Unknown role(s): NO_SUCH_ROLE. Tell an administrator." in \
         answer.get_data(as_text=True)
     assert _user(lab, "alice") is None
+
+
+def test_sign_ins_and_refusals_reach_the_sign_in_log_administrators_read(
+        oidc_lab: Callable[..., OidcLab]) -> None:
+    """Issue 35 §5: each OpenID Connect sign-in is in the sign-in log (method oidc, the
+    provider, the outcome), which ADMIN reads through ``GET /api/auth/signins``."""
+    lab = oidc_lab()
+    assert lab.sign_in("alice").status_code == 303
+    refusing = oidc_lab(createUsers=False)
+    assert refusing.sign_in("bob").status_code == 401
+    admin = basic_header("admin", ADMIN_PASSWORD)
+    for app, expected in ((lab.app, (True, "alice", None)),
+                          (refusing.app, (False, "", "unknown_user"))):
+        answer = app.test_client().get("/api/auth/signins", headers=admin)
+        assert answer.status_code == 200, answer.get_json()
+        events = [event for event in answer.get_json()["items"] if event["method"] == "oidc"]
+        assert [(event["succeeded"], event["username"], event["reason"]) for event in events] \
+            == [expected]
+        assert events[0]["provider"] == NAME
