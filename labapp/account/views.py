@@ -19,6 +19,7 @@ from labapp.access.actor import Actor
 from labapp.account import service
 from labapp.account.schemas import LoginSchema, PasswordChangeSchema, PatCreateSchema
 from labapp.auth import pats, sessions
+from labapp.auth.ldap import DirectoryUnavailable
 from labapp.auth.sessions import InvalidCredentials
 from labapp.db import db
 from labapp.errors import InvalidInput, NotAuthenticated, TooManyRequests, flatten_messages
@@ -122,6 +123,8 @@ def login() -> BaseResponse:
     except TooManyRequests as exc:
         return _with_headers(_login_page(status=429, next_path=next_path, form=form,
                                          error=exc.detail), exc.headers)
+    except DirectoryUnavailable as exc:
+        return _login_page(status=503, next_path=next_path, form=form, error=exc.detail)
     rotate_csrf_token()
     response = redirect(next_path or url_for("web.home"), 303)
     set_login_cookies(response, pair)

@@ -14,7 +14,7 @@ from flask import current_app
 from itsdangerous import BadSignature, URLSafeTimedSerializer
 from sqlalchemy import select, update
 
-from labapp.auth import basic_cache, throttle
+from labapp.auth import basic_cache, ldap, throttle
 from labapp.auth import secrets as tokens
 from labapp.db import db, rows_matched, transaction
 from labapp.errors import NotAuthenticated
@@ -79,9 +79,17 @@ def check_password(username: str, password: str) -> VerifiedPassword:
 
     Raises :class:`InvalidCredentials`. Unknown users, wrong passwords and deactivated users
     get the same answer and take the same time, so the answer never reveals whether a
-    username exists.
+    username exists. With LDAP on, the directory checks the password of its users and of
+    usernames labapp does not know (:func:`labapp.auth.ldap.sign_in`, which brings the
+    user in line with the directory in a short write of its own), and
+    :class:`~labapp.auth.ldap.DirectoryUnavailable` (503) says when it does not answer.
     """
     user = db.session.get(User, username) if username else None
+    if ldap.handles(user.auth_source if user is not None else None):
+        try:
+            return VerifiedPassword(ldap.sign_in(username, password), ldap.NO_LOCAL_PASSWORD)
+        except ldap.DirectoryRefused:
+            raise InvalidCredentials() from None
     stored = user.password_hash if user is not None else None
     # Verified first, whatever the user: unknown users take as long as known ones.
     verified = tokens.verify_password(stored, password)

@@ -9,6 +9,7 @@ from sqlalchemy import Select, select
 
 from labapp.access.actor import ADMIN, BUILT_IN_ROLES, Actor
 from labapp.auth import pats, sessions
+from labapp.auth.ldap import NO_LOCAL_PASSWORD
 from labapp.auth.passwords import set_password
 from labapp.changes import assign, diff
 from labapp.db import db
@@ -20,11 +21,13 @@ from labapp.model.types import utc_now
 USERNAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$")
 
 
-def create_user(*, username: str, name: str, department_id: str, password: str,
+def create_user(*, username: str, name: str, department_id: str, password: str | None,
                 roles: Iterable[str] = (), created_by: str, email: str | None = None,
-                initials: str | None = None) -> User:
+                initials: str | None = None, auth_source: str = "local",
+                external_id: str | None = None) -> User:
     """Create an active user; 400 for a bad username, department, role or password, 409 when
-    the id is taken."""
+    the id is taken. A user of another ``auth_source`` than ``local`` (a directory's, named
+    ``external_id`` there) has no password here: ``password`` is None."""
     if not USERNAME_PATTERN.match(username):
         raise InvalidInput("A username is 1 to 64 letters, digits or . _ @ -, starting with a "
                            "letter or digit.", errors=[{"field": "id", "message": "invalid"}])
@@ -42,9 +45,13 @@ def create_user(*, username: str, name: str, department_id: str, password: str,
                                    for role in unknown])
     user = User(id=username, name=name or username, status="Active", type="Other",
                 user_id=username, department_id=department_id, attributes={}, email=email,
-                initials=initials, is_active=True, settings={},
+                initials=initials, is_active=True, settings={}, auth_source=auth_source,
+                external_id=external_id,
                 role_links=[UserRole(role_name=role) for role in roles])
-    set_password(user, password)
+    if password is None:
+        user.password_hash = NO_LOCAL_PASSWORD
+    else:
+        set_password(user, password)
     stamp_created(user, created_by)
     db.session.add(user)
     db.session.flush()
