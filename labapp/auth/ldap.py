@@ -162,14 +162,24 @@ def _connection(config: DirectorySettings, dn: str | None,
             connection.start_tls()
         bound = connection.bind()
     except LDAPException:
-        connection.unbind()
+        close(connection)
         raise _unavailable(config) from None
     try:
         yield connection if bound else None
     except LDAPException:
         raise _unavailable(config) from None
     finally:
+        close(connection)
+
+
+def close(connection: ldap3.Connection) -> None:
+    """Unbind and close the socket, which ldap3 leaves open when connecting failed."""
+    try:
         connection.unbind()
+    except LDAPException:
+        pass
+    if connection.socket is not None:
+        connection.socket.close()
 
 
 @contextmanager

@@ -25,6 +25,7 @@ import pytest
 from ldap3.core.exceptions import LDAPException
 
 from bench.server import free_port
+from labapp.auth.ldap import close
 
 SLAPD = shutil.which("slapd") or "/usr/sbin/slapd"
 SLAPADD = shutil.which("slapadd") or "/usr/sbin/slapadd"
@@ -173,10 +174,17 @@ class Directory:
     people: dict[str, Person]
     process: subprocess.Popen[bytes]
 
-    def root(self) -> ldap3.Connection:
+    @contextmanager
+    def root(self) -> Iterator[ldap3.Connection]:
         """A connection bound as the directory's root, to change it in a test."""
-        return ldap3.Connection(ldap3.Server(self.url), ROOT_DN, self.root_password,
-                                auto_bind=True, receive_timeout=10)
+        connection = ldap3.Connection(ldap3.Server(self.url, get_info=ldap3.NONE), ROOT_DN,
+                                      self.root_password, receive_timeout=10)
+        try:
+            connection.open()
+            assert connection.bind(), connection.result
+            yield connection
+        finally:
+            close(connection)
 
     def add_person(self, person: Person) -> Person:
         """Add ``person`` and make them a member of their groups."""
@@ -229,12 +237,17 @@ class Directory:
                 self.process.wait()
 
     def answers(self) -> bool:
+        """Whether the reader account can bind."""
+        connection = ldap3.Connection(ldap3.Server(self.url, connect_timeout=2,
+                                                   get_info=ldap3.NONE),
+                                      READER_DN, self.reader_password, receive_timeout=2)
         try:
-            with ldap3.Connection(ldap3.Server(self.url, connect_timeout=2), READER_DN,
-                                  self.reader_password, auto_bind=True, receive_timeout=2):
-                return True
+            connection.open()
+            return bool(connection.bind())
         except LDAPException:
             return False
+        finally:
+            close(connection)
 
 
 def _run(command: list[str]) -> None:
@@ -244,8 +257,9 @@ def _run(command: list[str]) -> None:
 
 
 @contextmanager
-def running_directory(folder: Path) -> Iterator[Directory]:
-    """Start slapd with a fresh copy of the test directory under ``folder``; stop it after."""
+def running_directory(folder: Path,
+                      people: tuple[Person, ...] = PEOPLE_AT_START) -> Iterator[Directory]:
+    """Start slapd with ``people`` (fresh passwords) under ``folder``; stop it after."""
     require_slapd()
     root_password = secrets.token_urlsafe(16)
     reader_password = secrets.token_urlsafe(16)
@@ -253,8 +267,7 @@ def running_directory(folder: Path) -> Iterator[Directory]:
     config.mkdir(parents=True)
     data.mkdir()
     (folder / "config.ldif").write_text(_config_ldif(folder, root_password))
-    people = tuple(Person(p.uid, p.name, p.email, p.department, p.groups)
-                   for p in PEOPLE_AT_START)
+    people = tuple(Person(p.uid, p.name, p.email, p.department, p.groups) for p in people)
     (folder / "data.ldif").write_text(_data_ldif(people, reader_password))
     _run([SLAPADD, "-n", "0", "-F", str(config), "-l", str(folder / "config.ldif")])
     _run([SLAPADD, "-n", "1", "-F", str(config), "-l", str(folder / "data.ldif")])
