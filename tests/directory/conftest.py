@@ -81,11 +81,11 @@ def person(ldap_on: Directory) -> Iterator[Callable[..., Person]]:
     unique uid) and removes them after the test."""
     added: list[str] = []
 
-    def make(groups: tuple[str, ...] = (), department: str = "", name: str = "") -> Person:
+    def make(groups: tuple[str, ...] = (), name: str = "") -> Person:
         uid = f"p{secrets.token_hex(4)}"
         added.append(uid)
         return ldap_on.add_person(Person(uid, name or f"Person {uid}", f"{uid}@example.org",
-                                         department, groups))
+                                         "", groups))
 
     yield make
     for uid in added:
