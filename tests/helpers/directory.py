@@ -77,6 +77,11 @@ def slapd_available() -> bool:
     return Path(SLAPD).is_file() and Path(SLAPADD).is_file()
 
 
+def directory_runs() -> bool:
+    """Whether the tests that need slapd run: it is installed, or CI requires it."""
+    return slapd_available() or os.environ.get("CI", "").lower() == "true"
+
+
 def require_slapd() -> None:
     """Skip (or, under CI, fail) when Debian's slapd is not installed."""
     if slapd_available():
@@ -258,8 +263,9 @@ def _run(command: list[str]) -> None:
 
 @contextmanager
 def running_directory(folder: Path,
-                      people: tuple[Person, ...] = PEOPLE_AT_START) -> Iterator[Directory]:
-    """Start slapd with ``people`` (fresh passwords) under ``folder``; stop it after."""
+                      people: tuple[Person, ...] | None = None) -> Iterator[Directory]:
+    """Start slapd with ``people`` (default: :data:`PEOPLE_AT_START` with fresh passwords)
+    under ``folder``; stop it after."""
     require_slapd()
     root_password = secrets.token_urlsafe(16)
     reader_password = secrets.token_urlsafe(16)
@@ -267,7 +273,9 @@ def running_directory(folder: Path,
     config.mkdir(parents=True)
     data.mkdir()
     (folder / "config.ldif").write_text(_config_ldif(folder, root_password))
-    people = tuple(Person(p.uid, p.name, p.email, p.department, p.groups) for p in people)
+    if people is None:
+        people = tuple(Person(p.uid, p.name, p.email, p.department, p.groups)
+                       for p in PEOPLE_AT_START)
     (folder / "data.ldif").write_text(_data_ldif(people, reader_password))
     _run([SLAPADD, "-n", "0", "-F", str(config), "-l", str(folder / "config.ldif")])
     _run([SLAPADD, "-n", "1", "-F", str(config), "-l", str(folder / "data.ldif")])
