@@ -143,8 +143,27 @@ def _unavailable(config: DirectorySettings) -> DirectoryUnavailable:
         "administrator. Local accounts can still sign in.")
 
 
+class _CheckedTls(ldap3.Tls):  # type: ignore[misc]  # ldap3 has no type information
+    """TLS whose certificate, name included, Python's ssl checks during the handshake.
+
+    ldap3's own checks the name after it, with the deprecated ``ssl.match_hostname``, and
+    leaves the socket open when the name does not match."""
+
+    def wrap_socket(self, connection: ldap3.Connection, do_handshake: bool = False) -> None:
+        context = ssl.create_default_context(cafile=self.ca_certs_file)
+        wrapped = context.wrap_socket(connection.socket, server_hostname=connection.server.host,
+                                      do_handshake_on_connect=False)
+        if do_handshake:
+            try:
+                wrapped.do_handshake()
+            except OSError:
+                wrapped.close()
+                raise
+        connection.socket = wrapped
+
+
 def _server(config: DirectorySettings) -> ldap3.Server:
-    tls = ldap3.Tls(validate=ssl.CERT_REQUIRED, ca_certs_file=config.ca_file)
+    tls = _CheckedTls(validate=ssl.CERT_REQUIRED, ca_certs_file=config.ca_file)
     return ldap3.Server(config.url, connect_timeout=config.timeout, tls=tls,
                         get_info=ldap3.NONE)
 

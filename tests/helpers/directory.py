@@ -92,14 +92,45 @@ def require_slapd() -> None:
     pytest.skip(message)
 
 
-def _config_ldif(folder: Path, root_password: str) -> str:
+@dataclass(frozen=True)
+class Certificates:
+    """A certificate authority made for one test directory, and the server's key pair."""
+
+    authority: Path
+    certificate: Path
+    key: Path
+
+
+def make_certificates(folder: Path,
+                      names: str = "IP:127.0.0.1,DNS:localhost") -> Certificates:
+    """A throwaway CA and a server certificate for ``names`` (subjectAltName) signed by it
+    (openssl)."""
+    authority, authority_key = folder / "ca.pem", folder / "ca.key"
+    certificate, key, request = folder / "server.pem", folder / "server.key", folder / "server.csr"
+    extensions = folder / "server.ext"
+    extensions.write_text(f"subjectAltName={names}\n")
+    _run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+          "-keyout", str(authority_key), "-out", str(authority), "-subj", "/CN=labapp test CA"])
+    _run(["openssl", "req", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key),
+          "-out", str(request), "-subj", "/CN=127.0.0.1"])
+    _run(["openssl", "x509", "-req", "-in", str(request), "-CA", str(authority),
+          "-CAkey", str(authority_key), "-CAcreateserial", "-days", "1",
+          "-extfile", str(extensions), "-out", str(certificate)])
+    return Certificates(authority, certificate, key)
+
+
+def _config_ldif(folder: Path, root_password: str,
+                 certificates: Certificates | None = None) -> str:
     schemas = "".join(f"include: file://{SCHEMAS / name}.ldif\n\n"
                       for name in ("core", "cosine", "inetorgperson"))
+    tls = (f"olcTLSCACertificateFile: {certificates.authority}\n"
+           f"olcTLSCertificateFile: {certificates.certificate}\n"
+           f"olcTLSCertificateKeyFile: {certificates.key}\n") if certificates else ""
     return f"""dn: cn=config
 objectClass: olcGlobal
 cn: config
 olcPidFile: {folder / 'slapd.pid'}
-
+{tls}
 dn: cn=module{{0}},cn=config
 objectClass: olcModuleList
 cn: module{{0}}
@@ -262,24 +293,26 @@ def _run(command: list[str]) -> None:
 
 
 @contextmanager
-def running_directory(folder: Path,
-                      people: tuple[Person, ...] | None = None) -> Iterator[Directory]:
+def running_directory(folder: Path, people: tuple[Person, ...] | None = None,
+                      certificates: Certificates | None = None,
+                      scheme: str = "ldap") -> Iterator[Directory]:
     """Start slapd with ``people`` (default: :data:`PEOPLE_AT_START` with fresh passwords)
-    under ``folder``; stop it after."""
+    under ``folder``, offering StartTLS with ``certificates`` (or TLS from the first byte
+    with ``scheme="ldaps"``); stop it after."""
     require_slapd()
     root_password = secrets.token_urlsafe(16)
     reader_password = secrets.token_urlsafe(16)
     config, data = folder / "slapd.d", folder / "data"
     config.mkdir(parents=True)
     data.mkdir()
-    (folder / "config.ldif").write_text(_config_ldif(folder, root_password))
+    (folder / "config.ldif").write_text(_config_ldif(folder, root_password, certificates))
     if people is None:
         people = tuple(Person(p.uid, p.name, p.email, p.department, p.groups)
                        for p in PEOPLE_AT_START)
     (folder / "data.ldif").write_text(_data_ldif(people, reader_password))
     _run([SLAPADD, "-n", "0", "-F", str(config), "-l", str(folder / "config.ldif")])
     _run([SLAPADD, "-n", "1", "-F", str(config), "-l", str(folder / "data.ldif")])
-    url = f"ldap://127.0.0.1:{free_port()}"
+    url = f"{scheme}://127.0.0.1:{free_port()}"
     log = (folder / "slapd.log").open("wb")
     process = subprocess.Popen([SLAPD, "-h", f"{url}/", "-F", str(config), "-d", "0"],
                                stdout=log, stderr=subprocess.STDOUT)
