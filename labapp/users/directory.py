@@ -137,6 +137,8 @@ def provision(entry: DirectoryEntry) -> str:
         changes = _differences(user, wanted)
         if changes:
             _apply(user, wanted, changes)
+        # A password an administrator set here is not theirs: the directory's is.
+        user.password_hash = ldap.NO_LOCAL_PASSWORD
         return user.id
 
 

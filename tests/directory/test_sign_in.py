@@ -147,6 +147,19 @@ def test_a_directory_user_deactivated_here_cannot_sign_in(
     assert stored(app, someone.uid).is_active is False
 
 
+def test_a_password_an_administrator_sets_for_a_directory_user_is_not_theirs(
+        app: Flask, client: FlaskClient, person: Callable[..., Person],
+        admin, ldap_on: Directory) -> None:
+    someone = person()
+    assert api_login(client, someone.uid, someone.password).status_code == 200
+    assert admin.put("/api/user", json={"userID": someone.uid,
+                                        "password": "a-local-password-1"}).status_code == 200
+
+    problem(api_login(client, someone.uid, "a-local-password-1"), 401, "invalid_credentials")
+    assert api_login(client, someone.uid, someone.password).status_code == 200
+    assert stored(app, someone.uid).password_hash == ldap.NO_LOCAL_PASSWORD
+
+
 def test_unknown_users_are_refused_when_creation_is_off(
         app: Flask, client: FlaskClient, settings: Settings, ldap_on: Directory) -> None:
     settings.set(LDAP_CREATE_USERS=False)
