@@ -12,6 +12,7 @@ that is an administrator's decision (docs/decisions/ldap-sign-in.md).
 """
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,6 +32,7 @@ DIRECTORY_ACTOR = SYSTEM_ACTOR
 _ATTRIBUTES = {"name": "name", "email": "email", "departmentID": "department_id",
                "externalID": "external_id"}
 SHOWN_RUNS = 10  # runs the administration page lists
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -223,7 +225,7 @@ def synchronise(*, dry_run: bool = False, progress: Progress | None = None) -> D
         raise ldap.DirectoryUnavailable("LDAP is not configured (LABAPP_LDAP_URL).")
     report = SyncReport(dry_run)
     try:
-        found = ldap.entries()
+        found = sorted(ldap.entries(), key=lambda entry: entry.username)
     except ldap.DirectoryUnavailable as error:
         with transaction(write=True):
             _record(report, started, error.detail)
@@ -250,7 +252,8 @@ def scheduled_sync() -> bool:
     anything. A directory that does not answer is recorded and waited for."""
     try:
         run = synchronise()
-    except ldap.DirectoryUnavailable:
+    except ldap.DirectoryUnavailable as error:
+        logger.warning("directory sync: %s", error.detail)
         return False
     return bool(run.created or run.updated or run.deactivated)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import pytest
 from flask import Flask
 from flask.testing import FlaskCliRunner
 from sqlalchemy import select
@@ -170,3 +171,15 @@ def test_the_worker_syncs_on_the_schedule_setting(
         runs = db.session.scalars(select(DirectorySync)).all()
     assert len(runs) == 2
     assert user(app, "ada") is not None
+
+
+def test_the_worker_waits_for_a_directory_that_does_not_answer(
+        app: Flask, settings: Settings, ldap_on: Directory,
+        caplog: pytest.LogCaptureFixture) -> None:
+    settings.set(LDAP_URL="ldap://127.0.0.1:1")
+
+    with app.app_context():
+        assert directory.scheduled_sync() is False
+
+    assert "does not answer" in last_run(app).error
+    assert "directory sync: The directory at ldap://127.0.0.1:1 does not answer" in caplog.text
