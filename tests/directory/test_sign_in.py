@@ -160,6 +160,24 @@ def test_a_password_an_administrator_sets_for_a_directory_user_is_not_theirs(
     assert stored(app, someone.uid).password_hash == ldap.NO_LOCAL_PASSWORD
 
 
+def test_a_directory_user_changes_their_password_in_the_directory_not_here(
+        app: Flask, client: FlaskClient, person: Callable[..., Person],
+        ldap_on: Directory) -> None:
+    someone = person()
+    token = api_login(client, someone.uid, someone.password).get_json()["accessToken"]
+
+    body = problem(client.post("/api/user/password/change", headers=bearer_header(token),
+                               json={"password": "another-password-1",
+                                     "repeatPassword": "another-password-1",
+                                     "confirmPassword": someone.password}),
+                   400, "invalid_input")
+
+    assert "your directory" in body["detail"]
+    with app.app_context():  # not a wrong current password: nothing counted
+        assert db.session.query(LoginFailure).filter_by(username=someone.uid).count() == 0
+    assert api_login(client, someone.uid, someone.password).status_code == 200
+
+
 def test_unknown_users_are_refused_when_creation_is_off(
         app: Flask, client: FlaskClient, settings: Settings, ldap_on: Directory) -> None:
     settings.set(LDAP_CREATE_USERS=False)
