@@ -183,3 +183,15 @@ def test_the_worker_waits_for_a_directory_that_does_not_answer(
 
     assert "does not answer" in last_run(app).error
     assert "directory sync: The directory at ldap://127.0.0.1:1 does not answer" in caplog.text
+
+
+def test_a_mapping_to_no_department_falls_through_to_the_department_attribute(
+        app: Flask, runner: FlaskCliRunner, settings: Settings, ldap_on: Directory,
+        department: Callable[..., str]) -> None:
+    named = department("CHEM")  # ada's departmentNumber names it
+    settings.set(LDAP_GROUP_DEPARTMENTS={"cn=chemistry,ou=groups,dc=example,dc=org": "NOPE"})
+
+    sync(runner)
+
+    assert user(app, "ada").department_id == named
+    assert user(app, "linus").department_id == DEFAULT_DEPARTMENT
