@@ -57,10 +57,12 @@ def create_app(overrides: Mapping[str, Any] | None = None) -> Flask:
 
 def _init_extensions(app: Flask) -> None:
     import labapp.model  # noqa: F401  (registers every table on the metadata)
+    from labapp.auth import ldap
     from labapp.auth.oidc import init_app as init_oidc
     from labapp.errors import register_error_handlers
     from labapp.jsonprovider import LabJSONProvider
     from labapp.odata.errors import init_odata_errors
+    from labapp.users.directory import provision
     from labapp.web.headers import init_security_headers
     from labapp.web.loader import init_auth
 
@@ -75,6 +77,7 @@ def _init_extensions(app: Flask) -> None:
     register_error_handlers(app)
     init_auth(app)
     init_oidc(app)
+    ldap.init_app(app, provision)
     init_security_headers(app)
     init_odata_errors(app)
     _install_class_rules(app)
@@ -166,6 +169,7 @@ def _register_blueprints(app: Flask) -> None:
     from labapp.storage.item_views import bp as storage_item_views
     from labapp.storage.views import bp as storage_views
     from labapp.users.api import bp as user_api
+    from labapp.users.signin_views import bp as signin_views
     from labapp.users.views import bp as user_views
     from labapp.users.views import sign_in_bp as sign_in_views
     from labapp.web.health import bp as web_views
@@ -175,6 +179,7 @@ def _register_blueprints(app: Flask) -> None:
            query_lookup_api, storage_api, openapi_bp, notification_api, dashboard_api,
            search_api, odata_api, datamodel_api, saved_view_api)
     pages = (account_views, web_views, entity_views, file_views, grant_views, user_views,
+             signin_views,
              storage_views, storage_item_views, dashboard_views, notification_views,
              search_views, odata_views, datamodel_views, saved_view_views, sign_in_views)
     for blueprint in api + pages:

@@ -1,4 +1,5 @@
-"""Command line: ``flask --app labapp init`` and ``flask --app labapp users create``.
+"""Command line: ``flask --app labapp init``, ``flask --app labapp users create`` and
+``flask --app labapp users sync``.
 
 Later tooling relies on these exact commands and options.
 """
@@ -6,6 +7,7 @@ from __future__ import annotations
 
 import secrets
 import sys
+from collections.abc import Iterator
 
 import click
 from flask import current_app
@@ -15,6 +17,7 @@ from sqlalchemy import select
 
 from labapp import sqlite_stats
 from labapp.access.actor import ADMIN
+from labapp.auth.ldap import DirectoryEntry
 from labapp.dashboards import tally_folding
 from labapp.db import db, transaction
 from labapp.entities.audit import SYSTEM_ACTOR, record_created, stamp_created
@@ -23,6 +26,7 @@ from labapp.model import Department, User
 from labapp.search.rebuild import ensure_search_index
 from labapp.sequences.service import ensure_default_sequences, next_id
 from labapp.storage import counts as location_counts
+from labapp.users import directory
 from labapp.users.service import create_user, ensure_roles
 
 ADMIN_USERNAME = "admin"
@@ -105,3 +109,27 @@ def create_user_command(username: str, name: str, department_id: str, roles: tup
     except AppError as error:
         raise click.ClickException(error.detail) from None
     click.echo(f"created user {username}")
+
+
+@users_cli.command("sync")
+@click.option("--dry-run", is_flag=True, help="Say what would change; change nothing.")
+@with_appcontext
+def sync_users_command(dry_run: bool) -> None:
+    """Bring directory users, their departments and roles in line with the LDAP directory:
+    create, update, deactivate (never delete); print each change."""
+
+    def with_bar(entries: list[DirectoryEntry]) -> Iterator[DirectoryEntry]:
+        with click.progressbar(entries, label="directory users", file=sys.stderr) as bar:
+            yield from bar
+
+    try:
+        run = directory.synchronise(dry_run=dry_run, progress=with_bar)
+    except AppError as error:
+        raise click.ClickException(error.detail) from None
+    for change in run.changes:
+        click.echo(f"{change['action']:<10} {change['username']}: "
+                   f"{directory.describe(change['detail'])}")
+    would = "would be " if dry_run else ""
+    click.echo(f"{run.created} {would}created, {run.updated} {would}updated, "
+               f"{run.deactivated} {would}deactivated, {run.skipped} skipped, "
+               f"{run.unchanged} unchanged" + (" (dry run: nothing changed)" if dry_run else ""))

@@ -140,6 +140,38 @@ def _parse_oidc_providers(raw: str) -> tuple[Any, ...]:
     from labapp.oidc_settings import parse_providers
 
     return parse_providers(raw)
+def _parse_ldap_url(raw: str) -> str:
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(raw.strip())
+    if parts.scheme not in {"ldap", "ldaps"} or not parts.hostname:
+        raise ValueError("expected ldap://host[:port] or ldaps://host[:port]")
+    try:
+        parts.port  # noqa: B018  (a port that is not a number raises here)
+    except ValueError:
+        raise ValueError("the port must be a number") from None
+    return raw.strip().rstrip("/")
+
+
+def _parse_ldap_filter(raw: str) -> str:
+    text = raw.strip()
+    if not (text.startswith("(") and text.endswith(")")) or "{username}" not in text:
+        raise ValueError("expected an LDAP filter in parentheses holding {username}, "
+                         "such as (uid={username})")
+    return text
+
+
+def _parse_group_mapping(raw: str) -> dict[str, str]:
+    """``group DN=>value`` pairs separated by ``;`` (empty for none); group DNs lower-cased."""
+    mapping: dict[str, str] = {}
+    for part in raw.split(";"):
+        if not part.strip():
+            continue
+        group, arrow, value = part.partition("=>")
+        if not arrow or not group.strip() or not value.strip():
+            raise ValueError(f"expected group DN=>value, got {part.strip()!r}")
+        mapping[" ".join(group.split()).lower()] = value.strip()
+    return mapping
 
 
 @dataclass(frozen=True)
@@ -277,6 +309,56 @@ SETTINGS: tuple[Setting, ...] = (
             "OpenID Connect providers; false hides it (`/login?with=password` still shows "
             "it, for a local administrator). Password sign-in through the API is unchanged.",
             _parse_bool),
+    Setting("LDAP_URL", None,
+            "LDAP / Active Directory server users sign in with: `ldap://host[:port]` (with "
+            "`LDAP_START_TLS`) or `ldaps://host[:port]`. Unset: no directory sign-in.",
+            _parse_ldap_url),
+    Setting("LDAP_START_TLS", False,
+            "Upgrade an `ldap://` connection with StartTLS before any bind.", _parse_bool),
+    Setting("LDAP_CA_FILE", None,
+            "PEM file of the certificate authorities the directory's TLS certificate is "
+            "checked against (StartTLS and `ldaps://`); unset: the system's."),
+    Setting("LDAP_BIND_DN", None,
+            "DN labapp binds as to search the directory (a reader account); unset: "
+            "anonymous."),
+    Setting("LDAP_BIND_PASSWORD", None, "Password of `LDAP_BIND_DN`."),
+    Setting("LDAP_USER_BASE", None,
+            "Where users are searched (`ou=people,dc=example,dc=org`); required with "
+            "`LDAP_URL`."),
+    Setting("LDAP_USER_FILTER", "(uid={username})",
+            "Filter that finds one user; `{username}` is replaced by the escaped username "
+            "(Active Directory: `(sAMAccountName={username})`). Accounts it does not find "
+            "cannot sign in, so it can leave out locked ones.", _parse_ldap_filter),
+    Setting("LDAP_USERNAME_ATTRIBUTE", "uid",
+            "Attribute holding the username (Active Directory: `sAMAccountName`)."),
+    Setting("LDAP_NAME_ATTRIBUTE", "cn", "Attribute holding the user's full name."),
+    Setting("LDAP_EMAIL_ATTRIBUTE", "mail", "Attribute holding the user's e-mail address."),
+    Setting("LDAP_DEPARTMENT_ATTRIBUTE", None,
+            "Attribute naming the user's home department (a department id or name); used "
+            "when no group of `LDAP_GROUP_DEPARTMENTS` applies."),
+    Setting("LDAP_GROUP_BASE", None,
+            "Where groups are searched; unset: group mappings are not used."),
+    Setting("LDAP_GROUP_FILTER", "(member={dn})",
+            "Filter that finds the groups of a user; `{dn}` is replaced by the user's "
+            "escaped DN (groupOfUniqueNames: `(uniqueMember={dn})`)."),
+    Setting("LDAP_GROUP_ROLES", None,
+            "Roles given by group membership: `group DN=>ROLE` pairs separated by `;`. A "
+            "directory user holds exactly the roles their groups map to.",
+            _parse_group_mapping),
+    Setting("LDAP_GROUP_DEPARTMENTS", None,
+            "Home department by group membership: `group DN=>department id` pairs "
+            "separated by `;`; the first that applies wins.", _parse_group_mapping),
+    Setting("LDAP_DEFAULT_DEPARTMENT", None,
+            "Department id of directory users no mapping places; unset: the first "
+            "department."),
+    Setting("LDAP_CREATE_USERS", True,
+            "Create a directory user on their first sign-in (false: only users the sync or "
+            "an administrator made may sign in).", _parse_bool),
+    Setting("LDAP_TIMEOUT", 5,
+            "Seconds to wait for the directory to connect or answer.", _parse_positive_int),
+    Setting("DIRECTORY_SYNC_MINUTES", 0,
+            "Minutes between two directory syncs run by the worker (`flask users sync`); "
+            "0 turns the schedule off.", _parse_non_negative_int),
 )
 
 SETTINGS_BY_NAME = {setting.name: setting for setting in SETTINGS}
@@ -340,6 +422,9 @@ def load_settings(overrides: Mapping[str, Any] | None = None,
         problems.append(f"{PREFIX}FILE_STORE='database': file contents are kept in the database "
                         "only on PostgreSQL (set LABAPP_DATABASE_URL to a postgresql+psycopg:// "
                         "URL, or keep LABAPP_FILE_STORE=folder)")
+    if not problems and values["LDAP_URL"] and not values["LDAP_USER_BASE"]:
+        problems.append(f"{PREFIX}LDAP_URL is set but {PREFIX}LDAP_USER_BASE is not: say where "
+                        "the directory's users are")
     if problems:
         raise ConfigError("invalid settings:\n  " + "\n  ".join(problems))
 

@@ -8,7 +8,9 @@ spreadsheet imports run one at a time (:func:`labapp.imports.jobs.upkeep`, long 
 ones removed hourly), the alert rules evaluated once a minute
 (:func:`labapp.alerts.evaluate.upkeep`, every ``ALERT_TICK_SECONDS``) and SQLite's planner
 statistics gathered when the data has grown (:func:`labapp.sqlite_stats.upkeep`, looked at
-every ``SQLITE_STATISTICS_SECONDS``; 0 turns that off).
+every ``SQLITE_STATISTICS_SECONDS``; 0 turns that off), and the directory synced
+(:func:`labapp.users.directory.scheduled_sync`, every ``DIRECTORY_SYNC_MINUTES`` when LDAP is
+on; 0 turns that off).
 
 Lanes
     The upkeep runs in three lanes (:func:`lanes`), each a thread with an application
@@ -57,6 +59,7 @@ from labapp.search import backend as search_backend
 from labapp.search import upkeep as search_upkeep
 from labapp.serving import freeze_start_up
 from labapp.storage import counts as location_counts
+from labapp.users import directory
 
 POLL = 0.15  # seconds between two looks of a lane when none of its jobs found work
 PURGE_IMPORTS = 3600.0  # seconds between two removals of long finished imports
@@ -94,6 +97,10 @@ def lanes(app: Flask) -> list[Lane]:
     every = float(app.config["LABAPP"]["SQLITE_STATISTICS_SECONDS"])
     if every:
         periodic.append(Upkeep("SQLite statistics", sqlite_stats.upkeep, every))
+    sync_minutes = app.config["LABAPP"]["DIRECTORY_SYNC_MINUTES"]
+    if sync_minutes and app.config["LABAPP"]["LDAP_URL"]:
+        periodic.append(Upkeep("directory sync", directory.scheduled_sync,
+                               60.0 * sync_minutes))
     return [Lane(SEARCH, [Upkeep("search queue", functools.partial(search_upkeep.upkeep,
                                                                    pulse))], pulse),
             Lane(UPKEEP, periodic),

@@ -55,7 +55,8 @@ def _token_response(pair: TokenPair) -> Response:
 @csrf_exempt
 @endpoint("Log in with username and password (and, for an account with a second factor, "
           "its code); answers a token pair and sets the cookies.",
-          body=LoginSchema, responses={200: TokenPairSchema}, public=True, throttled=True)
+          body=LoginSchema, responses={200: TokenPairSchema}, public=True, throttled=True,
+          problems=(503,))
 @opens_own_units
 def login(body: dict[str, Any]) -> Response:
     pair = service.login_with_password(body["username"], body["password"], body["keepAlive"],

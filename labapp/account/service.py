@@ -67,18 +67,18 @@ def login_with_password(username: str, password: str, keep_alive: bool, address:
     step = next_step(verified.user_id)
     if step is NextStep.ENROL:
         with transaction():
-            sign_in_log.record(username, verified.user_id, sign_in_log.PASSWORD, None, address,
+            sign_in_log.record(username, verified.user_id, verified.method, None, address,
                                False, EnrolmentRequired.code)
         raise EnrolmentRequired()
     if step is NextStep.CODE:
         if code is None:
             with transaction():
-                sign_in_log.record(username, verified.user_id, sign_in_log.PASSWORD, None,
+                sign_in_log.record(username, verified.user_id, verified.method, None,
                                    address, False, SecondFactorRequired.code)
             raise SecondFactorRequired()
         return _login_with_code(verified, code, keep_alive, address)
     with transaction():
-        sign_in_log.record(username, verified.user_id, sign_in_log.PASSWORD, None, address, True)
+        sign_in_log.record(username, verified.user_id, verified.method, None, address, True)
         return sessions.login(verified, keep_alive, address)
 
 
@@ -115,12 +115,12 @@ def password_step(username: str, password: str, keep_alive: bool,
     step = next_step(verified.user_id)
     if step is NextStep.NONE:
         with transaction():
-            sign_in_log.record(username, verified.user_id, sign_in_log.PASSWORD, None,
+            sign_in_log.record(username, verified.user_id, verified.method, None,
                                address, True)
             return PasswordStep(step, pair=sessions.login(verified, keep_alive, address))
     with transaction():
         sessions.store_fresh_hash(verified)
-        sign_in_log.record(username, verified.user_id, sign_in_log.PASSWORD, None, address,
+        sign_in_log.record(username, verified.user_id, verified.method, None, address,
                            True, f"{step.value}_pending")
         stored = db.session.get(User, verified.user_id)
         password_hash = stored.password_hash if stored is not None else None

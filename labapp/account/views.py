@@ -22,6 +22,7 @@ from labapp.account import oidc as oidc_sign_in
 from labapp.account import service
 from labapp.account.schemas import LoginSchema, PasswordChangeSchema, PatCreateSchema
 from labapp.auth import oidc, pats, second_factor, sessions
+from labapp.auth.ldap import DirectoryUnavailable
 from labapp.auth.second_factor import InvalidCode, PendingLogin
 from labapp.auth.sessions import InvalidCredentials, TokenPair
 from labapp.db import db
@@ -142,6 +143,8 @@ def login() -> BaseResponse:
     except TooManyRequests as exc:
         return _with_headers(_login_page(status=429, next_path=next_path, form=form,
                                          error=exc.detail), exc.headers)
+    except DirectoryUnavailable as exc:
+        return _login_page(status=503, next_path=next_path, form=form, error=exc.detail)
     if result.pair is None:
         # No login yet: the browser's signed session keeps the pending step for a while.
         session[PENDING_KEY] = result.pending

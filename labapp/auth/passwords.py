@@ -47,13 +47,17 @@ def check_change(actor: Actor, password: str, repeat: str, current: str) -> Pass
     """Check a change of the actor's own password, reading only: call it outside any write
     transaction (it verifies the current password and hashes the new one, both Argon2).
 
-    Raises :class:`InvalidInput` (the repetition differs, the new password is weak) and
-    :class:`WrongCurrentPassword`.
+    Raises :class:`InvalidInput` (the repetition differs, the new password is weak, the user
+    signs in with a directory) and :class:`WrongCurrentPassword`.
     """
     if not tokens.same(password, repeat):
         raise InvalidInput("The new password and its repetition differ.",
                            errors=[{"field": "repeatPassword", "message": "does not match"}])
     user = db.session.get(User, actor.user_id)
+    if user is not None and user.auth_source != "local":
+        raise InvalidInput("Your password is kept where you sign in (your directory), not "
+                           "here: change it there.",
+                           errors=[{"field": "password", "message": "kept by your directory"}])
     if (user is None or not tokens.verify_password(user.password_hash, current)
             or user.password_hash is None):
         raise WrongCurrentPassword()

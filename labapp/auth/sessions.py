@@ -14,7 +14,7 @@ from flask import current_app
 from itsdangerous import BadSignature, URLSafeTimedSerializer
 from sqlalchemy import select, update
 
-from labapp.auth import basic_cache, sign_in_log, throttle
+from labapp.auth import basic_cache, ldap, sign_in_log, throttle
 from labapp.auth import secrets as tokens
 from labapp.db import db, rows_matched, transaction
 from labapp.errors import NotAuthenticated
@@ -37,10 +37,12 @@ class InvalidCredentials(NotAuthenticated):
 
     code = "invalid_credentials"
 
-    def __init__(self, user_id: str | None = None, reason: str = "wrong_password") -> None:
+    def __init__(self, user_id: str | None = None, reason: str = "wrong_password",
+                 method: str | None = None) -> None:
         super().__init__("Invalid username or password.")
         self.user_id = user_id
         self.reason = reason
+        self.method = method  # what refused it, when not the caller's method
 
 
 class InvalidToken(NotAuthenticated):
@@ -78,6 +80,7 @@ class VerifiedPassword:
     user_id: str
     password_hash: str
     fresh_hash: str | None = None
+    method: str = sign_in_log.PASSWORD  # what checked it, as the sign-in log names it
 
 
 def check_password(username: str, password: str) -> VerifiedPassword:
@@ -85,9 +88,19 @@ def check_password(username: str, password: str) -> VerifiedPassword:
 
     Raises :class:`InvalidCredentials`. Unknown users, wrong passwords and deactivated users
     get the same answer and take the same time, so the answer never reveals whether a
-    username exists.
+    username exists. With LDAP on, the directory checks the password of its users and of
+    usernames labapp does not know (:func:`labapp.auth.ldap.sign_in`, which brings the
+    user in line with the directory in a short write of its own), and
+    :class:`~labapp.auth.ldap.DirectoryUnavailable` (503) says when it does not answer.
     """
     user = db.session.get(User, username) if username else None
+    if ldap.handles(user.auth_source if user is not None else None):
+        try:
+            return VerifiedPassword(ldap.sign_in(username, password), ldap.NO_LOCAL_PASSWORD,
+                                    method=sign_in_log.LDAP)
+        except ldap.DirectoryRefused:
+            raise InvalidCredentials(user.id if user is not None else None, "directory_refused",
+                                     sign_in_log.LDAP) from None
     stored = user.password_hash if user is not None else None
     # Verified first, whatever the user: unknown users take as long as known ones.
     verified = tokens.verify_password(stored, password)
@@ -120,8 +133,8 @@ def check_password_recording_failure(username: str, password: str, address: str,
     except InvalidCredentials as failure:
         with transaction():
             throttle.record_failure(username, address)
-            sign_in_log.record(username, failure.user_id, method, None, address, False,
-                               failure.reason)
+            sign_in_log.record(username, failure.user_id, failure.method or method, None,
+                               address, False, failure.reason)
         raise
 
 

@@ -22,6 +22,7 @@ _WIDTHS = {"username": 255, "user_id": 64, "method": 40, "provider": 80, "addres
            "reason": 80}
 PASSWORD = "password"
 BASIC = "basic"
+LDAP = "ldap"  # a password the directory checked
 
 
 def _cut(value: str | None, field: str) -> str | None:

@@ -19,6 +19,7 @@ from labapp.model.boards import (
     SavedViewShare,
 )
 from labapp.model.content import File, FileContent, FileContentChunk, Note
+from labapp.model.directory import DirectorySync
 from labapp.model.imports import ImportJob, ImportPending, ImportRow, SavedMapping
 from labapp.model.lab import (
     Experiment,
@@ -37,7 +38,7 @@ from labapp.model.tallies import EntityCount, EntityCountChange
 
 __all__ = [
     "AlertRule", "AlertState", "AuditEvent", "Dashboard", "DashboardShare", "Department",
-    "DepartmentAccess", "Entity",
+    "DepartmentAccess", "DirectorySync", "Entity",
     "EntityCount", "EntityCountChange", "EntityEvent", "Experiment",
     "Fermentation", "File", "FileContent", "FileContentChunk", "ImportJob", "ImportPending",
     "ImportRow",

@@ -9,6 +9,7 @@ from sqlalchemy import Select, select
 
 from labapp.access.actor import ADMIN, BUILT_IN_ROLES, Actor
 from labapp.auth import pats, second_factor, sessions
+from labapp.auth.ldap import NO_LOCAL_PASSWORD
 from labapp.auth.passwords import set_password
 from labapp.changes import assign, diff
 from labapp.db import db
@@ -29,6 +30,8 @@ def create_user(*, username: str, name: str, department_id: str, password: str |
 
     ``password`` None leaves the user without a local password: one who signs in elsewhere
     (``auth_source`` and the directory's ``external_id`` for them), until an admin gives one.
+    A directory (``ldap``) user's hash is :data:`NO_LOCAL_PASSWORD`, which no password
+    matches, so the Basic memory keys on it as on a local hash.
     """
     if not USERNAME_PATTERN.match(username):
         raise InvalidInput("A username is 1 to 64 letters, digits or . _ @ -, starting with a "
@@ -51,6 +54,8 @@ def create_user(*, username: str, name: str, department_id: str, password: str |
                 external_id=external_id, role_links=[UserRole(role_name=role) for role in roles])
     if password is not None:
         set_password(user, password)
+    elif auth_source == "ldap":
+        user.password_hash = NO_LOCAL_PASSWORD
     stamp_created(user, created_by)
     db.session.add(user)
     db.session.flush()

@@ -52,7 +52,8 @@ _PROBLEMS = {
     415: "Body is not application/json",
     429: "Too many failed login attempts",
     500: "Unexpected server error",
-    503: "Temporarily unavailable (for search: the index is missing or damaged)",
+    503: "Temporarily unavailable (for search: the index is missing or damaged; for a "
+         "login: the directory does not answer)",
 }
 
 

@@ -131,11 +131,13 @@ def unread(live: LiveWorld, caller: str, _subject: str) -> Outcome:
 
 def expect_unread(caller: str, _subject: str) -> Outcome:
     """Grants to the caller or their home department (made by admin), dashboards shared
-    with the caller by name."""
-    home = USER_BY_ID[caller].home
+    with the caller by name. A directory user, made by their first sign-in after the
+    grants, was not there to be told of their department's."""
+    user = USER_BY_ID[caller]
     given = {("AccessGiven", grant.target) for grant in GRANTS
              if grant.user == caller or (grant.department is not None
-                                         and grant.department == home)}
+                                         and grant.department == user.home
+                                         and user.source == "local")}
     shared = {("DashboardShared", board.key) for board in BOARDS
               if caller in board.users and board.owner != caller}
     return frozenset(given | shared)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from io import BytesIO
 from pathlib import Path
@@ -36,6 +36,7 @@ from tests.contracts.visibility.world import (
     USERS,
     EntityDef,
 )
+from tests.helpers.directory import PEOPLE, READER_DN, Person, running_directory
 
 
 def closed(response: TestResponse) -> TestResponse:
@@ -176,12 +177,30 @@ def populate(app: Flask, frozen: bool) -> LiveWorld:
     return live
 
 
+def _directory_settings(stack: ExitStack, folder: Path) -> dict[str, str]:
+    """A slapd holding the world's directory users (with the world's password), and the
+    settings that sign them in (home: ``LDAP_DEFAULT_DEPARTMENT``); none without any."""
+    people = tuple(Person(user.id, user.id.title(), f"{user.id}@example.org",
+                          password=PASSWORD) for user in USERS if user.source == "ldap")
+    if not people:
+        return {}
+    homes = {user.home for user in USERS if user.source == "ldap"}
+    assert len(homes) == 1, "the world's directory places everyone in one department"
+    directory = stack.enter_context(running_directory(folder, people))
+    return {"LDAP_URL": directory.url, "LDAP_BIND_DN": READER_DN,
+            "LDAP_BIND_PASSWORD": directory.reader_password, "LDAP_USER_BASE": PEOPLE,
+            "LDAP_DEFAULT_DEPARTMENT": homes.pop()}
+
+
 @contextmanager
 def built_world(directory: Path, *, frozen: bool) -> Iterator[LiveWorld]:
     """A world on a new database of the selected backend, dropped afterwards (passwords
-    hashed at the suite's minimal Argon2 cost, ``_cheap_argon2``)."""
-    with new_database(directory) as url:
-        app = build_app(directory, url)
+    hashed at the suite's minimal Argon2 cost, ``_cheap_argon2``); its directory users sign
+    in with a slapd of its own."""
+    with ExitStack() as stack:
+        settings = _directory_settings(stack, directory / "slapd")
+        url = stack.enter_context(new_database(directory))
+        app = build_app(directory, url, **settings)
         try:
             run_init(app)
             yield populate(app, frozen)

@@ -17,6 +17,8 @@ dept_user  DEP-C        W DEP-C; via DEP-C's grant W PRJ-2
 carol      DEP-C        W DEP-C; via DEP-C W PRJ-2; her own grants W DEP-D, W PRJ-1
 pat_user   DEP-D        W DEP-D; R PRJ-1 (direct project grant)
 reader     DEP-D        W DEP-D (a Read grant on it lowers nothing); R DEP-B
+dir_user   DEP-B        a directory (LDAP) user, created at first sign-in: as bob, without
+                        his own grants (only where slapd runs: tests/helpers/directory.py)
 anonymous  -            401 everywhere
 =========  ===========  ==============================================================
 """
@@ -25,6 +27,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from tests.helpers.directory import directory_runs
+
 HOME_OF_ADMIN = "DEP00001"  # made by ``flask init``, with the admin
 PASSWORD = "matrix-password-1"
 ANONYMOUS = "anonymous"
@@ -32,10 +36,14 @@ ANONYMOUS = "anonymous"
 
 @dataclass(frozen=True)
 class UserDef:
+    """A user; ``source`` is where they sign in: ``local`` (made by the admin's batch) or
+    ``ldap`` (in the world's directory, made here by their first sign-in)."""
+
     id: str
     home: str
     roles: tuple[str, ...] = ()
     active: bool = True
+    source: str = "local"
 
 
 @dataclass(frozen=True)
@@ -55,7 +63,8 @@ class EntityDef:
 
     ``made_by``: ``init`` (``flask init`` made it), ``batch`` (the admin's world batch, with
     ``payload`` as its properties), ``files`` (the ``files`` property of its subject's batch
-    item) or ``upload`` (``POST /api/file`` with its subject). Files get generated ids, so
+    item), ``upload`` (``POST /api/file`` with its subject) or ``sign-in`` (a directory
+    user's first sign-in). Files get generated ids, so
     their key is their unique name. ``moved``: the admin moves it to ``department``/``project``
     afterwards, away from its subject's.
     """
@@ -80,6 +89,7 @@ USERS: tuple[UserDef, ...] = (
     UserDef("pat_user", "DEP-D"),
     UserDef("reader", "DEP-D"),
     UserDef("inactive", "DEP-A", active=False),
+    *((UserDef("dir_user", "DEP-B", source="ldap"),) if directory_runs() else ()),
 )
 USER_BY_ID = {user.id: user for user in USERS}
 CALLERS: tuple[str, ...] = tuple(user.id for user in USERS) + (ANONYMOUS,)
@@ -126,7 +136,8 @@ _DIRECTORY: tuple[EntityDef, ...] = (
     *(EntityDef(project, "Project", owner, project, payload={"departmentID": owner})
       for project, owner in PROJECT_OWNERS.items()),
     *(EntityDef(user.id, "User", user.home, None,
-                made_by="init" if user.id == "admin" else "batch",
+                made_by=("init" if user.id == "admin" else
+                         "sign-in" if user.source == "ldap" else "batch"),
                 payload={"departmentID": user.home, "name": user.id.title(),
                          "password": PASSWORD})
       for user in USERS),
