@@ -1,8 +1,8 @@
 """The "Sign-in methods" administration page (ADMIN only): what is configured, a test of the
 LDAP connection, and the directory sync's latest runs with their changes.
 
-Each method is one section built by a function of :data:`SECTIONS` from the settings; a
-method of sign-in added later (OpenID Connect providers) adds its function there.
+Each method is one section built by a function of :data:`SECTIONS` from the settings: local
+passwords, LDAP, OpenID Connect providers.
 """
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from flask import Blueprint, Response, current_app
 
 from labapp.access.actor import ADMIN
 from labapp.auth import ldap
+from labapp.oidc_settings import OidcProvider
 from labapp.users import directory
 from labapp.web.blocks import render_page
 from labapp.web.loader import current_actor
@@ -64,7 +65,24 @@ def _ldap_directory(settings: dict[str, Any]) -> MethodSection:
         testable=True)
 
 
-SECTIONS: list[Callable[[dict[str, Any]], MethodSection]] = [_local_passwords, _ldap_directory]
+def _openid_connect(settings: dict[str, Any]) -> MethodSection:
+    providers: tuple[OidcProvider, ...] = settings["OIDC_PROVIDERS"]
+    if not providers:
+        return MethodSection("oidc", "OpenID Connect", False,
+                             note="Off: set LABAPP_OIDC_PROVIDERS (see the README).")
+    return MethodSection(
+        "oidc", "OpenID Connect", True,
+        [(provider.display_name,
+          f"{provider.issuer} · client {provider.client_id} · unknown users "
+          f"{'created on first sign-in' if provider.create_users else 'refused'}")
+         for provider in providers],
+        "The login page offers each provider" + (
+            " beside the password form." if settings["LOGIN_PASSWORD_FORM"] else
+            "; the password form only at /login?with=password."))
+
+
+SECTIONS: list[Callable[[dict[str, Any]], MethodSection]] = [
+    _local_passwords, _ldap_directory, _openid_connect]
 
 
 @bp.before_request

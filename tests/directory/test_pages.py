@@ -37,6 +37,7 @@ def test_the_page_says_when_ldap_is_off(app: Flask) -> None:
 
     assert "Off: set LABAPP_LDAP_URL" in page
     assert 'id="ldap-test"' not in page
+    assert "Off: set LABAPP_OIDC_PROVIDERS" in page
 
 
 def test_the_connection_test_binds_and_counts_the_users(app: Flask, ldap_on: Directory) -> None:

@@ -10,6 +10,7 @@ import requests
 from flask.testing import FlaskClient
 
 from tests.conftest import ADMIN_PASSWORD, csrf_of
+from tests.helpers.pages import page_login
 from tests.oidc.conftest import APP_ORIGIN, LOGIN_PAGE, NAME, OidcLab
 
 
@@ -84,3 +85,14 @@ def test_without_providers_the_page_is_the_password_form(client: FlaskClient) ->
     page = client.get("/login").get_data(as_text=True)
     assert "sign-in-providers" not in page
     assert 'id="login-form"' in page
+
+
+def test_the_sign_in_methods_page_lists_each_provider(
+        oidc_lab: Callable[..., OidcLab]) -> None:
+    """Issue 35 §5: the administrators' page shows what is configured."""
+    lab = oidc_lab(createUsers=False)
+    admin = lab.app.test_client()
+    assert page_login(admin, "admin", ADMIN_PASSWORD).status_code == 303
+    page = admin.get("/admin/sign-in-methods").get_data(as_text=True)
+    assert "OpenID Connect" in page and lab.issuer in page
+    assert f"client {lab.client.client_id}" in page and "unknown users refused" in page
