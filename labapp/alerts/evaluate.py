@@ -28,6 +28,7 @@ lines and e-mails.
 """
 from __future__ import annotations
 
+import itertools
 import logging
 import time
 from collections import defaultdict
@@ -256,13 +257,25 @@ def _plan(rule_ids: Sequence[str], digests: set[str], first: bool,
             .order_by(AlertRule.id)) if _tells_now(rule, digests, first, now)}
         taking: dict[str, set[str]] = defaultdict(set)
         by_class: dict[str, set[str]] = defaultdict(set)
-        for rule_id, entity_id in session.execute(
-                select(states.c.rule_id, states.c.entity_id)
-                .where(states.c.rule_id.in_(sorted(rules)), states.c.alerted_utc.is_(None))
-                .order_by(states.c.rule_id, states.c.entity_id).limit(size)):
-            taking[rule_id].add(entity_id)
-            if entity_id in matched.get(rule_id, ()):
-                by_class[rules[rule_id].eclass].add(entity_id)
+        untold = list(session.execute(
+            select(states.c.rule_id, states.c.entity_id)
+            .where(states.c.rule_id.in_(sorted(rules)), states.c.alerted_utc.is_(None))
+            .order_by(states.c.rule_id, states.c.entity_id).limit(TELL_CHUNK)))
+        groups = [(rule_id, [row.entity_id for row in rows])
+                  for rule_id, rows in itertools.groupby(untold, key=lambda row: row.rule_id)]
+        taken = 0
+        for index, (rule_id, entity_ids) in enumerate(groups):
+            # A rule's items are told whole (one message per recipient and tick): a unit
+            # stops before a rule that would take it past ``size`` or that the read cut
+            # short; only the first rule of a unit may be larger (split by TELL_CHUNK).
+            cut_short = len(untold) == TELL_CHUNK and index == len(groups) - 1
+            if taken and (cut_short or taken + len(entity_ids) > size):
+                break
+            taking[rule_id].update(entity_ids)
+            taken += len(entity_ids)
+            for entity_id in entity_ids:
+                if entity_id in matched.get(rule_id, ()):
+                    by_class[rules[rule_id].eclass].add(entity_id)
         known = Known.read(by_class)
         _add(teller, [(rules[rule_id], ids) for rule_id, ids in sorted(taking.items())],
              matched, known)

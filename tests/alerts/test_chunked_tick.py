@@ -88,6 +88,24 @@ def test_a_tick_tells_every_item_once_a_chunk_at_a_time(lab: Flask) -> None:
     assert (again.started, again.notifications) == (0, 0) and _bells() == 3
 
 
+def test_each_rule_is_told_whole_in_one_message_per_tick(
+        lab: Flask, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two rules of ten items each with units of twelve: the first unit tells the first rule
+    alone rather than two items of the second, which would have told the second's ten in two
+    messages of one tick (the visibility matrix saw "told twice" so)."""
+    monkeypatch.setattr(tick, "TELL_CHUNK", 12)
+    with transaction():
+        admin = actor_for(db.session.get(User, "admin"), method=None)
+        rules.create(admin, {**rule_body("Also low", users=["admin"]), "filter": "amount le 5"})
+    report = tick.evaluate(NOW)
+    assert (report.started, report.notifications) == (2 * SAMPLES, 2)
+    messages = db.session.scalars(select(Notification.message)
+                                  .where(Notification.kind == "Alert")).all()
+    db.session.rollback()
+    assert sorted(messages) == sorted(f"{name}: 10 samples · rule of Administrator (admin)"
+                                      for name in ("Low", "Also low"))
+
+
 def test_a_tick_stopped_between_tellings_leaves_the_rest_to_the_next(
         lab: Flask, monkeypatch: pytest.MonkeyPatch) -> None:
     tell = telling.Teller.tell
