@@ -142,6 +142,7 @@ def _install_class_rules(app: Flask) -> None:
 
 def _register_blueprints(app: Flask) -> None:
     from labapp.account.api import bp as account_api
+    from labapp.account.oidc_views import bp as oidc_views
     from labapp.account.views import bp as account_views
     from labapp.dashboards.api import bp as dashboard_api
     from labapp.dashboards.views import bp as dashboard_views
@@ -178,8 +179,8 @@ def _register_blueprints(app: Flask) -> None:
     api = (account_api, user_api, grant_api, entity_api, file_api, sequence_api, query_api,
            query_lookup_api, storage_api, openapi_bp, notification_api, dashboard_api,
            search_api, odata_api, datamodel_api, saved_view_api)
-    pages = (account_views, web_views, entity_views, file_views, grant_views, user_views,
-             signin_views,
+    pages = (account_views, oidc_views, web_views, entity_views, file_views, grant_views,
+             user_views, signin_views,
              storage_views, storage_item_views, dashboard_views, notification_views,
              search_views, odata_views, datamodel_views, saved_view_views, sign_in_views)
     for blueprint in api + pages:

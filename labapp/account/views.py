@@ -18,7 +18,6 @@ from marshmallow import Schema, ValidationError
 from werkzeug.wrappers import Response as BaseResponse
 
 from labapp.access.actor import Actor
-from labapp.account import oidc as oidc_sign_in
 from labapp.account import service
 from labapp.account.schemas import LoginSchema, PasswordChangeSchema, PatCreateSchema
 from labapp.auth import oidc, pats, second_factor, sessions
@@ -30,13 +29,11 @@ from labapp.errors import (
     Conflict,
     InvalidInput,
     NotAuthenticated,
-    NotFound,
     TooManyRequests,
     flatten_messages,
 )
 from labapp.model import Department, User
 from labapp.model.types import utc_now
-from labapp.oidc_settings import OidcProvider
 from labapp.storage.labels import qr_svg
 from labapp.web.blocks import is_htmx, render_page
 from labapp.web.loader import (
@@ -47,7 +44,7 @@ from labapp.web.loader import (
     set_login_cookies,
 )
 from labapp.web.pages import login_required, no_store
-from labapp.web.units import opens_own_units, writes
+from labapp.web.units import opens_own_units
 
 bp = Blueprint("account_views", __name__)
 # These pages carry CSRF tokens, personal data or a token shown once: never cache them.
@@ -64,7 +61,7 @@ PAT_FIELDS = {"name": "name", "expiresUtc": "expires"}
 PENDING_KEY = "second_step"
 
 
-def _local_path(target: str | None) -> str | None:
+def local_path(target: str | None) -> str | None:
     """``target`` when it is a path on this site, else None, so ``next`` cannot redirect away.
 
     Browsers read ``//host`` and ``/\\host`` as other sites and drop tabs and newlines first,
@@ -104,7 +101,7 @@ def _load(schema: Schema, data: dict[str, Any], names: Mapping[str, str]) -> dic
 
 # ---- Login and logout -------------------------------------------------------------------------
 
-def _login_page(*, status: int = 200, next_path: str | None = None,
+def login_page(*, status: int = 200, next_path: str | None = None,
                 form: Mapping[str, Any] | None = None, errors: Mapping[str, str] | None = None,
                 error: str | None = None, end_session: Mapping[str, str] | None = None
                 ) -> Response:
@@ -120,11 +117,11 @@ def _login_page(*, status: int = 200, next_path: str | None = None,
 @opens_own_units
 def login() -> BaseResponse:
     """The login form; a successful POST sets the login cookies and goes to ``next`` or home."""
-    next_path = _local_path(request.values.get("next"))
+    next_path = local_path(request.values.get("next"))
     if request.method in ("GET", "HEAD"):  # uptime monitors send HEAD
         if current_actor().is_authenticated:
             return redirect(next_path or url_for("web.home"))
-        return _login_page(next_path=next_path, end_session=session.pop(END_SESSION_KEY, None))
+        return login_page(next_path=next_path, end_session=session.pop(END_SESSION_KEY, None))
     username = request.form.get("username", "")
     password = request.form.get("password", "")
     keep_alive = bool(request.form.get("keep_alive"))
@@ -134,17 +131,17 @@ def login() -> BaseResponse:
     errors = errors or _load(LoginSchema(), {"username": username, "password": password,
                                              "keepAlive": keep_alive}, LOGIN_FIELDS)
     if errors:
-        return _login_page(status=400, next_path=next_path, form=form, errors=errors)
+        return login_page(status=400, next_path=next_path, form=form, errors=errors)
     try:
         result = service.password_step(username, password, keep_alive, client_address())
     except InvalidCredentials:
-        return _login_page(status=401, next_path=next_path, form=form,
+        return login_page(status=401, next_path=next_path, form=form,
                            error="Invalid username or password.")
     except TooManyRequests as exc:
-        return _with_headers(_login_page(status=429, next_path=next_path, form=form,
+        return _with_headers(login_page(status=429, next_path=next_path, form=form,
                                          error=exc.detail), exc.headers)
     except DirectoryUnavailable as exc:
-        return _login_page(status=503, next_path=next_path, form=form, error=exc.detail)
+        return login_page(status=503, next_path=next_path, form=form, error=exc.detail)
     if result.pair is None:
         # No login yet: the browser's signed session keeps the pending step for a while.
         session[PENDING_KEY] = result.pending
@@ -186,7 +183,7 @@ def _code_page(template: str, *, status: int = 200, **context: Any) -> Response:
 def login_code() -> BaseResponse:
     """The second step of a login with a second factor: the code of the authenticator app
     (or a recovery code). Only after it is right does the login open."""
-    next_path = _local_path(request.values.get("next"))
+    next_path = local_path(request.values.get("next"))
     pending = _pending()
     if pending is None:
         return _start_again(next_path)
@@ -214,7 +211,7 @@ def login_code() -> BaseResponse:
 def login_enrol() -> BaseResponse:
     """The second step of a login whose account must have a second factor and has none:
     set one up; the login opens once its first code is right, with the recovery codes."""
-    next_path = _local_path(request.values.get("next"))
+    next_path = local_path(request.values.get("next"))
     pending = _pending()
     if pending is None:
         return _start_again(next_path)
@@ -264,61 +261,9 @@ def logout() -> BaseResponse:
 
 # ---- OpenID Connect ---------------------------------------------------------------------------
 
-# Where this browser goes after an OpenID Connect sign-in, and the provider logout it is offered.
-NEXT_KEY = "oidc_next"
+# The provider logout the login page offers after an OpenID Connect user's logout (the
+# sign-in routes themselves: labapp/account/oidc_views.py).
 END_SESSION_KEY = "oidc_end_session"
-# Refusals that are no fault of the person signing in.
-SERVICE_PROBLEMS = frozenset({"provider_unreachable", "issuer_mismatch", "misconfigured"})
-
-
-def _provider_or_404(name: str) -> OidcProvider:
-    found = oidc.provider(name)
-    if found is None:
-        raise NotFound(f"No sign-in service is called {name!r}.")
-    return found
-
-
-def _refused(name: str, refusal: oidc.SignInRefused) -> Response:
-    oidc_sign_in.record_sign_in(name, succeeded=False, address=client_address(),
-                                reason=refusal.reason)
-    status = 503 if refusal.reason in SERVICE_PROBLEMS else 401
-    return _login_page(status=status, error=refusal.message)
-
-
-@bp.get("/login/oidc/<name>")
-@writes
-@opens_own_units
-def oidc_start(name: str) -> BaseResponse:
-    """Send the browser to the provider's sign-in; ``next`` is kept for the callback. A
-    provider that cannot be reached is a refusal the sign-in log records (a write)."""
-    provider = _provider_or_404(name)
-    session[NEXT_KEY] = _local_path(request.args.get("next"))
-    try:
-        return oidc.authorization_redirect(
-            provider, url_for("account_views.oidc_callback", name=name, _external=True))
-    except oidc.SignInRefused as refusal:
-        return _refused(name, refusal)
-
-
-@bp.get("/login/oidc/<name>/callback")
-@writes
-@opens_own_units
-def oidc_callback(name: str) -> BaseResponse:
-    """The provider's answer: the ID token is verified (no database work meanwhile), then the
-    user is found or created and logged in, in one short write."""
-    provider = _provider_or_404(name)
-    next_path = _local_path(session.pop(NEXT_KEY, None))
-    try:
-        identity = oidc.verify_callback(provider)
-        pair = oidc_sign_in.sign_in(identity)
-    except oidc.SignInRefused as refusal:
-        return _refused(name, refusal)
-    oidc_sign_in.record_sign_in(name, succeeded=True, address=client_address(),
-                                username=pair.user_id)
-    rotate_csrf_token()
-    response = redirect(next_path or url_for("web.home"), 303)
-    set_login_cookies(response, pair)
-    return response
 
 
 def _offer_end_session(actor: Actor) -> None:

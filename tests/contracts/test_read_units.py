@@ -31,8 +31,8 @@ from tests.contracts.fuzz_lab import FuzzLab, fuzz_lab
 WRITING_GETS = {
     "notification_api.mark_all_as_seen",  # the API's name says it: mark every one Seen
     "notification_views.open_subject",  # opening a notification marks it Read
-    "account_views.oidc_callback",  # a provider's answer logs the user in (or creates them)
-    "account_views.oidc_start",  # an unreachable provider is a refusal the sign-in log keeps
+    "oidc_views.oidc_callback",  # a provider's answer logs the user in (or creates them)
+    "oidc_views.oidc_start",  # an unreachable provider is a refusal the sign-in log keeps
 }
 _ARGUMENT = re.compile(r"<(?:([^<>:]*):)?(\w+)>")
 _WRITES = re.compile(r"\s*(INSERT|UPDATE|DELETE|BEGIN IMMEDIATE)\b", re.IGNORECASE)

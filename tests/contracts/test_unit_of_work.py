@@ -37,8 +37,8 @@ OWN_UNITS = {
     "account_api.change_password",  # the same for the current password
     "account_views.change_password",
     # the provider's token is fetched and verified before the write that logs the user in
-    "account_views.oidc_callback",
-    "account_views.oidc_start",
+    "oidc_views.oidc_callback",
+    "oidc_views.oidc_start",
     "account_api.refresh",  # a reused refresh token ends its login while the answer is 401
     "web.home",  # reads; writes a first visitor's starter dashboard in a write unit
     "dashboard_views.show",  # the same page as the home page

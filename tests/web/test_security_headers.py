@@ -73,8 +73,8 @@ def test_every_route_answers_with_the_headers(app, client, admin, world):
     # which is no export (404); saving a view needs the list's class (400 without one); the
     # shared application has no OpenID Connect provider (404 for any name).
     assert failed_gets == {"entity_views.suggest", "export_api.download",
-                           "saved_view_views.create", "account_views.oidc_start",
-                           "account_views.oidc_callback"}
+                           "saved_view_views.create", "oidc_views.oidc_start",
+                           "oidc_views.oidc_callback"}
 
 
 @pytest.mark.parametrize("path", ["/static/app.js", "/no/such/page", "/api/no/such/thing",
