@@ -214,16 +214,23 @@ def fresh_app(tmp_path: Path, request: pytest.FixtureRequest
             refused = SETTINGS_INIT_READS & overrides.keys()
             if refused:
                 raise ValueError(f"init reads {sorted(refused)}: run the real init instead")
-            template: InitialisedTemplate = request.getfixturevalue("initialised_template")
-            url = cleanup.enter_context(new_database(instance, template=template.url))
-            application = build_app(instance, url, **overrides)
-            cleanup.callback(dispose, application)
-            if template.search_index.exists():  # none with LABAPP_SEARCH_BACKEND=postgresql
-                with application.app_context():
-                    shutil.copytree(template.search_index, index_path())
-            return application
+            return app_from_template(request.getfixturevalue("initialised_template"),
+                                     instance, cleanup, **overrides)
 
         yield make
+
+
+def app_from_template(template: InitialisedTemplate, instance: Path, cleanup: ExitStack,
+                      **overrides: Any) -> Flask:
+    """An application on a new copy of ``template`` (as ``flask init`` leaves a database),
+    disposed of and its database dropped when ``cleanup`` closes."""
+    url = cleanup.enter_context(new_database(instance, template=template.url))
+    application = build_app(instance, url, **overrides)
+    cleanup.callback(dispose, application)
+    if template.search_index.exists():  # none with LABAPP_SEARCH_BACKEND=postgresql
+        with application.app_context():
+            shutil.copytree(template.search_index, index_path())
+    return application
 
 
 @pytest.fixture

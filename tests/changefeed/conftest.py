@@ -2,14 +2,23 @@
 its transaction commits, which the shared application's rolled-back tests never do)."""
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Iterator
+from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
 from flask import Flask
 
-from tests.conftest import ADMIN_PASSWORD, PASSWORD, ApiClient, bearer_header, login
+from tests.conftest import (
+    ADMIN_PASSWORD,
+    PASSWORD,
+    ApiClient,
+    InitialisedTemplate,
+    app_from_template,
+    bearer_header,
+    login,
+)
 from tests.entities.conftest import body_of
 
 
@@ -54,13 +63,17 @@ def signed_in(app: Flask, username: str, password: str = PASSWORD) -> ApiClient:
     return ApiClient(client, bearer_header(token), "bearer")
 
 
-@pytest.fixture
-def lab(fresh_app: Callable[..., Flask]) -> Lab:
-    app = fresh_app(initialised=True)
-    admin = signed_in(app, "admin", ADMIN_PASSWORD)
-    body_of(admin.post("/api/entity", json={"entities": [
-        {"eClass": "Department", "id": "DEP-X", "name": "Department X"},
-        {"eClass": "Department", "id": "DEP-Y", "name": "Department Y"},
-        {"eClass": "User", "id": "alice", "name": "Alice", "departmentID": "DEP-X",
-         "password": PASSWORD}]}), 201)
-    return Lab(app, admin, signed_in(app, "alice"))
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory,
+        initialised_template: InitialisedTemplate) -> Iterator[Lab]:
+    """One lab per module: its tests read the changes after their own starting cursor."""
+    with ExitStack() as cleanup:
+        app = app_from_template(initialised_template, tmp_path_factory.mktemp("feed"),
+                                cleanup)
+        admin = signed_in(app, "admin", ADMIN_PASSWORD)
+        body_of(admin.post("/api/entity", json={"entities": [
+            {"eClass": "Department", "id": "DEP-X", "name": "Department X"},
+            {"eClass": "Department", "id": "DEP-Y", "name": "Department Y"},
+            {"eClass": "User", "id": "alice", "name": "Alice", "departmentID": "DEP-X",
+             "password": PASSWORD}]}), 201)
+        yield Lab(app, admin, signed_in(app, "alice"))
