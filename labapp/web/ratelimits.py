@@ -22,6 +22,9 @@ form is throttled per failed attempt (:mod:`labapp.auth.throttle`).
 """
 from __future__ import annotations
 
+import hashlib
+import ipaddress
+
 from flask import Flask, Response, g, request
 
 from labapp.auth import ratelimits
@@ -34,6 +37,19 @@ _OUTCOME = "rate_limit_outcome"
 
 def _is_api() -> bool:
     return request.path == "/api" or request.path.startswith("/api/")
+
+
+def _address_key() -> str:
+    """The bucket key of the client address: the address as written canonically, or, for
+    something that is no address (a forged forwarded header: any length, any characters),
+    a digest of it, which fits the key column and holds no character the database
+    refuses."""
+    address = client_address()
+    try:
+        return f"address:{ipaddress.ip_address(address)}"
+    except ValueError:
+        digest = hashlib.sha256(address.encode("utf-8", "surrogatepass")).hexdigest()
+        return f"address:sha256:{digest}"
 
 
 def _charges() -> list[Charge]:
@@ -49,7 +65,7 @@ def _charges() -> list[Charge]:
             charges.append(("token", f"login:{actor.session_id}"))
         charges.append(("user", f"user:{actor.user_id}"))
     else:
-        charges.append(("address", f"address:{client_address()}"))
+        charges.append(("address", _address_key()))
     return [Charge(policies[name], key) for name, key in charges if name in policies]
 
 
