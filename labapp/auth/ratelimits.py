@@ -10,9 +10,10 @@ when ``max(tat, now) + emission <= now + capacity``, and then moves the TAT to
 ``max(tat, now) + emission``; a refused request leaves it. A TAT in the past is a full
 bucket, the same as no row, so such rows are pruned.
 
-The statement — ``INSERT … ON CONFLICT DO UPDATE … RETURNING`` over the request's buckets —
-runs on a connection of its own in autocommit, outside the request's unit of work: one
-round trip, never the unit's write lock, and a refused request's rollback cannot undo it.
+The statement — ``INSERT … ON CONFLICT DO UPDATE … RETURNING`` over the request's buckets,
+the same SQL on both databases — runs on a connection of its own in autocommit, outside the
+request's unit of work: one round trip, never the unit's write lock, and a refused request's
+rollback cannot undo it.
 On PostgreSQL the buckets are a table of the main database (several hosts share it); on
 SQLite, a single host by definition (decisions §17), they are a small SQLite file of their
 own in the instance folder (WAL, shared by the host's worker processes), so no request
@@ -20,6 +21,7 @@ ever waits for the main database's write lock to count itself.
 """
 from __future__ import annotations
 
+import functools
 import math
 import threading
 import time
@@ -29,8 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from flask import Flask, current_app
-from sqlalchemy import BigInteger, Engine, bindparam, case, create_engine, delete, event
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy import Engine, create_engine, delete, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.schema import CreateIndex, CreateTable
@@ -172,13 +173,15 @@ class Limiter:
             return Outcome()
         now = self.clock()
         ordered = sorted(charges, key=lambda charge: charge.key)  # one lock order for all
-        rows = {row.key: row for row in self._run(lambda connection: connection.execute(
-            _charge_statement(connection.dialect.name, ordered), {"now": now}).all())}
+        named = "%({})s" if self.engine.dialect.name == "postgresql" else ":{}"
+        sql, parameters = _charge_sql(named, len(ordered)), _charge_parameters(ordered, now)
+        rows = {key: (tat, bool(allowed)) for key, tat, allowed in self._run(
+            lambda connection: connection.exec_driver_sql(sql, parameters).all())}
         if now - self._pruned_at > PRUNE_EVERY * NANOSECONDS:
             self._pruned_at = now
             self.prune(now)
-        return Outcome(tuple(_budget(charge.policy, rows[charge.key].tat,
-                                     rows[charge.key].allowed, now) for charge in charges))
+        return Outcome(tuple(_budget(charge.policy, *rows[charge.key], now)
+                             for charge in charges))
 
     def prune(self, now: int | None = None) -> int:
         """Remove the buckets that are full again (their TAT has passed); how many."""
@@ -203,24 +206,39 @@ class Limiter:
             self._engine.dispose()
 
 
-def _charge_statement(dialect: str, charges: Sequence[Charge]) -> Any:
-    """``INSERT … ON CONFLICT (key) DO UPDATE … RETURNING key, tat, allowed`` charging each
-    bucket of ``charges`` at the bound ``now``."""
-    insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
-    now = bindparam("now", type_=BigInteger)
-    statement = insert(_TABLE).values([
-        {"key": charge.key, "tat": now + charge.policy.emission,
-         "emission": charge.policy.emission, "capacity": charge.policy.capacity,
-         "allowed": True} for charge in charges])
-    incoming = statement.excluded
-    start = case((_TABLE.c.tat > now, _TABLE.c.tat), else_=now)
-    fits = start + incoming.emission <= now + incoming.capacity
-    return statement.on_conflict_do_update(
-        index_elements=[_TABLE.c.key],
-        set_={"tat": case((fits, start + incoming.emission), else_=_TABLE.c.tat),
-              "allowed": fits, "emission": incoming.emission,
-              "capacity": incoming.capacity},
-    ).returning(_TABLE.c.key, _TABLE.c.tat, _TABLE.c.allowed)
+@functools.cache
+def _charge_sql(named: str, rows: int) -> str:
+    """``INSERT … ON CONFLICT (key) DO UPDATE … RETURNING key, tat, allowed`` charging
+    ``rows`` buckets at ``now``, in SQL both databases read alike; ``named`` is the driver's
+    placeholder for a named parameter (``%({})s`` for psycopg, ``:{}`` for sqlite3).
+
+    Written once per row count and run as it is: building and compiling the same statement
+    with SQLAlchemy took most of a charge's time (bench/runs/2026-11-29-request-cost.md).
+    """
+    table = _TABLE.name
+
+    def bind(name: str) -> str:
+        return named.format(name)
+
+    now = bind("now")
+    values = ", ".join(
+        f"({bind(f'key{row}')}, {now} + {bind(f'emission{row}')}, {bind(f'emission{row}')}, "
+        f"{bind(f'capacity{row}')}, TRUE)" for row in range(rows))
+    start = f"CASE WHEN {table}.tat > {now} THEN {table}.tat ELSE {now} END"
+    fits = f"{start} + excluded.emission <= {now} + excluded.capacity"
+    return (f"INSERT INTO {table} (key, tat, emission, capacity, allowed) VALUES {values} "
+            f"ON CONFLICT (key) DO UPDATE SET "
+            f"tat = CASE WHEN {fits} THEN {start} + excluded.emission ELSE {table}.tat END, "
+            f"allowed = {fits}, emission = excluded.emission, capacity = excluded.capacity "
+            f"RETURNING key, tat, allowed")
+
+
+def _charge_parameters(charges: Sequence[Charge], now: int) -> dict[str, Any]:
+    parameters: dict[str, Any] = {"now": now}
+    for row, charge in enumerate(charges):
+        parameters |= {f"key{row}": charge.key, f"emission{row}": charge.policy.emission,
+                       f"capacity{row}": charge.policy.capacity}
+    return parameters
 
 
 def policies() -> dict[str, Policy]:
