@@ -82,7 +82,9 @@ class RateLimitBucket(Model):
     __tablename__ = "rate_limit_bucket"
 
     key: Mapped[str] = mapped_column(String(160), primary_key=True)
-    tat: Mapped[int] = mapped_column(BigInteger, index=True)
+    # Not indexed: an update of an indexed column cannot be a heap-only (HOT) update, and
+    # every request updates it; pruning scans a table of the active keys only.
+    tat: Mapped[int] = mapped_column(BigInteger)
     emission: Mapped[int] = mapped_column(BigInteger)
     capacity: Mapped[int] = mapped_column(BigInteger)
     allowed: Mapped[bool] = mapped_column(Boolean)

@@ -99,8 +99,9 @@ def _limit_request() -> None:
 
 def _publish(response: Response) -> Response:
     """``after_request``: add the headers to every ``/api`` answer. A request refused
-    before it was counted (bad credentials, a NUL in its path) is counted now, by its
-    address, and answered 429 instead when that is over its limit."""
+    before it was counted (bad credentials, a NUL in its path, a missing CSRF token) is
+    counted now — by its address unless its caller was known — and answered 429 instead
+    when that is over its limit."""
     if not _is_api():
         return response
     counted = _OUTCOME in g

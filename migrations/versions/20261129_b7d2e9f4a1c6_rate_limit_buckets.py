@@ -30,9 +30,7 @@ def upgrade() -> None:
         sa.Column("allowed", sa.Boolean(), nullable=False),
         sa.PrimaryKeyConstraint("key", name="pk_rate_limit_bucket"),
     )
-    op.create_index("ix_rate_limit_bucket_tat", "rate_limit_bucket", ["tat"])
 
 
 def downgrade() -> None:
-    op.drop_index("ix_rate_limit_bucket_tat", table_name="rate_limit_bucket")
     op.drop_table("rate_limit_bucket")
