@@ -5,13 +5,16 @@ processes are allowed exactly the quota."""
 from __future__ import annotations
 
 import secrets
+import sqlite3
 import threading
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from flask import Flask
 
 from bench.server import request
+from labapp.db import sqlite_path
 from tests.conftest import (
     ADMIN_PASSWORD,
     BACKEND,
@@ -22,6 +25,7 @@ from tests.conftest import (
     dispose,
 )
 from tests.helpers.processes import served
+from tests.helpers.ratelimits import fields_of
 
 # A window so long that nothing refills while a test runs: the quota is all there is.
 HOUR = {"RATE_LIMIT_WINDOW_SECONDS": 3600, "RATE_LIMIT_PER_USER": 0,
@@ -90,3 +94,29 @@ def test_concurrent_requests_through_two_gunicorn_workers_get_exactly_the_quota(
         for worker in workers:
             worker.join()
     assert sorted(statuses) == [200] * quota + [429] * (threads * each - quota)
+
+
+@pytest.mark.skipif(BACKEND != "sqlite", reason="the SQLite buckets' file of their own")
+def test_counting_never_waits_for_the_main_database_s_write_lock(
+        fresh_app: Callable[..., Flask]) -> None:
+    """On SQLite the buckets are a file of their own: while another process holds the main
+    database's one write lock (an import committing, say), reads are still counted and
+    answered at once."""
+    app = fresh_app(initialised=True, **HOUR, RATE_LIMIT_PER_TOKEN=100)
+    headers = new_pat(app, f"rl{secrets.token_hex(4)}")
+    client = app.test_client()
+    assert client.get("/api/user/pat", headers=headers).status_code == 200  # last use noted
+    database = sqlite_path(app.config["LABAPP"]["DATABASE_URL"])
+    assert database is not None
+    writer = sqlite3.connect(database, timeout=0, isolation_level=None)
+    try:
+        writer.execute("BEGIN IMMEDIATE")
+        answers = [client.get("/api/user/pat", headers=headers) for _ in range(3)]
+        writer.execute("ROLLBACK")
+    finally:
+        writer.close()
+    # Had counting needed the lock, each would have waited the busy timeout and answered
+    # 503 database_busy.
+    assert [answer.status_code for answer in answers] == [200, 200, 200]
+    assert [fields_of(answer.headers).state["token"]["r"] for answer in answers] == [
+        98, 97, 96]
