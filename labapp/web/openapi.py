@@ -155,7 +155,13 @@ def build_document(app: Flask) -> dict[str, Any]:
                    plugins=[MarshmallowPlugin()],
                    info={"description": "Laboratory data management HTTP API. Errors are "
                                         "RFC 9457 problem documents. No string may hold "
-                                        "NUL (U+0000): such a request is answered 400."})
+                                        "NUL (U+0000): such a request is answered 400. "
+                                        "Every request counts against rate limits (per "
+                                        "token, per user, per client address without "
+                                        "credentials); every answer says what is left in "
+                                        "its RateLimit-Policy and RateLimit fields, and one "
+                                        "over a limit is 429 rate_limited with Retry-After "
+                                        "(GET /api/user/ratelimit: the same in JSON)."})
     spec.components.schema("Problem", schema=ProblemSchema)
     for name, header in _RATE_LIMIT_HEADERS.items():
         spec.components.header(name, header)
