@@ -13,11 +13,13 @@ every ``SQLITE_STATISTICS_SECONDS``; 0 turns that off), and the directory synced
 on; 0 turns that off).
 
 Lanes
-    The upkeep runs in three lanes (:func:`lanes`), each a thread with an application
+    The upkeep runs in four lanes (:func:`lanes`), each a thread with an application
     context and a database session of its own, so a long job never starves a short one:
     ``search`` drains the search queue and nothing else, ``upkeep`` runs the short periodic
     jobs (folds, alert tick and its e-mail, statistics), ``imports`` runs the imports, whose
-    commit may last minutes. Within a lane the due jobs run in order, and the lane looks
+    commit may last minutes, and ``webhooks`` delivers webhooks
+    (:func:`labapp.webhooks.delivery.upkeep`), whose receivers may take their timeout to
+    answer. Within a lane the due jobs run in order, and the lane looks
     again at once while any of them found work, else after :data:`POLL` seconds.
     The search heartbeat (requests that see it fresh leave their queued changes to the
     worker) is kept fresh only by the search lane's pulse (:mod:`labapp.search.upkeep`):
@@ -60,10 +62,12 @@ from labapp.search import upkeep as search_upkeep
 from labapp.serving import freeze_start_up
 from labapp.storage import counts as location_counts
 from labapp.users import directory
+from labapp.webhooks import delivery as webhook_delivery
 
 POLL = 0.15  # seconds between two looks of a lane when none of its jobs found work
 PURGE_IMPORTS = 3600.0  # seconds between two removals of long finished imports
-SEARCH, UPKEEP, IMPORTS = "search", "upkeep", "imports"  # the lanes
+PURGE_DELIVERIES = 3600.0  # seconds between two removals of old webhook delivery log lines
+SEARCH, UPKEEP, IMPORTS, WEBHOOKS = "search", "upkeep", "imports", "webhooks"  # the lanes
 logger = logging.getLogger(__name__)
 
 
@@ -106,7 +110,10 @@ def lanes(app: Flask) -> list[Lane]:
             Lane(UPKEEP, periodic),
             Lane(IMPORTS, [Upkeep("spreadsheet imports", import_jobs.upkeep),
                            Upkeep("finished imports", import_jobs.purge_finished,
-                                  PURGE_IMPORTS)])]
+                                  PURGE_IMPORTS)]),
+            Lane(WEBHOOKS, [Upkeep("webhook deliveries", webhook_delivery.upkeep),
+                            Upkeep("webhook delivery log", webhook_delivery.purge,
+                                   PURGE_DELIVERIES)])]
 
 
 def run_once(job: Upkeep) -> bool:
