@@ -387,10 +387,10 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("WEBHOOK_DISABLE_AFTER_DAYS", 5,
             "Days a webhook's deliveries may fail without one success before the worker "
             "switches it off and tells its owner.", _parse_positive_int),
-    Setting("WEBHOOK_ALLOWED_NETWORKS", "",
+    Setting("WEBHOOK_ALLOWED_NETWORKS", None,
             "Networks webhooks may deliver to although they are loopback, private, "
             "link-local or otherwise not public (comma-separated, such as "
-            "`127.0.0.0/8,10.1.0.0/16`); empty: only public addresses.",
+            "`127.0.0.0/8,10.1.0.0/16`); unset: only public addresses.",
             _parse_networks),
 )
 

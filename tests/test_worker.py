@@ -56,9 +56,11 @@ def test_each_feature_gives_one_upkeep_in_its_lane(fresh_app: Callable[..., Flas
         ("search", [("search queue", 0.0)]),
         ("upkeep", [("entity tallies", 0.0), ("location counts", 0.0),
                     ("alert rules", 60.0), ("SQLite statistics", 60.0)]),
-        ("imports", [("spreadsheet imports", 0.0), ("finished imports", 3600.0)])]
-    search, upkeep, imports = lanes(fresh_app())
-    assert search.pulse is not None and upkeep.pulse is None and imports.pulse is None
+        ("imports", [("spreadsheet imports", 0.0), ("finished imports", 3600.0)]),
+        ("webhooks", [("webhook deliveries", 0.0), ("webhook delivery log", 3600.0)])]
+    search, upkeep, imports, webhooks = lanes(fresh_app())
+    assert search.pulse is not None
+    assert upkeep.pulse is None and imports.pulse is None and webhooks.pulse is None
     assert [job.run for job in upkeep.jobs] == [
         tally_folding.upkeep, location_counts.upkeep, alerts.upkeep, sqlite_stats.upkeep]
     assert [job.run for job in imports.jobs] == [import_jobs.upkeep, import_jobs.purge_finished]

@@ -28,7 +28,7 @@ class WebhookSettings:
                    retry_first=timedelta(seconds=settings["WEBHOOK_RETRY_FIRST_SECONDS"]),
                    retry_max=timedelta(seconds=settings["WEBHOOK_RETRY_MAX_SECONDS"]),
                    disable_after=timedelta(days=settings["WEBHOOK_DISABLE_AFTER_DAYS"]),
-                   allowed=tuple(settings["WEBHOOK_ALLOWED_NETWORKS"]),
+                   allowed=tuple(settings["WEBHOOK_ALLOWED_NETWORKS"] or ()),
                    secret_key=secret_key)
 
     @classmethod
