@@ -23,7 +23,7 @@ from labapp.access.owned import OwnedKind
 from labapp.changefeed.feed import current_cursor
 from labapp.db import db
 from labapp.errors import InvalidInput, NotFound
-from labapp.jsonprovider import format_utc
+from labapp.jsonprovider import LabJSONProvider, format_utc
 from labapp.model import WebhookDelivery, WebhookSubscription
 from labapp.model.registry import find_class
 from labapp.model.types import utc_now
@@ -167,13 +167,8 @@ def delete_hook(actor: Actor, hook_id: str) -> None:
 def message_body(event_type: str, timestamp: datetime, data: dict[str, Any]) -> str:
     """A message's JSON body per Standard Webhooks: ``{type, timestamp, data}``."""
     return json.dumps({"type": event_type, "timestamp": format_utc(timestamp), "data": data},
-                      default=_json_value, separators=(",", ":"), ensure_ascii=False)
-
-
-def _json_value(value: Any) -> Any:
-    if isinstance(value, datetime):
-        return format_utc(value)
-    raise TypeError(f"not JSON: {type(value).__name__}")
+                      default=LabJSONProvider.default, separators=(",", ":"),
+                      ensure_ascii=False)
 
 
 def _queue(hook: WebhookSubscription, message_id: str, event_type: str, seq: int | None,
