@@ -17,6 +17,9 @@ TEST_STAMP := $(VENV)/.installed-test
 # `make run BIND=0.0.0.0:8000 WORKERS=4` overrides these (the environment does not).
 BIND := 127.0.0.1:5000
 WORKERS := 2
+# Threads per worker: a client following the change feed (GET /api/changes?wait=30) holds
+# one for as long as it waits, so a worker must have others for everyone else.
+THREADS := 8
 # Seconds gunicorn lets a request run: an export (POST /api/sync/save) of 100,000 entities
 # takes 15-25 s on two cores, close to gunicorn's default of 30.
 TIMEOUT := 300
@@ -55,7 +58,7 @@ export PG_PROBE_PY
 help: ## list the targets
 	@echo "labapp — make targets:"
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z][a-z-]*:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
-	@echo "Variables: PYTHON=$(PYTHON)  PYTEST_ARGS=...  PYTEST_WORKERS=$(PYTEST_WORKERS)  LABAPP_TEST_POSTGRES_URL=...  BIND=$(BIND)  WORKERS=$(WORKERS)  TIMEOUT=$(TIMEOUT)"
+	@echo "Variables: PYTHON=$(PYTHON)  PYTEST_ARGS=...  PYTEST_WORKERS=$(PYTEST_WORKERS)  LABAPP_TEST_POSTGRES_URL=...  BIND=$(BIND)  WORKERS=$(WORKERS)  THREADS=$(THREADS)  TIMEOUT=$(TIMEOUT)"
 
 venv: $(TEST_STAMP) ## create .venv and install runtime and test dependencies
 
@@ -63,7 +66,7 @@ run: $(RUN_STAMP) ## install runtime deps, create/upgrade the database, serve wi
 	$(BIN)/flask --app labapp init
 	$(BIN)/flask --app labapp worker & trap 'kill $$! 2>/dev/null; wait' EXIT; \
 	$(BIN)/gunicorn -c python:labapp.serving --bind $(BIND) --workers $(WORKERS) \
-	  --timeout $(TIMEOUT) 'labapp:create_app()'
+	  --threads $(THREADS) --timeout $(TIMEOUT) 'labapp:create_app()'
 
 lint: $(TEST_STAMP) ## ruff (pyflakes, pycodestyle, isort, bugbear), the import floors (lint-imports), mypy --strict
 	$(BIN)/ruff check .

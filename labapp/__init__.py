@@ -144,6 +144,7 @@ def _register_blueprints(app: Flask) -> None:
     from labapp.account.api import bp as account_api
     from labapp.account.oidc_views import bp as oidc_views
     from labapp.account.views import bp as account_views
+    from labapp.changefeed.api import bp as change_api
     from labapp.dashboards.api import bp as dashboard_api
     from labapp.dashboards.views import bp as dashboard_views
     from labapp.dashboards.views import home as dashboard_home
@@ -178,7 +179,7 @@ def _register_blueprints(app: Flask) -> None:
 
     api = (account_api, user_api, grant_api, entity_api, file_api, sequence_api, query_api,
            query_lookup_api, storage_api, openapi_bp, notification_api, dashboard_api,
-           search_api, odata_api, datamodel_api, saved_view_api)
+           search_api, odata_api, datamodel_api, saved_view_api, change_api)
     pages = (account_views, oidc_views, web_views, entity_views, file_views, grant_views,
              user_views, signin_views,
              storage_views, storage_item_views, dashboard_views, notification_views,

@@ -24,6 +24,8 @@ from sqlalchemy.exc import SQLAlchemyError
 PROCESS = 0x4C410001  # a process that runs jobs (labapp.liveness)
 SEARCH_DRAIN = 0x4C410002  # a worker draining the search queue (labapp.search.upkeep)
 EXPORT = 0x4C410003  # the one export under way (labapp.exports.progress)
+# Committing transactions number their changes one after another (migration change_log).
+CHANGE_LOG = 0x4C410004
 
 _TAKE = text("SELECT pg_try_advisory_lock(CAST(:namespace AS integer), CAST(:key AS integer))")
 _UNLOCK = text("SELECT pg_advisory_unlock(CAST(:namespace AS integer), CAST(:key AS integer))")

@@ -374,6 +374,14 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("DIRECTORY_SYNC_MINUTES", 0,
             "Minutes between two directory syncs run by the worker (`flask users sync`); "
             "0 turns the schedule off.", _parse_non_negative_int),
+    Setting("CHANGE_LOG_RETENTION_DAYS", 90,
+            "Days the change log keeps a change (the change feed and webhooks read it); the "
+            "worker removes older ones, and a client whose cursor is older gets 410 and "
+            "reads the current state again; 0 keeps every change.", _parse_non_negative_int),
+    Setting("CHANGES_MAX_WAIT", 60,
+            "The longest `wait` (seconds) a client following `GET /api/changes` may ask "
+            "for; the request holds a server thread meanwhile (serve with threads: "
+            "`make run` does).", _parse_non_negative_int),
     Setting("WEBHOOK_TIMEOUT_SECONDS", 10,
             "Seconds one webhook delivery attempt may take, connecting and reading the "
             "answer included; a slower receiver's attempt fails and is retried.",

@@ -88,6 +88,10 @@ class Conflict(AppError):
     status, code, title = 409, "conflict", "Conflict"
 
 
+class Gone(AppError):
+    status, code, title = 410, "gone", "Gone"
+
+
 class UnsupportedMediaType(AppError):
     status, code, title = 415, "unsupported_media_type", "Unsupported media type"
 

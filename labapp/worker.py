@@ -54,6 +54,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from labapp import liveness, sqlite_stats
 from labapp.alerts import evaluate as alerts
+from labapp.changefeed import retention as change_retention
 from labapp.dashboards import tally_folding
 from labapp.db import db, end_read
 from labapp.imports import jobs as import_jobs
@@ -67,6 +68,7 @@ from labapp.webhooks import delivery as webhook_delivery
 POLL = 0.15  # seconds between two looks of a lane when none of its jobs found work
 PURGE_IMPORTS = 3600.0  # seconds between two removals of long finished imports
 PURGE_DELIVERIES = 3600.0  # seconds between two removals of old webhook delivery log lines
+RETAIN_CHANGES = 60.0  # seconds between two looks for changes past the retention
 SEARCH, UPKEEP, IMPORTS, WEBHOOKS = "search", "upkeep", "imports", "webhooks"  # the lanes
 logger = logging.getLogger(__name__)
 
@@ -96,6 +98,7 @@ def lanes(app: Flask) -> list[Lane]:
     pulse = search_upkeep.Pulse()
     periodic = [Upkeep("entity tallies", tally_folding.upkeep),
                 Upkeep("location counts", location_counts.upkeep),
+                Upkeep("change log retention", change_retention.upkeep, RETAIN_CHANGES),
                 Upkeep("alert rules", alerts.upkeep,
                        float(app.config["LABAPP"]["ALERT_TICK_SECONDS"]))]
     every = float(app.config["LABAPP"]["SQLITE_STATISTICS_SECONDS"])

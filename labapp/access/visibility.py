@@ -39,6 +39,22 @@ def readable(actor: Actor, entity: Any = Entity) -> ColumnElement[bool]:
                _grant_predicate(entity, actor.read_departments, actor.read_projects))
 
 
+def readable_through(actor: Actor, department: Any, project: Any) -> ColumnElement[bool]:
+    """SQL predicate: the actor's grants reach rows whose department and project are the
+    columns ``department`` and ``project`` (a row's earlier place, for instance); the
+    directory classes and ADMIN, which need no grant, are :func:`readable`'s."""
+    if not actor.is_authenticated:
+        return false()
+    if actor.is_admin:
+        return true()
+    terms = []
+    if actor.read_departments:
+        terms.append(department.in_(sorted(actor.read_departments)))
+    if actor.read_projects:
+        terms.append(project.in_(sorted(actor.read_projects)))
+    return or_(*terms) if terms else false()
+
+
 def writable(actor: Actor, entity: Any = Entity) -> ColumnElement[bool]:
     """SQL predicate: the rows of ``entity`` the actor may change."""
     if not actor.is_authenticated:

@@ -41,7 +41,10 @@ FILE_TABLE = "file"
 # installation's index is built from what it holds. The entity tallies and the location
 # counts are derived too: the restored entities' and items' triggers count them again. The
 # contents of the database store are in the export as its blobs, as the folder store's are.
+# The change log belongs to the installation that made the changes: a restore's deletes and
+# inserts are changes of its own, numbered after everything its followers have seen.
 NOT_EXPORTED = frozenset({"login_session", "refresh_token", "login_failure", "search_queue",
+                          "change_log", "change_log_pending", "change_log_horizon",
                           "file_content", "file_content_chunk", "entity_count",
                           "entity_count_change", "location_count", "location_count_change"})
 

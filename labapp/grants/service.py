@@ -342,8 +342,10 @@ def _delete_container(actor: Actor, entity_id: str, table_name: str, kind: str,
             raise Forbidden(f"Only ADMIN may force the deletion of a {kind.lower()}.",
                             code="missing_scope")
         _clear_references(actor, entity_id, table_name)
+    # The change log's ``delete`` names the entity's last modifier as its actor.
     db.session.execute(update(table_of(Entity)).where(table_of(Entity).c.id == entity_id)
-                       .values(department_id=None, project_id=None))
+                       .values(department_id=None, project_id=None,
+                               modified_by=actor.author_id))
     db.session.execute(delete(table_of(Entity)).where(table_of(Entity).c.id == entity_id))
     db.session.expire_all()
 

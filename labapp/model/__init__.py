@@ -20,6 +20,7 @@ from labapp.model.boards import (
 )
 from labapp.model.content import File, FileContent, FileContentChunk, Note
 from labapp.model.directory import DirectorySync
+from labapp.model.feed import ChangeLogEntry, ChangeLogHorizon, ChangeLogPending
 from labapp.model.imports import ImportJob, ImportPending, ImportRow, SavedMapping
 from labapp.model.lab import (
     Experiment,
@@ -38,7 +39,8 @@ from labapp.model.tallies import EntityCount, EntityCountChange
 from labapp.model.webhooks import WebhookDelivery, WebhookSubscription
 
 __all__ = [
-    "AlertRule", "AlertState", "AuditEvent", "Dashboard", "DashboardShare", "Department",
+    "AlertRule", "AlertState", "AuditEvent", "ChangeLogEntry", "ChangeLogHorizon",
+    "ChangeLogPending", "Dashboard", "DashboardShare", "Department",
     "DepartmentAccess", "DirectorySync", "Entity",
     "EntityCount", "EntityCountChange", "EntityEvent", "Experiment",
     "Fermentation", "File", "FileContent", "FileContentChunk", "ImportJob", "ImportPending",

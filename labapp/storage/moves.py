@@ -17,7 +17,6 @@ from labapp.access.visibility import writable
 from labapp.db import db, table_of, unit_state
 from labapp.errors import Conflict
 from labapp.model import Entity, Location
-from labapp.model.types import utc_now
 from labapp.storage import log
 from labapp.storage.service import name_order, stored_counts
 
@@ -120,9 +119,10 @@ def refresh_descendants(location_id: str, path: str) -> int:
 
 def log_move(location: Location, old_parent: str | None, new_parent: str | None,
              user_id: str) -> None:
-    """One ``move`` entry: the location left ``old_parent`` for ``new_parent``."""
+    """One ``move`` entry: the location left ``old_parent`` for ``new_parent``, at the time
+    of the location's change (the change log ties the two by it)."""
     log.write([log.LogEntry(log.MOVE, "Location", location.id, new_parent,
-                            location.position, old_parent)], user_id, utc_now())
+                            location.position, old_parent)], user_id, location.modified_utc)
 
 
 def items_below(location_id: str) -> Mapping[str, int]:

@@ -48,6 +48,7 @@ _PROBLEMS = {
     403: "Authenticated but not allowed (scope, write access or CSRF token)",
     404: "No such resource, or not visible to the caller",
     409: "Conflict: stale version, duplicate, invalid status transition or still in use",
+    410: "Gone: the change feed no longer holds the changes after this cursor",
     413: "Body too large",
     415: "Body is not application/json",
     429: "Too many failed login attempts",

@@ -48,7 +48,9 @@ MEMBER = "fuzz-member"
 _NEVER = 1_000_000_000
 UNTHROTTLED: dict[str, Any] = {"LOGIN_MAX_FAILURES": _NEVER,
                                "LOGIN_MAX_FAILURES_PER_ADDRESS": _NEVER,
-                               "LOGIN_MAX_FAILURES_PER_USERNAME": _NEVER}
+                               "LOGIN_MAX_FAILURES_PER_USERNAME": _NEVER,
+                               # a generated long poll answers at once
+                               "CHANGES_MAX_WAIT": 0}
 
 
 @dataclass(frozen=True)

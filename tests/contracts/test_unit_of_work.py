@@ -49,9 +49,12 @@ OWN_UNITS = {
     "import_views.run_dry",  # opens the uploaded table before the write unit begins
     "datamodel_api.sync",  # migrates on connections of its own, then rebuilds the index
     "datamodel_views.sync",
+    "change_api.list_changes",  # a long poll opens a short read unit per look, none between
 }
 # The functions of views and API modules that open a unit: those of the views above.
 OPENING_UNITS = {
+    ("changefeed/api.py", "list_changes"),
+    ("changefeed/api.py", "_wait_for_change"),
     ("account/api.py", "refresh"),
     ("dashboards/views.py", "_page"),
     ("files/api.py", "upload_file"),

@@ -9,6 +9,7 @@ from tests.contracts.visibility import oracle
 from tests.contracts.visibility.alerts import ALERT_READ_PATHS
 from tests.contracts.visibility.boards import BOARD_READ_PATHS
 from tests.contracts.visibility.build import LiveWorld, closed, file_content
+from tests.contracts.visibility.changes import CHANGE_READ_PATHS
 from tests.contracts.visibility.datamodel import DATAMODEL_READ_PATHS
 from tests.contracts.visibility.exports import EXPORT_READ_PATHS
 from tests.contracts.visibility.imports import IMPORT_READ_PATHS
@@ -128,4 +129,5 @@ READ_PATHS: tuple[MatrixPath, ...] = (
     *ODATA_READ_PATHS,  # /odata (issue 13)
     *EXPORT_READ_PATHS,  # /api/sync/files (issue 14)
     *IMPORT_READ_PATHS,  # /api/import (issue 22)
+    *CHANGE_READ_PATHS,  # /api/changes (issue 36)
 )
