@@ -18,7 +18,8 @@ from labapp.config import _parse_networks
 from labapp.db import db
 from labapp.model import Notification, WebhookDelivery, WebhookSubscription
 from labapp.webhooks import delivery
-from tests.conftest import ApiClient
+from tests.changefeed.conftest import signed_in
+from tests.conftest import ADMIN_PASSWORD, PASSWORD, ApiClient
 from tests.entities.conftest import (  # noqa: F401
     admin,
     body_of,
@@ -85,11 +86,8 @@ def _handler(receiver: Receiver) -> type[http.server.BaseHTTPRequestHandler]:
 
 
 @pytest.fixture
-def receivers(app: Flask) -> Iterator[Callable[..., Receiver]]:
-    """Factory of receivers on 127.0.0.1; the setting allows 127.0.0.0/8 meanwhile."""
-    settings = app.config["LABAPP"]
-    before = settings["WEBHOOK_ALLOWED_NETWORKS"], settings["WEBHOOK_TIMEOUT_SECONDS"]
-    settings["WEBHOOK_ALLOWED_NETWORKS"] = _parse_networks("127.0.0.0/8")
+def serve_receivers() -> Iterator[Callable[..., Receiver]]:
+    """Factory of receivers on 127.0.0.1, stopped at the end of the test."""
     started: list[tuple[http.server.ThreadingHTTPServer, threading.Thread, Receiver]] = []
 
     def make(**values: Any) -> Receiver:
@@ -105,13 +103,53 @@ def receivers(app: Flask) -> Iterator[Callable[..., Receiver]]:
     try:
         yield make
     finally:
-        settings["WEBHOOK_ALLOWED_NETWORKS"], settings["WEBHOOK_TIMEOUT_SECONDS"] = before
         for server, thread, receiver in started:
             if receiver.hold is not None:
                 receiver.hold.set()
             server.shutdown()
             thread.join()
             server.server_close()
+
+
+@pytest.fixture
+def receivers(app: Flask, serve_receivers: Callable[..., Receiver]
+              ) -> Iterator[Callable[..., Receiver]]:
+    """Receivers for the shared application, which allows 127.0.0.0/8 meanwhile."""
+    settings = app.config["LABAPP"]
+    before = settings["WEBHOOK_ALLOWED_NETWORKS"], settings["WEBHOOK_TIMEOUT_SECONDS"]
+    settings["WEBHOOK_ALLOWED_NETWORKS"] = _parse_networks("127.0.0.0/8")
+    try:
+        yield serve_receivers
+    finally:
+        settings["WEBHOOK_ALLOWED_NETWORKS"], settings["WEBHOOK_TIMEOUT_SECONDS"] = before
+
+
+@dataclass
+class Lab:
+    """An application of its own with real commits (PostgreSQL numbers a change in the log
+    only as its transaction commits, which the shared application's rolled-back tests never
+    do), allowing 127.0.0.0/8: its administrator, alice (Physics) and bob (Chemistry), each
+    reading their own department only."""
+
+    app: Flask
+    admin: ApiClient
+    alice: ApiClient
+    bob: ApiClient
+
+
+@pytest.fixture
+def lab(fresh_app: Callable[..., Flask]) -> Lab:
+    application = fresh_app(initialised=True, WEBHOOK_ALLOWED_NETWORKS="127.0.0.0/8")
+    administrator = signed_in(application, "admin", ADMIN_PASSWORD)
+    body_of(administrator.post("/api/entity", json={"entities": [
+        {"eClass": "Department", "id": "DEP-P", "name": "Physics"},
+        {"eClass": "Department", "id": "DEP-C", "name": "Chemistry"},
+        {"eClass": "User", "id": "alice", "name": "Alice", "departmentID": "DEP-P",
+         "password": PASSWORD},
+        {"eClass": "User", "id": "bob", "name": "Bob", "departmentID": "DEP-C",
+         "password": PASSWORD}]}), 201)
+    return Lab(application, administrator, signed_in(application, "alice"),
+               signed_in(application, "bob"))
 
 
 def hook_body(url: str, name: str = "Mirror", **values: Any) -> dict[str, Any]:

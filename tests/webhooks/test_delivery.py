@@ -21,6 +21,7 @@ from labapp.webhooks.settings import WebhookSettings
 from tests.conftest import ApiClient
 from tests.webhooks.conftest import (
     NOW,
+    Lab,
     Receiver,
     body_of,
     hook_body,
@@ -53,16 +54,15 @@ def sample(api: ApiClient, name: str, **values: Any) -> str:
 
 
 def test_changes_are_delivered_in_order_and_signed(
-        app: Flask, member: Callable[..., ApiClient],
-        receivers: Callable[..., Receiver]) -> None:
-    alice = member("alice")
+        lab: Lab, serve_receivers: Callable[..., Receiver]) -> None:
+    alice = lab.alice
     before = sample(alice, "Made before the webhook")
-    receiver = receivers()
+    receiver = serve_receivers()
     hook = made(alice, hook_body(receiver.url, eClasses=["Sample"]))
     ids = [sample(alice, f"Tube {number}") for number in range(3)]
     body_of(alice.post("/api/entity", json={"entities": [
         {"eClass": "Sample", "id": ids[0], "name": "Tube 0 renamed"}]}), 200)
-    drain(app)
+    drain(lab.app)
     got = messages(receiver, hook["secret"])
     assert [(item["type"], item["data"]["entityID"]) for item in got] == [
         ("entity.create", ids[0]), ("entity.create", ids[1]), ("entity.create", ids[2]),
@@ -73,23 +73,19 @@ def test_changes_are_delivered_in_order_and_signed(
     assert got[-1]["data"]["entity"]["name"] == "Tube 0 renamed"
     assert [request.headers["webhook-id"] for request in receiver.requests] == [
         f"msg_{hook['id']}_{seq}" for seq in seqs]
-    assert stored(app, hook["id"]).cursor == seqs[-1]
-    assert [line.status for line in log_of(app, hook["id"])] == ["succeeded"] * 4
+    assert stored(lab.app, hook["id"]).cursor == seqs[-1]
+    assert [line.status for line in log_of(lab.app, hook["id"])] == ["succeeded"] * 4
 
 
-def test_only_what_the_owner_may_read(app: Flask, admin: ApiClient,
-                                      member: Callable[..., ApiClient],
-                                      department: Callable[..., str],
-                                      receivers: Callable[..., Receiver]) -> None:
-    physics, chemistry = department("Physics"), department("Chemistry")
-    alice = member("alice", department_id=physics)
-    bob = member("bob", department_id=chemistry)
-    alices, admins = receivers(), receivers()
+def test_only_what_the_owner_may_read(
+        lab: Lab, serve_receivers: Callable[..., Receiver]) -> None:
+    alice, bob, admin = lab.alice, lab.bob, lab.admin
+    alices, admins = serve_receivers(), serve_receivers()
     alice_hook = made(alice, hook_body(alices.url, eClasses=["Sample"]))
     admin_hook = made(admin, hook_body(admins.url, eClasses=["Sample"]))
     mine = sample(alice, "Alice's")
     theirs = sample(bob, "Bob's")
-    drain(app)
+    drain(lab.app)
     assert [item["data"]["entityID"] for item in messages(alices, alice_hook["secret"])] == [
         mine]
     assert [item["data"]["entityID"] for item in messages(admins, admin_hook["secret"])] == [
@@ -97,10 +93,9 @@ def test_only_what_the_owner_may_read(app: Flask, admin: ApiClient,
 
 
 def test_classes_kinds_and_filter_choose_the_changes(
-        app: Flask, member: Callable[..., ApiClient],
-        receivers: Callable[..., Receiver]) -> None:
-    alice = member("alice")
-    low, updates = receivers(), receivers()
+        lab: Lab, serve_receivers: Callable[..., Receiver]) -> None:
+    alice = lab.alice
+    low, updates = serve_receivers(), serve_receivers()
     low_hook = made(alice, hook_body(low.url, "Low", eClasses=["Sample"],
                                      filter="amount le 5"))
     update_hook = made(alice, hook_body(updates.url, "Updates", kinds=["update"]))
@@ -109,7 +104,7 @@ def test_classes_kinds_and_filter_choose_the_changes(
     save(alice, {"eClass": "Experiment", "name": "Not a sample"})
     body_of(alice.post("/api/entity", json={"entities": [
         {"eClass": "Sample", "id": small, "amount": 3.0}]}), 200)
-    drain(app)
+    drain(lab.app)
     assert [(item["type"], item["data"]["entityID"])
             for item in messages(low, low_hook["secret"])] == [
         ("entity.create", small), ("entity.update", small)]
@@ -119,18 +114,17 @@ def test_classes_kinds_and_filter_choose_the_changes(
 
 
 def test_a_failing_receiver_is_retried_with_a_doubling_wait_and_holds_the_line(
-        app: Flask, member: Callable[..., ApiClient],
-        receivers: Callable[..., Receiver]) -> None:
-    alice = member("alice")
-    receiver = receivers(status=503, body=b"try later")
+        lab: Lab, serve_receivers: Callable[..., Receiver]) -> None:
+    alice = lab.alice
+    receiver = serve_receivers(status=503, body=b"try later")
     hook = made(alice, hook_body(receiver.url, eClasses=["Sample"]))
     first, second = sample(alice, "First"), sample(alice, "Second")
-    assert run(app, NOW)
-    assert not run(app, NOW + timedelta(seconds=59))  # the first wait is a minute
-    assert run(app, NOW + timedelta(seconds=60))
-    assert not run(app, NOW + timedelta(seconds=60 + 119))  # then two
-    assert run(app, NOW + timedelta(seconds=60 + 120))
-    lines = log_of(app, hook["id"])
+    assert run(lab.app, NOW)
+    assert not run(lab.app, NOW + timedelta(seconds=59))  # the first wait is a minute
+    assert run(lab.app, NOW + timedelta(seconds=60))
+    assert not run(lab.app, NOW + timedelta(seconds=60 + 119))  # then two
+    assert run(lab.app, NOW + timedelta(seconds=60 + 120))
+    lines = log_of(lab.app, hook["id"])
     assert [(line.attempt, line.status, line.response_code) for line in lines] == [
         (1, "failed", 503), (2, "failed", 503), (3, "failed", 503)]
     assert [line.next_attempt_utc - line.attempted_utc for line in lines] == [
@@ -143,7 +137,7 @@ def test_a_failing_receiver_is_retried_with_a_doubling_wait_and_holds_the_line(
     assert len({request.headers["webhook-id"] for request in receiver.requests}) == 1
     receiver.status = 200
     later = NOW + timedelta(seconds=60 + 120 + 240)
-    drain(app, later)
+    drain(lab.app, later)
     assert [item["data"]["entityID"] for item in messages(receiver, hook["secret"])] == [
         first] * 4 + [second]
     assert body_of(alice.get(f"/api/webhook/{hook['id']}"), 200)["state"] == "active"
@@ -159,87 +153,84 @@ def test_the_wait_is_capped() -> None:
 
 
 def test_switched_off_after_days_of_failure_and_the_owner_told(
-        app: Flask, member: Callable[..., ApiClient],
-        receivers: Callable[..., Receiver]) -> None:
-    alice = member("alice")
-    receiver = receivers(status=500)
+        lab: Lab, serve_receivers: Callable[..., Receiver]) -> None:
+    alice = lab.alice
+    receiver = serve_receivers(status=500)
     hook = made(alice, hook_body(receiver.url, "Broken mirror", eClasses=["Sample"]))
     sample(alice, "One")
     moment = NOW
-    while run(app, moment):
-        moment = stored(app, hook["id"]).next_attempt_utc or moment
+    while run(lab.app, moment):
+        moment = stored(lab.app, hook["id"]).next_attempt_utc or moment
         assert moment - NOW <= timedelta(days=7)
     shown = body_of(alice.get(f"/api/webhook/{hook['id']}"), 200)
     assert (shown["active"], shown["state"]) == (False, "disabled")
     assert "failed for 5 days" in shown["disabledReason"]
-    [message] = told(app, "alice")
+    [message] = told(lab.app, "alice")
     assert "Broken mirror" in message and "switched off" in message
-    assert log_of(app, hook["id"])[-1].next_attempt_utc is None
+    assert log_of(lab.app, hook["id"])[-1].next_attempt_utc is None
 
 
 def test_a_410_switches_off_and_switching_on_goes_on_from_that_change(
-        app: Flask, member: Callable[..., ApiClient],
-        receivers: Callable[..., Receiver]) -> None:
-    alice = member("alice")
-    receiver = receivers(status=410)
+        lab: Lab, serve_receivers: Callable[..., Receiver]) -> None:
+    alice = lab.alice
+    receiver = serve_receivers(status=410)
     hook = made(alice, hook_body(receiver.url, eClasses=["Sample"]))
     first = sample(alice, "First")
-    drain(app)
+    drain(lab.app)
     shown = body_of(alice.get(f"/api/webhook/{hook['id']}"), 200)
     assert shown["state"] == "disabled" and "410" in shown["disabledReason"]
-    assert len(told(app, "alice")) == 1
+    assert len(told(lab.app, "alice")) == 1
     receiver.status = 200
     body_of(alice.put(f"/api/webhook/{hook['id']}", json={**shown, "active": True}), 200)
-    drain(app, NOW + timedelta(minutes=1))
+    drain(lab.app, NOW + timedelta(minutes=1))
     got = messages(receiver, hook["secret"])
     assert [item["data"]["entityID"] for item in got] == [first, first]
 
 
-def test_a_past_change_is_redelivered(app: Flask, member: Callable[..., ApiClient],
-                                      receivers: Callable[..., Receiver]) -> None:
-    alice = member("alice")
-    receiver = receivers()
+def test_a_past_change_is_redelivered(
+        lab: Lab, serve_receivers: Callable[..., Receiver]) -> None:
+    alice = lab.alice
+    receiver = serve_receivers()
     hook = made(alice, hook_body(receiver.url, eClasses=["Sample"]))
     sample(alice, "Once")
-    drain(app)
+    drain(lab.app)
     [line] = body_of(alice.get(f"/api/webhook/{hook['id']}/deliveries"), 200)
     body_of(alice.post(f"/api/webhook/{hook['id']}/deliveries/{line['id']}/redeliver"), 202)
-    drain(app)
+    drain(lab.app)
     one, two = receiver.requests
     assert one.body == two.body and one.headers["webhook-id"] == two.headers["webhook-id"]
-    assert stored(app, hook["id"]).cursor == line["seq"]
+    assert stored(lab.app, hook["id"]).cursor == line["seq"]
 
 
 def test_a_cursor_past_the_retention_catches_up_and_the_owner_is_told(
-        app: Flask, member: Callable[..., ApiClient],
-        receivers: Callable[..., Receiver]) -> None:
-    alice = member("alice")
-    receiver = receivers()
+        lab: Lab, serve_receivers: Callable[..., Receiver]) -> None:
+    alice = lab.alice
+    receiver = serve_receivers()
     hook = made(alice, hook_body(receiver.url, "Late", eClasses=["Sample"]))
     sample(alice, "Lost")
-    with app.app_context(), transaction():
+    with lab.app.app_context(), transaction():
         end = current_cursor()
         if db.session.get(ChangeLogHorizon, 1) is None:
             db.session.add(ChangeLogHorizon(id=1, removed_through=end))
         else:
             db.session.execute(update(ChangeLogHorizon).values(removed_through=end))
-    drain(app)
+    drain(lab.app)
     assert receiver.requests == []
-    [line] = log_of(app, hook["id"])
+    [line] = log_of(lab.app, hook["id"])
     assert line.event_type == "cursor.expired" and "were removed" in (line.error or "")
-    assert stored(app, hook["id"]).cursor == end
-    [message] = told(app, "alice")
+    assert stored(lab.app, hook["id"]).cursor == end
+    [message] = told(lab.app, "alice")
     assert "Late" in message and "missed changes" in message
     after = sample(alice, "Caught up")
-    drain(app)
+    drain(lab.app)
     assert [json.loads(request.body)["data"]["entityID"]
             for request in receiver.requests] == [after]
 
 
 def test_two_workers_never_hold_one_subscription_at_once(
-        app: Flask, admin: ApiClient, receivers: Callable[..., Receiver]) -> None:
-    hook = made(admin, hook_body(receivers().url))
-    with app.app_context():
+        lab: Lab, serve_receivers: Callable[..., Receiver]) -> None:
+    hook = made(lab.admin, hook_body(serve_receivers().url))
+    with lab.app.app_context():
         settings = WebhookSettings.current()
         first = delivery._claim(hook["id"], NOW, settings)
         assert first is not None
