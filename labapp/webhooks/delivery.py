@@ -4,11 +4,13 @@ Order and claims
     Each subscription delivers the changes it wants one at a time, in the log's order: the
     next change is read only once the one before succeeded (at-least-once; a change that
     keeps failing holds the line until the subscription is switched off). A worker claims
-    a subscription for one attempt by writing a lease (``lease_token``, ``lease_until``) in
-    a short write unit — of two workers, on any host, one matches the row — then sends with
-    no transaction open, and writes the outcome only where the lease is still its own. A
-    worker that dies mid-attempt leaves a lease that runs out after the timeout and a
-    minute; the change is then sent again (at-least-once).
+    a subscription by writing a lease (``lease_token``, ``lease_until``) in a short write
+    unit — of two workers, on any host, one matches the row — then sends with no
+    transaction open, and writes each outcome only where the lease is still its own. Under
+    one lease it delivers a burst: the changes after a success follow at once, for up to
+    :data:`BURST` messages or the length of the timeout, so the lease (twice the timeout
+    and a minute) outlasts the burst. A worker that dies mid-attempt leaves a lease that
+    runs out; the change is then sent again (at-least-once).
 
 What is sent
     The changes are read by :func:`labapp.changefeed.feed.read_page` as the subscription's
@@ -32,7 +34,7 @@ import logging
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -41,7 +43,7 @@ from sqlalchemy import and_, delete, insert, or_, select, update
 from labapp.access.actor import Actor
 from labapp.access.grant_sets import actor_for
 from labapp.access.visibility import readable
-from labapp.changefeed.feed import CursorExpired, current_cursor, read_page
+from labapp.changefeed.feed import CursorExpired, FeedPage, current_cursor, read_page
 from labapp.db import db, own_read, rows_matched, transaction
 from labapp.model import User, WebhookDelivery, WebhookSubscription
 from labapp.model.registry import find_class
@@ -57,7 +59,8 @@ from labapp.webhooks.settings import WebhookSettings
 
 PAGE = 100  # changes read per look at a subscription's feed
 CLAIMS = 20  # subscriptions looked at per run of the upkeep
-LEASE_MARGIN = timedelta(minutes=1)  # a lease outlives the attempt's timeout by this
+BURST = 50  # messages delivered for one subscription under one lease, while they succeed
+LEASE_MARGIN = timedelta(minutes=1)  # a lease outlives twice the timeout by this
 KEEP_LOG = timedelta(days=30)  # delivery log lines kept this long
 GONE = 410  # the receiver's "unsubscribe": the subscription is switched off
 GONE_REASON = "the receiver answered 410 Gone (unsubscribe)"
@@ -137,7 +140,8 @@ def _queued(now: datetime, settings: WebhookSettings) -> list[int]:
 
 
 def _lease(settings: WebhookSettings) -> timedelta:
-    return timedelta(seconds=settings.timeout) + LEASE_MARGIN
+    """How long a claim holds: a burst of attempts ends within twice the timeout."""
+    return 2 * timedelta(seconds=settings.timeout) + LEASE_MARGIN
 
 
 def _send_queued(delivery_id: int, now: datetime, settings: WebhookSettings,
@@ -196,7 +200,7 @@ def _due(now: datetime) -> list[str]:
 
 
 def _claim(hook_id: str, now: datetime, settings: WebhookSettings) -> str | None:
-    """Lease the subscription for one attempt: the lease's token, or None when another
+    """Lease the subscription for a burst of attempts: the lease's token, or None when another
     worker holds it (or it was switched off meanwhile)."""
     token = uuid.uuid4().hex
     hook = WebhookSubscription
@@ -221,21 +225,24 @@ def _owner(hook: WebhookSubscription) -> Actor | None:
 
 
 def _advance(hook_id: str, now: datetime, settings: WebhookSettings, sender: Sender) -> bool:
-    """One step of a subscription under a lease: find its next change if none is pending,
-    then one attempt to deliver it."""
+    """Deliver for a subscription under one lease: its pending change (or the next one it
+    wants), then, while attempts succeed, the changes after it, up to :data:`BURST`
+    messages and for at most the timeout's length (the lease covers twice that)."""
     token = _claim(hook_id, now, settings)
     if token is None:
         return False
+    started = time.monotonic()
+    burst = _Burst()
     try:
-        message = _pending_or_next(hook_id, token, now)
-        if message is None:
-            return True
-        with own_read():
-            hook = db.session.get(WebhookSubscription, hook_id, populate_existing=True)
-            assert hook is not None
-            url, sealed, attempt = hook.url, hook.secret, hook.attempts + 1
-        outcome = _attempt(url, sealed, message.message_id, message.body, settings, sender)
-        _record(hook_id, token, message, attempt, outcome, now, settings)
+        for _ in range(BURST):
+            found = _pending_or_next(hook_id, token, now, burst)
+            if found is None:
+                break
+            message, url, sealed, attempt = found
+            outcome = _attempt(url, sealed, message.message_id, message.body, settings, sender)
+            _record(hook_id, token, message, attempt, outcome, now, settings)
+            if not outcome.succeeded or time.monotonic() - started > settings.timeout:
+                break
         return True
     finally:
         with transaction():
@@ -243,23 +250,38 @@ def _advance(hook_id: str, now: datetime, settings: WebhookSettings, sender: Sen
                                                             lease_until=None))
 
 
-def _pending_or_next(hook_id: str, token: str, now: datetime) -> _Message | None:
-    """The message the subscription is delivering; if none, the next change it wants made
-    into one (and stored as pending). None when no change is due yet."""
+@dataclass
+class _Burst:
+    """What one lease's burst reads once: the owner's actor (None: no longer active), and
+    the changes of the log's page read last that are still ahead of the cursor."""
+
+    owner: Actor | None = None
+    owner_read: bool = False
+    ahead: list[dict[str, Any]] = field(default_factory=list)
+
+
+def _pending_or_next(hook_id: str, token: str, now: datetime, burst: _Burst
+                     ) -> tuple[_Message, str, str, int] | None:
+    """The message the subscription is delivering (if none, the next change it wants, made
+    into one and stored as pending), with where it goes, the sealed secret and the number
+    of this attempt. None when nothing is due."""
     with own_read():
         hook = db.session.get(WebhookSubscription, hook_id, populate_existing=True)
         assert hook is not None
+        url, sealed, attempt = hook.url, hook.secret, hook.attempts + 1
         if hook.pending_seq is not None and hook.pending_body is not None:
             if hook.next_attempt_utc is not None and hook.next_attempt_utc > now:
                 return None
-            return _Message(hook.pending_message_id or "", hook.pending_type or "",
-                            hook.pending_seq, hook.pending_body)
-        owner = _owner(hook)
+            return (_Message(hook.pending_message_id or "", hook.pending_type or "",
+                             hook.pending_seq, hook.pending_body), url, sealed, attempt)
+        if not burst.owner_read:
+            burst.owner, burst.owner_read = _owner(hook), True
+        owner = burst.owner
         if owner is None:
             found: _Message | None = None
             cursor, expired = hook.cursor, None
         else:
-            found, cursor, expired = _next_wanted(hook, owner, now)
+            found, cursor, expired = _next_wanted(hook, owner, now, burst.ahead)
     with transaction():
         if owner is None:
             _switch_off(hook_id, token, now, "its owner is no longer an active user")
@@ -273,24 +295,34 @@ def _pending_or_next(hook_id: str, token: str, now: datetime) -> _Message | None
                           pending_type=found.event_type, pending_body=found.body,
                           attempts=0, next_attempt_utc=now)
         db.session.execute(_mine(hook_id, token).values(**values))
-    return found
+    return None if found is None else (found, url, sealed, 1)
 
 
-def _next_wanted(hook: WebhookSubscription, owner: Actor, now: datetime
-                 ) -> tuple[_Message | None, int, str | None]:
+def _next_wanted(hook: WebhookSubscription, owner: Actor, now: datetime,
+                 ahead: list[dict[str, Any]]) -> tuple[_Message | None, int, str | None]:
     """The first change after the cursor the subscription wants, as a message; the cursor
     to keep (past the changes passed over); why the changes were lost, if the cursor
-    expired (then the cursor is the log's end)."""
+    expired (then the cursor is the log's end). The page is read without entities (or taken
+    from ``ahead``, what is left of the page the burst read last); only the change chosen is
+    read again, with its entity, and so judged as the owner may read it now."""
     try:
-        page = read_page(owner, hook.cursor, PAGE, expand=True)
+        rest = [change for change in ahead if change["seq"] > hook.cursor]
+        page = FeedPage(rest, rest[-1]["seq"]) if rest else read_page(owner, hook.cursor, PAGE)
+        ahead[:] = page.changes
+        for change in page.changes:
+            if _wanted(hook, owner, change, now):
+                again = read_page(owner, change["seq"] - 1, 1, expand=True).changes
+                if not again or again[0]["seq"] != change["seq"]:
+                    return None, hook.cursor, None  # its visibility changed meanwhile
+                expanded = again[0]
+                kind = expanded["kind"]
+                return (_Message(f"msg_{hook.id}_{expanded['seq']}", f"entity.{kind}",
+                                 expanded["seq"], message_body(f"entity.{kind}",
+                                                               expanded["createdUtc"],
+                                                               expanded)),
+                        hook.cursor, None)
     except CursorExpired as error:
         return None, current_cursor(), error.detail
-    for change in page.changes:
-        if _wanted(hook, owner, change, now):
-            return (_Message(f"msg_{hook.id}_{change['seq']}", f"entity.{change['kind']}",
-                             change["seq"], message_body(f"entity.{change['kind']}",
-                                                         change["createdUtc"], change)),
-                    hook.cursor, None)
     return None, page.next, None
 
 
