@@ -5,6 +5,7 @@ after days of failure or a 410 with the owner told, caught up after the retentio
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
@@ -238,3 +239,44 @@ def test_two_workers_never_hold_one_subscription_at_once(
         # A lease left by a worker that died runs out: another worker takes over.
         later = NOW + delivery._lease(settings) + timedelta(seconds=1)
         assert delivery._claim(hook["id"], later, settings) is not None
+
+
+def test_a_change_that_hides_the_entity_is_delivered_without_it(
+        lab: Lab, serve_receivers: Callable[..., Receiver]) -> None:
+    receiver = serve_receivers()
+    hook = made(lab.alice, hook_body(receiver.url, eClasses=["Sample"]))
+    moved = sample(lab.alice, "Moving away")
+    body_of(lab.admin.post("/api/entity", json={"entities": [
+        {"eClass": "Sample", "id": moved, "departmentID": "DEP-C"}]}), 200)
+    drain(lab.app)
+    got = messages(receiver, hook["secret"])
+    assert [item["type"] for item in got] == ["entity.create", "entity.hidden"]
+    assert got[1]["data"]["entityID"] == moved and "entity" not in got[1]["data"]
+
+
+def test_two_workers_deliver_each_change_once_in_order(
+        lab: Lab, serve_receivers: Callable[..., Receiver]) -> None:
+    receiver = serve_receivers()
+    hook = made(lab.admin, hook_body(receiver.url, eClasses=["Sample"]))
+    ids = [item["id"] for item in save(lab.admin, *(
+        {"eClass": "Sample", "name": f"Tube {number}"} for number in range(30)))]
+    failures: list[BaseException] = []
+
+    def worker() -> None:
+        try:
+            with lab.app.app_context():
+                while delivery.upkeep(NOW):
+                    pass
+                db.session.remove()
+        except BaseException as error:  # noqa: BLE001 (reported by the test below)
+            failures.append(error)
+
+    threads = [threading.Thread(target=worker) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failures == []
+    drain(lab.app)  # what a worker left to the other when it stopped looking
+    got = [item["data"]["entityID"] for item in messages(receiver, hook["secret"])]
+    assert got == ids
