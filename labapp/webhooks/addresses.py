@@ -2,7 +2,7 @@
 its host resolves to at each delivery.
 
 A URL is ``http`` or ``https`` with a host, no user name or password, at most
-:data:`MAX_URL` characters and no spaces or control characters. An address is refused when
+:data:`MAX_URL` ASCII characters and no spaces or control characters. An address is refused when
 it is not a public one (loopback, private, link-local, shared, multicast, reserved,
 unspecified; an IPv4 address mapped into IPv6, or carried by 6to4 or Teredo, is judged as
 the IPv4 address), unless it lies in one of the networks the setting
@@ -44,6 +44,9 @@ def parse_url(url: str) -> SplitResult:
         raise AddressRefused(f"longer than {MAX_URL} characters")
     if any(char.isspace() or ord(char) < 32 or ord(char) == 127 for char in url):
         raise AddressRefused("spaces and control characters are not allowed")
+    if not url.isascii():
+        raise AddressRefused("only ASCII characters: percent-encode the path, write an "
+                             "international host name in its xn-- form")
     try:
         parts = urlsplit(url)
         port = parts.port

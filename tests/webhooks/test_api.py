@@ -107,6 +107,8 @@ def test_a_delivery_of_another_webhook_is_404(member: Callable[..., ApiClient]) 
     ("http://224.0.0.1/", "not a public address"),
     ("http://100.64.0.1/", "not a public address"),
     ("http:///nohost", "no host"),
+    ("https://receiver.example.org/caf\u00e9", "only ASCII"),
+    ("https://b\u00fccher.example/", "only ASCII"),
 ])
 def test_urls_refused(app: Flask, admin: ApiClient, url: str, why: str) -> None:
     response = admin.post("/api/webhook", json=hook_body(url))
