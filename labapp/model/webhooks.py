@@ -1,11 +1,12 @@
 """Webhooks (issue 36 §3): a subscription to the change log, and the log of its deliveries.
 
 A subscription follows the change log with a cursor of its own (``cursor``: the last change
-it is done with). The change it is trying to deliver waits on the subscription itself
-(``pending_*``): its body, made once, is sent again as it was by every retry, under the same
-``webhook-id``, until it succeeds; only then does the cursor move on. A worker claims a
-subscription by writing ``lease_token``/``lease_until`` (a short write unit), delivers
-without any transaction open, and writes the outcome where the lease is still its own.
+it is done with). A change whose delivery failed waits on the subscription itself
+(``pending_*``): its body, made for the first attempt, is sent again as it was by every
+retry, under the same ``webhook-id``, until it succeeds; only then does the cursor move on.
+A worker claims a subscription by writing ``lease_token``/``lease_until`` (a short write
+unit), delivers without any transaction open, and writes each outcome where the lease is
+still its own.
 """
 from __future__ import annotations
 

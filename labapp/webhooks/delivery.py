@@ -263,8 +263,8 @@ class _Burst:
 def _pending_or_next(hook_id: str, token: str, now: datetime, burst: _Burst
                      ) -> tuple[_Message, str, str, int] | None:
     """The message the subscription is delivering (if none, the next change it wants, made
-    into one and stored as pending), with where it goes, the sealed secret and the number
-    of this attempt. None when nothing is due."""
+    into one), with where it goes, the sealed secret and the number of this attempt. None
+    when nothing is due (the cursor moved past the changes it does not want)."""
     with own_read():
         hook = db.session.get(WebhookSubscription, hook_id, populate_existing=True)
         assert hook is not None
@@ -282,20 +282,16 @@ def _pending_or_next(hook_id: str, token: str, now: datetime, burst: _Burst
             cursor, expired = hook.cursor, None
         else:
             found, cursor, expired = _next_wanted(hook, owner, now, burst.ahead)
+    if found is not None:  # stored as pending by its outcome only if it failed
+        return found, url, sealed, 1
     with transaction():
         if owner is None:
             _switch_off(hook_id, token, now, "its owner is no longer an active user")
-            return None
-        if expired is not None:
+        elif expired is not None:
             _lost(hook_id, token, expired, cursor, now)
-            return None
-        values: dict[str, Any] = {"cursor": cursor}
-        if found is not None:
-            values.update(pending_seq=found.seq, pending_message_id=found.message_id,
-                          pending_type=found.event_type, pending_body=found.body,
-                          attempts=0, next_attempt_utc=now)
-        db.session.execute(_mine(hook_id, token).values(**values))
-    return None if found is None else (found, url, sealed, 1)
+        else:
+            db.session.execute(_mine(hook_id, token).values(cursor=cursor))
+    return None
 
 
 def _next_wanted(hook: WebhookSubscription, owner: Actor, now: datetime,
@@ -376,6 +372,8 @@ def _record(hook_id: str, token: str, message: _Message, attempt: int, outcome: 
         db.session.execute(insert(WebhookDelivery).values(
             **line, next_attempt_utc=None if why_off else next_attempt))
         db.session.execute(_mine(hook_id, token).values(
+            pending_seq=message.seq, pending_message_id=message.message_id,
+            pending_type=message.event_type, pending_body=message.body,
             attempts=attempt, failing_since=failing_since, next_attempt_utc=next_attempt))
         if why_off:
             _switch_off(hook_id, token, now, why_off)
