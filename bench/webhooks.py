@@ -5,7 +5,8 @@ each) while ``--subscriptions`` webhooks of the admin follow the log; then the d
 lane (:func:`labapp.webhooks.delivery.upkeep`, as the worker's ``webhooks`` lane runs it)
 is run until it finds no work, and the deliveries a receiver on 127.0.0.1 (answering
 ``204`` at once) got are counted: deliveries per second over the whole drain, and the
-median time of one attempt as the delivery log recorded it. One lane delivers one message
+median time of one attempt as the delivery log recorded it, and the SQL statements the lane
+ran per delivery (a figure the machine's load does not change). One lane delivers one message
 per subscription at a time, so this is the ceiling a fast receiver sees.
 
 Run: ``python -m bench.webhooks [--changes 2000] [--subscriptions 1] [--backend
@@ -20,7 +21,7 @@ import threading
 import time
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import event, select
 
 from bench.harness import open_bench
 from labapp.db import db
@@ -77,11 +78,18 @@ def run(backend: str, changes: int, subscriptions: int) -> dict[str, float]:
                                   "departmentID": bench.department}
                                  for number in range(base, min(base + BATCH, changes))]})
                 assert created.status_code == 201, created.get_json()
+            statements = [0]
+
+            def count(*_args: Any) -> None:
+                statements[0] += 1
+
+            event.listen(bench.engine, "before_cursor_execute", count)
             started = time.perf_counter()
             with bench.app.app_context():
                 while delivery.upkeep():
                     pass
                 elapsed = time.perf_counter() - started
+                event.remove(bench.engine, "before_cursor_execute", count)
                 durations = list(db.session.scalars(select(WebhookDelivery.duration_ms)))
                 db.session.remove()
     finally:
@@ -92,7 +100,8 @@ def run(backend: str, changes: int, subscriptions: int) -> dict[str, float]:
         raise RuntimeError(f"the receiver got {counter.count} deliveries, not {expected}")
     return {"deliveries": counter.count, "seconds": elapsed,
             "per_second": counter.count / elapsed,
-            "attempt_ms_median": statistics.median(durations) if durations else 0.0}
+            "attempt_ms_median": statistics.median(durations) if durations else 0.0,
+            "statements_per_delivery": statements[0] / max(counter.count, 1)}
 
 
 def main() -> None:
@@ -105,7 +114,8 @@ def main() -> None:
     print(f"webhooks ({arguments.backend}, {arguments.changes} changes × "
           f"{arguments.subscriptions} subscription(s)): {result['deliveries']:,} deliveries "
           f"in {result['seconds']:.1f} s = {result['per_second']:.0f} deliveries/s; "
-          f"median attempt {result['attempt_ms_median']:.1f} ms")
+          f"median attempt {result['attempt_ms_median']:.1f} ms; "
+          f"{result['statements_per_delivery']:.1f} SQL statements per delivery")
 
 
 if __name__ == "__main__":
