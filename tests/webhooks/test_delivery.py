@@ -280,3 +280,15 @@ def test_two_workers_deliver_each_change_once_in_order(
     drain(lab.app)  # what a worker left to the other when it stopped looking
     got = [item["data"]["entityID"] for item in messages(receiver, hook["secret"])]
     assert got == ids
+
+
+def test_an_owner_no_longer_active_switches_the_webhook_off(
+        lab: Lab, serve_receivers: Callable[..., Receiver]) -> None:
+    receiver = serve_receivers()
+    hook = made(lab.alice, hook_body(receiver.url, "Alice's", eClasses=["Sample"]))
+    body_of(lab.admin.put("/api/user", json={"userID": "alice", "isActive": False}), 200)
+    sample(lab.admin, "Made after she left")
+    drain(lab.app)
+    assert receiver.requests == []
+    shown = body_of(lab.admin.get(f"/api/webhook/{hook['id']}"), 200)
+    assert shown["state"] == "disabled" and "no longer an active user" in shown["disabledReason"]
