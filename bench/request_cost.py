@@ -17,7 +17,12 @@ Each is measured against two floors, interleaved round by round:
     ``exec_driver_sql`` and every row fetched.
 
 The ratio is the request's p50 over (a)'s p50 plus (b)'s p50: what the application adds to
-the HTTP round trip and to the SQL it has to send. ``python -m bench.request_cost`` runs it
+the HTTP round trip and to the SQL it has to send.
+
+The application is served with the API rate limits on (issue 36 §4, quotas out of reach so
+that nothing is refused), as installs run by default; each round also sends get-one to a
+second gunicorn with every limit off, and the report gives what the limiter adds (its one
+statement per request). ``python -m bench.request_cost`` runs it
 on PostgreSQL (``--backend both`` adds SQLite) and publishes the run (:mod:`bench.results`).
 """
 from __future__ import annotations
@@ -75,6 +80,7 @@ class KindResult:
     app: list[float] = field(default_factory=list)
     bare: list[float] = field(default_factory=list)
     core: list[float] = field(default_factory=list)
+    unlimited: list[float] = field(default_factory=list)
 
     @staticmethod
     def p(values: list[float], q: float) -> float:
@@ -84,6 +90,11 @@ class KindResult:
     def ratio(self) -> float:
         """The request's p50 over the bare route's p50 plus the Core replay's p50."""
         return self.p(self.app, 50) / (self.p(self.bare, 50) + self.p(self.core, 50))
+
+    @property
+    def limiter_ratio(self) -> float:
+        """The request's p50 with the rate limits on over its p50 with them off."""
+        return self.p(self.app, 50) / self.p(self.unlimited, 50)
 
 
 @dataclass
@@ -161,6 +172,21 @@ def replay(bench: Bench, statements: list[Statement]) -> None:
         connection.rollback()
 
 
+RATE_LIMITS = ("RATE_LIMIT_PER_TOKEN", "RATE_LIMIT_PER_USER", "RATE_LIMIT_PER_ADDRESS")
+OUT_OF_REACH = "1000000000"
+
+
+def limited(environment: dict[str, str]) -> dict[str, str]:
+    """``environment`` with the rate limits on, at quotas no run reaches: the limiter does
+    all its work, and no request is refused however many rounds run."""
+    return {**environment, **{f"LABAPP_{name}": OUT_OF_REACH for name in RATE_LIMITS}}
+
+
+def unlimited(environment: dict[str, str]) -> dict[str, str]:
+    """``environment`` with every rate limit off."""
+    return {**environment, **{f"LABAPP_{name}": "0" for name in RATE_LIMITS}}
+
+
 def _timed_get(server: Any, path: str, headers: dict[str, str]) -> float:
     """One GET on a new connection (a sync gunicorn worker closes it after each answer)."""
     connection = server.connection()
@@ -199,8 +225,10 @@ def run(backend: str, rounds: int = ROUNDS, log: Callable[[str], None] = print) 
                  Kind("bell", "/notifications/bell")]
         results = [KindResult(kind, captured(bench, kind.path, headers)) for kind in kinds]
         environment = server_environment(bench)
-        with gunicorn(environment) as server, gunicorn(
-                environment, application="bench.bare:create_app()") as floor:
+        get_one = results[0]
+        with gunicorn(limited(environment)) as server, gunicorn(
+                environment, application="bench.bare:create_app()") as floor, gunicorn(
+                unlimited(environment)) as without_limits:
             for number in range(WARMUP + rounds):
                 for result in results:
                     times = (_timed_get(server, result.kind.path, headers),
@@ -210,10 +238,16 @@ def run(backend: str, rounds: int = ROUNDS, log: Callable[[str], None] = print) 
                         result.app.append(times[0])
                         result.bare.append(times[1])
                         result.core.append(times[2])
+                unlimited_time = _timed_get(without_limits, get_one.kind.path, headers)
+                if number >= WARMUP:
+                    get_one.unlimited.append(unlimited_time)
     for result in results:
         log(f"  [{backend}] {result.kind.name}: p50 {_ms(result.p(result.app, 50))}, bare "
             f"{_ms(result.p(result.bare, 50))}, Core {_ms(result.p(result.core, 50))} "
             f"({len(result.statements)} statements), {result.ratio:.2f}×")
+    get_one = results[0]
+    log(f"  [{backend}] get-one without rate limits: p50 {_ms(get_one.p(get_one.unlimited, 50))}"
+        f", with them {get_one.limiter_ratio:.3f}×")
     return CostResult(backend, version, results, time.perf_counter() - started)
 
 
@@ -248,7 +282,9 @@ def render(results: list[CostResult], facts: list[str], rounds: int) -> str:
              "gunicorn (`make run`'s two sync workers), then `GET /bare` to a bare Flask app "
              "under the same gunicorn settings (a), then replays in Core the statements the "
              "request sent (b). Ratio: request p50 / (a p50 + b p50). Target: get-one p50 ≤ "
-             f"{GET_ONE_TARGET * 1000:.0f} ms on PostgreSQL and ≤ {RATIO_TARGET}× of (a)+(b).",
+             f"{GET_ONE_TARGET * 1000:.0f} ms on PostgreSQL and ≤ {RATIO_TARGET}× of (a)+(b). "
+             "The application runs with the API rate limits on (quotas out of reach); each "
+             "round also sends get-one to a second gunicorn with every limit off.",
              ""]
     for r in results:
         lines += [f"### {r.backend} ({r.version}; {r.seconds:.0f} s in all)", "",
@@ -259,13 +295,21 @@ def render(results: list[CostResult], facts: list[str], rounds: int) -> str:
                          f"| {_ms(k.p(k.app, 50))} | {_ms(k.p(k.app, 95))} "
                          f"| {_ms(k.p(k.bare, 50))} | {_ms(k.p(k.core, 50))} "
                          f"| {_ms(k.p(k.core, 95))} | {k.ratio:.2f}× |")
-        lines.append("")
+        lines += ["", _limiter_line(r), ""]
         for k in r.kinds:
             lines += [f"Statements of {k.kind.name}:", ""]
             lines += [f"{number}. `{_short(statement)}`"
                       for number, (statement, _) in enumerate(k.statements, 1)]
             lines.append("")
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _limiter_line(result: CostResult) -> str:
+    get_one = _get_one(result)
+    with_limits, without = get_one.p(get_one.app, 50), get_one.p(get_one.unlimited, 50)
+    return (f"{result.backend}: the rate limiter on get-one: p50 {_ms(with_limits)} with the "
+            f"limits on, {_ms(without)} with them off: {get_one.limiter_ratio:.3f}× "
+            f"({_ms(with_limits - without)} a request; no target)")
 
 
 def summary(results: list[CostResult]) -> list[str]:
@@ -286,6 +330,7 @@ def summary(results: list[CostResult]) -> list[str]:
                 lines.append(f"{r.backend}: {k.kind.name} p50 {_ms(k.p(k.app, 50))} "
                              f"({len(k.statements)} statements) = {k.ratio:.2f}× of bare + "
                              "Core (no target)")
+        lines.append(_limiter_line(r))
     return lines
 
 

@@ -65,6 +65,7 @@ def _init_extensions(app: Flask) -> None:
     from labapp.users.directory import provision
     from labapp.web.headers import init_security_headers
     from labapp.web.loader import init_auth
+    from labapp.web.ratelimits import init_app as init_rate_limits
 
     app.json = LabJSONProvider(app)
     database_file = sqlite_path(app.config["SQLALCHEMY_DATABASE_URI"])
@@ -76,6 +77,7 @@ def _init_extensions(app: Flask) -> None:
     migrate.init_app(app, db, directory=str(MIGRATIONS_DIR), render_as_batch=True)
     register_error_handlers(app)
     init_auth(app)
+    init_rate_limits(app)
     init_oidc(app)
     ldap.init_app(app, provision)
     init_security_headers(app)

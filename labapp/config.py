@@ -237,6 +237,20 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("BASIC_AUTH_CACHE_SECONDS", 300,
             "How long a worker remembers a successful Basic `username:password` verification "
             "(0: never).", _parse_non_negative_int),
+    Setting("RATE_LIMIT_WINDOW_SECONDS", 10,
+            "Window of the API rate limits in seconds: each limit below is requests per "
+            "window, refilled evenly (a limit of 1000 per 10 s is 100 requests/s sustained, "
+            "with bursts of up to 1000). See \"Rate limits\".", _parse_positive_int),
+    Setting("RATE_LIMIT_PER_TOKEN", 1000,
+            "API requests per window for one personal access token or one login's Bearer "
+            "tokens (0: no limit per token).", _parse_non_negative_int),
+    Setting("RATE_LIMIT_PER_USER", 2000,
+            "API requests per window for one user over all their tokens, cookie sessions "
+            "and Basic passwords (0: no limit per user).", _parse_non_negative_int),
+    Setting("RATE_LIMIT_PER_ADDRESS", 300,
+            "API requests per window from one client address without valid credentials "
+            "(logins, anonymous reads, refused credentials; 0: no limit per address).",
+            _parse_non_negative_int),
     Setting("REQUIRE_SECOND_FACTOR", "none",
             "Which local accounts must sign in with a second factor (TOTP): `none`, `admin` "
             "(holders of the ADMIN role) or `all`. Such a user without one is sent to enrol "

@@ -181,9 +181,16 @@ def _respond(status: int, code: str, title: str, detail: str,
     return response
 
 
-def _handle_app_error(error: AppError) -> Response:
+def problem_response(error: AppError) -> Response:
+    """The answer to ``error`` in the current request's format (problem JSON under
+    ``/api``), for code that must answer an error without raising it (an after-request
+    hook)."""
     return _respond(error.status, error.code, error.title, error.detail, error.errors,
                     error.headers)
+
+
+def _handle_app_error(error: AppError) -> Response:
+    return problem_response(error)
 
 
 def _handle_validation_error(error: ValidationError) -> Response:

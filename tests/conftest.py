@@ -32,6 +32,7 @@ from sqlalchemy.orm import scoped_session, sessionmaker
 from werkzeug.serving import WSGIRequestHandler, make_server
 
 from labapp import create_app
+from labapp.auth import ratelimits
 from labapp.auth import secrets as password_secrets
 from labapp.db import db, transaction
 from labapp.search.indexer import index_path
@@ -45,6 +46,10 @@ ADMIN_PASSWORD = "admin-password-for-tests"
 PASSWORD = "correct horse battery"
 SECRET_KEY = "test-secret-key-not-for-production"
 DEFAULT_DEPARTMENT = "DEP00001"
+# The suite's applications run without API rate limits: tests send requests far faster than
+# any script, and share users. tests/web/test_rate_limits.py turns them on.
+RATE_LIMITS_OFF = {"RATE_LIMIT_PER_TOKEN": 0, "RATE_LIMIT_PER_USER": 0,
+                   "RATE_LIMIT_PER_ADDRESS": 0}
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -66,7 +71,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 def build_app(instance: Path, database_url: str, **overrides: Any) -> Flask:
     """An application on ``database_url`` with test settings."""
     settings = {"INSTANCE_PATH": str(instance), "DATABASE_URL": database_url,
-                "SECRET_KEY": SECRET_KEY, "ADMIN_PASSWORD": ADMIN_PASSWORD}
+                "SECRET_KEY": SECRET_KEY, "ADMIN_PASSWORD": ADMIN_PASSWORD, **RATE_LIMITS_OFF}
     settings.update(overrides)
     app = create_app(settings)
     app.config["TESTING"] = True
@@ -78,6 +83,7 @@ def dispose(app: Flask) -> None:
     with app.app_context():
         db.session.remove()
         db.engine.dispose()
+    ratelimits.limiter(app).dispose()
 
 
 def run_init(app: Flask) -> str:
@@ -214,16 +220,23 @@ def fresh_app(tmp_path: Path, request: pytest.FixtureRequest
             refused = SETTINGS_INIT_READS & overrides.keys()
             if refused:
                 raise ValueError(f"init reads {sorted(refused)}: run the real init instead")
-            template: InitialisedTemplate = request.getfixturevalue("initialised_template")
-            url = cleanup.enter_context(new_database(instance, template=template.url))
-            application = build_app(instance, url, **overrides)
-            cleanup.callback(dispose, application)
-            if template.search_index.exists():  # none with LABAPP_SEARCH_BACKEND=postgresql
-                with application.app_context():
-                    shutil.copytree(template.search_index, index_path())
-            return application
+            return app_from_template(request.getfixturevalue("initialised_template"),
+                                     instance, cleanup, **overrides)
 
         yield make
+
+
+def app_from_template(template: InitialisedTemplate, instance: Path, cleanup: ExitStack,
+                      **overrides: Any) -> Flask:
+    """An application on a new copy of ``template`` (as ``flask init`` leaves a database),
+    disposed of and its database dropped when ``cleanup`` closes."""
+    url = cleanup.enter_context(new_database(instance, template=template.url))
+    application = build_app(instance, url, **overrides)
+    cleanup.callback(dispose, application)
+    if template.search_index.exists():  # none with LABAPP_SEARCH_BACKEND=postgresql
+        with application.app_context():
+            shutil.copytree(template.search_index, index_path())
+    return application
 
 
 @pytest.fixture

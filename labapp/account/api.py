@@ -1,4 +1,5 @@
-"""``/api/auth/*``, ``/api/user/pat`` and ``/api/user/password/change``."""
+"""``/api/auth/*``, ``/api/user/pat``, ``/api/user/ratelimit`` and
+``/api/user/password/change``."""
 from __future__ import annotations
 
 from typing import Any
@@ -15,6 +16,7 @@ from labapp.account.schemas import (
     PasswordChangeSchema,
     PatCreateSchema,
     PatSchema,
+    RateLimitSchema,
     RefreshSchema,
     SignInPageSchema,
     SignInQuerySchema,
@@ -37,6 +39,7 @@ from labapp.web.loader import (
     set_login_cookies,
     verify_csrf,
 )
+from labapp.web.ratelimits import current_budgets
 from labapp.web.units import opens_own_units
 
 bp = Blueprint("account_api", __name__, url_prefix="/api")
@@ -149,6 +152,14 @@ def create_pat(body: dict[str, Any]) -> tuple[Response, int]:
 def revoke_pat(pat_id: str) -> Response:
     pats.revoke(current_actor(), pat_id)
     return Response(status=204)
+
+
+@bp.get("/user/ratelimit")
+@endpoint("The caller's rate limits and what is left of them after this request, for the "
+          "credential it was sent with (the RateLimit headers of every answer, in JSON).",
+          responses={200: RateLimitSchema})
+def rate_limit() -> Response:
+    return jsonify(RateLimitSchema().dump({"policies": current_budgets()}))
 
 
 @bp.post("/user/password/change")

@@ -66,6 +66,28 @@ class CreatedPatSchema(PatSchema):
     value = fields.String(metadata={"description": "shown once, never again"})
 
 
+class RateLimitBudgetSchema(Schema):
+    """One rate-limit bucket the calling credential is counted in, after this request."""
+
+    name = fields.String(attribute="policy.name", metadata={
+        "description": "`token` (this personal access token, or this login's Bearer "
+                       "tokens), `user` (all of the caller's credentials) or `address`"})
+    quota = fields.Integer(attribute="policy.quota",
+                           metadata={"description": "requests per window"})
+    windowSeconds = fields.Integer(attribute="policy.window")
+    remaining = fields.Integer(metadata={"description": "requests that may be sent now"})
+    resetSeconds = fields.Integer(attribute="reset", metadata={
+        "description": "seconds until the bucket is full again (when none remain: until "
+                       "one more request fits)"})
+
+
+class RateLimitSchema(Schema):
+    """The caller's rate limits: as the RateLimit headers say, in JSON."""
+
+    policies = fields.List(fields.Nested(RateLimitBudgetSchema), metadata={
+        "description": "empty when no limit applies (every limit set to 0)"})
+
+
 # A new password: what the server checks of its strength, said for the document.
 _NEW_PASSWORD = {"minLength": MIN_PASSWORD_LENGTH, "pattern": r"\S",
                  "description": f"at least {MIN_PASSWORD_LENGTH} characters, not blank"}

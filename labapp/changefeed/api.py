@@ -29,8 +29,8 @@ def list_changes(query: dict[str, Any]) -> Response:
     actor = current_actor()
     if query["after"] is None:
         with transaction():
-            return jsonify({"data": [], "next": str(feed.current_cursor())})
-    after = int(query["after"])
+            return jsonify({"data": [], "next": feed.cursor_text(actor, feed.current_cursor())})
+    after = feed.cursor_position(actor, query["after"])
     wait = min(query["wait"], current_app.config["LABAPP"]["CHANGES_MAX_WAIT"])
     deadline = time.monotonic() + wait
     while True:
@@ -38,7 +38,7 @@ def list_changes(query: dict[str, Any]) -> Response:
         with transaction():
             page = feed.read_page(actor, after, query["top"], query["expand"] == "entity")
         if page.changes or time.monotonic() >= deadline:
-            return jsonify({"data": page.changes, "next": str(page.next)})
+            return jsonify({"data": page.changes, "next": feed.cursor_text(actor, page.next)})
         after = page.next
         _wait_for_change(after, deadline)
 

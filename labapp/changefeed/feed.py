@@ -9,6 +9,8 @@ entity. ``entity``, when asked for, is the entity as the caller reads it now.
 """
 from __future__ import annotations
 
+import hashlib
+import re
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
@@ -16,6 +18,7 @@ from typing import Any
 from sqlalchemy import func, or_, select
 
 from labapp.access.actor import Actor
+from labapp.access.labels import actor_labels
 from labapp.access.visibility import readable, readable_through
 from labapp.db import db
 from labapp.errors import Gone
@@ -24,6 +27,7 @@ from labapp.model.registry import find_class
 from labapp.reading.lookup import to_api
 
 HIDDEN = "hidden"
+CURSOR = re.compile(r"^([0-9]{1,18})(?:-([0-9a-f]{8}))?$")
 # A page looks at most this many numbers past its cursor at a time, and at most
 # SCAN_WINDOWS windows in all, so a caller who may read little of a busy log costs bounded
 # work per request; the page's ``next`` then moves past what was looked at.
@@ -44,6 +48,35 @@ class FeedPage:
 
     changes: list[dict[str, Any]]
     next: int
+
+
+def access_print(actor: Actor) -> str:
+    """Eight hex digits that change whenever what ``actor`` may read changes (a grant given
+    or taken, another home department, ADMIN given or taken)."""
+    labels = actor_labels(actor)
+    text = "all" if labels is None else "\n".join(sorted(labels))
+    return hashlib.blake2b(text.encode(), digest_size=4).hexdigest()
+
+
+def cursor_text(actor: Actor, seq: int) -> str:
+    """The cursor a client is given: the position and the caller's :func:`access_print`."""
+    return f"{seq}-{access_print(actor)}"
+
+
+def cursor_position(actor: Actor, text: str) -> int:
+    """The position of a cursor :func:`cursor_text` gave (or a bare number). Raises
+    :class:`CursorExpired` when the caller's access has changed since: entities came into
+    or went out of their sight with no change of their own, so the client must read the
+    current state again."""
+    matched = CURSOR.match(text)
+    if matched is None:
+        raise ValueError(f"not a cursor: {text!r}")
+    if matched.group(2) is not None and matched.group(2) != access_print(actor):
+        raise CursorExpired(
+            "What you may read has changed since this cursor was given (a grant given or "
+            "taken): read the current state again, then follow the changes from the cursor "
+            "GET /api/changes gives without one.")
+    return int(matched.group(1))
 
 
 def current_cursor() -> int:

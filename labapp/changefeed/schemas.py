@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from marshmallow import Schema, fields, validate
 
+from labapp.changefeed.feed import CURSOR
 from labapp.schemafields import UtcTimestamp
 
 KINDS = ("create", "update", "delete", "checkin", "checkout", "move", "hidden")
@@ -10,10 +11,11 @@ MAX_TOP = 500
 
 
 class ChangesQuerySchema(Schema):
-    after = fields.String(load_default=None, validate=validate.Regexp(r"^[0-9]{1,18}$"),
-                          metadata={"description": "the cursor: a page's `next`; omitted, "
-                                                   "the answer is an empty page and the "
-                                                   "current cursor (follow from now)"})
+    after = fields.String(load_default=None, validate=validate.Regexp(CURSOR.pattern),
+                          metadata={"description": "the cursor: a page's `next` (a change's "
+                                                   "`seq` also serves); omitted, the answer "
+                                                   "is an empty page and the current cursor "
+                                                   "(follow from now)"})
     top = fields.Integer(data_key="$top", load_default=100,
                          validate=validate.Range(min=1, max=MAX_TOP),
                          metadata={"description": "at most this many changes"})
@@ -44,4 +46,6 @@ class ChangeSchema(Schema):
 
 class ChangePageSchema(Schema):
     data = fields.List(fields.Nested(ChangeSchema))
-    next = fields.String(metadata={"description": "the cursor to pass as `after` next"})
+    next = fields.String(metadata={"description": "the cursor to pass as `after` next; it "
+                                                  "expires (410) when the caller's access "
+                                                  "changes"})

@@ -68,6 +68,28 @@ class LoginFailure(Model):
     at_utc: Mapped[datetime] = mapped_column(UtcDateTime, index=True)
 
 
+class RateLimitBucket(Model):
+    """One rate-limit bucket (docs/decisions/rate-limits.md): a token, a user or a client
+    address, as the theoretical arrival time of the generic cell rate algorithm.
+
+    Times are whole nanoseconds since the epoch, so the arithmetic is exact. ``emission``
+    (what one request costs) and ``capacity`` (how much the bucket holds: the policy's
+    window) are the policy of the last request, stored so that one statement can charge
+    buckets of different policies; ``allowed`` says whether that request fitted. A row
+    whose ``tat`` has passed is a full bucket, the same as no row, and is pruned.
+    """
+
+    __tablename__ = "rate_limit_bucket"
+
+    key: Mapped[str] = mapped_column(String(160), primary_key=True)
+    # Not indexed: an update of an indexed column cannot be a heap-only (HOT) update, and
+    # every request updates it; pruning scans a table of the active keys only.
+    tat: Mapped[int] = mapped_column(BigInteger)
+    emission: Mapped[int] = mapped_column(BigInteger)
+    capacity: Mapped[int] = mapped_column(BigInteger)
+    allowed: Mapped[bool] = mapped_column(Boolean)
+
+
 class SecondFactor(Model):
     """A local account's TOTP second factor (RFC 6238); in force once ``confirmed_utc`` is set.
 

@@ -98,6 +98,7 @@ def _from_basic(username: str, secret: str) -> Actor:
     if secret.startswith(PAT_PREFIX):
         use = actors.actor_for_pat(username, secret)
         if use is not None:
+            g.pat_id = use.token_id  # its own rate-limit bucket (labapp.web.ratelimits)
             if use.stale_use:
                 with transaction():
                     pats.record_use(use.token_id)

@@ -51,15 +51,39 @@ _PROBLEMS = {
     410: "Gone: the change feed no longer holds the changes after this cursor",
     413: "Body too large",
     415: "Body is not application/json",
-    429: "Too many failed login attempts",
+    429: "Over a rate limit (problem `rate_limited`); wait the seconds of `Retry-After`",
     500: "Unexpected server error",
     503: "Temporarily unavailable (for search: the index is missing or damaged; for a "
          "login: the directory does not answer)",
 }
 
 
-def _problem(code: int) -> dict[str, Any]:
-    return {"description": _PROBLEMS[code],
+# Every /api answer's rate-limit fields (labapp/web/ratelimits.py), and Retry-After of a 429.
+_RATE_LIMIT_HEADERS = {
+    "RateLimit-Policy": {
+        "description": "The caller's rate-limit policies (draft-ietf-httpapi-ratelimit-"
+                       "headers-11): a list of `\"name\";q=<requests>;w=<seconds>`, one per "
+                       "bucket the request was counted in (`token`, `user` or `address`); "
+                       "absent when every limit is off.",
+        "schema": {"type": "string"}},
+    "RateLimit": {
+        "description": "What is left of each policy after this request: "
+                       "`\"name\";r=<requests that may be sent now>;t=<seconds until the "
+                       "bucket is full again, or until one more request fits when none do>`.",
+        "schema": {"type": "string"}},
+}
+_RETRY_AFTER = {"description": "Seconds to wait before sending again.", "required": True,
+                "schema": {"type": "integer", "minimum": 1}}
+_THROTTLED_LOGIN = (" — or, for this operation, too many failed login attempts (problem "
+                    "`too_many_requests`)")
+
+
+def _problem(code: int, throttled: bool = False) -> dict[str, Any]:
+    description = _PROBLEMS[code] + (_THROTTLED_LOGIN if code == 429 and throttled else "")
+    headers = {name: name for name in _RATE_LIMIT_HEADERS}
+    if code == 429:
+        headers["Retry-After"] = "Retry-After"
+    return {"description": description, "headers": headers,
             "content": {"application/problem+json": {"schema": "Problem"}}}
 
 
@@ -86,7 +110,7 @@ def _operation(endpoint_name: str, method: str, doc: ApiDoc, scopes: tuple[str, 
         success.setdefault("content", {})[media_type] = {"schema": dict(media_schema)}
     # Bad credentials in an Authorization header are a 401 on every path, public or not; a
     # state-changing request relying on the session cookie without its CSRF token is a 403.
-    problems = {401, 500}
+    problems = {401, 429, 500}
     if doc.body is not None or doc.query is not None or parameters:
         problems.add(400)
     if doc.body is not None or doc.forms:
@@ -95,10 +119,10 @@ def _operation(endpoint_name: str, method: str, doc: ApiDoc, scopes: tuple[str, 
         problems.add(403)
     if parameters:
         problems.add(404)
-    if doc.throttled:
-        problems.add(429)
     problems.update(doc.problems)
-    responses.update({str(code): _problem(code) for code in sorted(problems)})
+    for response in responses.values():
+        response["headers"] = {name: name for name in _RATE_LIMIT_HEADERS}
+    responses.update({str(code): _problem(code, doc.throttled) for code in sorted(problems)})
     parameters = [{**parameter, "schema": {**parameter["schema"],
                                            **doc.path.get(parameter["name"], {})}}
                   for parameter in parameters]
@@ -132,8 +156,17 @@ def build_document(app: Flask) -> dict[str, Any]:
                    plugins=[MarshmallowPlugin()],
                    info={"description": "Laboratory data management HTTP API. Errors are "
                                         "RFC 9457 problem documents. No string may hold "
-                                        "NUL (U+0000): such a request is answered 400."})
+                                        "NUL (U+0000): such a request is answered 400. "
+                                        "Every request counts against rate limits (per "
+                                        "token, per user, per client address without "
+                                        "credentials); every answer says what is left in "
+                                        "its RateLimit-Policy and RateLimit fields, and one "
+                                        "over a limit is 429 rate_limited with Retry-After "
+                                        "(GET /api/user/ratelimit: the same in JSON)."})
     spec.components.schema("Problem", schema=ProblemSchema)
+    for name, header in _RATE_LIMIT_HEADERS.items():
+        spec.components.header(name, header)
+    spec.components.header("Retry-After", _RETRY_AFTER)
     spec.components.security_scheme("bearer", {"type": "http", "scheme": "bearer"})
     spec.components.security_scheme("basic", {"type": "http", "scheme": "basic",
                                               "description": "username:password or "

@@ -6,7 +6,7 @@ the worker delivering it; ``webhook_delivery``: every attempt, and pings and red
 queued by hand.
 
 Revision ID: a6c2e8f4b1d7
-Revises: f1a3c5e7b9d2
+Revises: b7d2e9f4a1c6
 Create Date: 2026-11-29
 
 """
@@ -18,7 +18,7 @@ from labapp.model.types import UtcDateTime
 
 # revision identifiers, used by Alembic.
 revision = 'a6c2e8f4b1d7'
-down_revision = 'f1a3c5e7b9d2'
+down_revision = 'b7d2e9f4a1c6'
 branch_labels = None
 depends_on = None
 

@@ -49,6 +49,8 @@ def test_make_test_switch_and_be_told(page: Page, live_app: Flask, live_server: 
     expect(page.locator("#no-rules")).to_be_visible()
 
     page.click("#new-rule")
+    # The builder's script listens for a chosen field once the page has loaded.
+    page.wait_for_load_state()
     page.fill("#rule-name", "Running low")
     expect(page.locator("#rule-eClass")).to_have_value("Sample")
     # The filter builder: a field, its condition and a value; Enter in the value adds it.

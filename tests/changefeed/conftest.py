@@ -2,15 +2,29 @@
 its transaction commits, which the shared application's rolled-back tests never do)."""
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Iterator
+from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
 from flask import Flask
 
-from tests.conftest import ADMIN_PASSWORD, PASSWORD, ApiClient, bearer_header, login
+from tests.conftest import (
+    ADMIN_PASSWORD,
+    PASSWORD,
+    ApiClient,
+    InitialisedTemplate,
+    app_from_template,
+    bearer_header,
+    login,
+)
 from tests.entities.conftest import body_of
+
+
+def position(cursor: str) -> int:
+    """The log position a cursor stands at (its number; the rest is the caller's access)."""
+    return int(cursor.split("-")[0])
 
 
 @dataclass
@@ -30,7 +44,7 @@ class Lab:
 
     def cursor(self, api: ApiClient | None = None) -> int:
         """The current end of the log, as the feed gives it with no cursor."""
-        return int(body_of((api or self.admin).get("/api/changes"), 200)["next"])
+        return position(body_of((api or self.admin).get("/api/changes"), 200)["next"])
 
     def changes(self, after: int, api: ApiClient | None = None, **query: Any
                 ) -> list[dict[str, Any]]:
@@ -43,7 +57,7 @@ class Lab:
             if not page["data"]:
                 return found
             found += page["data"]
-            cursor = int(page["next"])
+            cursor = position(page["next"])
 
 
 def signed_in(app: Flask, username: str, password: str = PASSWORD) -> ApiClient:
@@ -54,13 +68,17 @@ def signed_in(app: Flask, username: str, password: str = PASSWORD) -> ApiClient:
     return ApiClient(client, bearer_header(token), "bearer")
 
 
-@pytest.fixture
-def lab(fresh_app: Callable[..., Flask]) -> Lab:
-    app = fresh_app(initialised=True)
-    admin = signed_in(app, "admin", ADMIN_PASSWORD)
-    body_of(admin.post("/api/entity", json={"entities": [
-        {"eClass": "Department", "id": "DEP-X", "name": "Department X"},
-        {"eClass": "Department", "id": "DEP-Y", "name": "Department Y"},
-        {"eClass": "User", "id": "alice", "name": "Alice", "departmentID": "DEP-X",
-         "password": PASSWORD}]}), 201)
-    return Lab(app, admin, signed_in(app, "alice"))
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory,
+        initialised_template: InitialisedTemplate) -> Iterator[Lab]:
+    """One lab per module: its tests read the changes after their own starting cursor."""
+    with ExitStack() as cleanup:
+        app = app_from_template(initialised_template, tmp_path_factory.mktemp("feed"),
+                                cleanup)
+        admin = signed_in(app, "admin", ADMIN_PASSWORD)
+        body_of(admin.post("/api/entity", json={"entities": [
+            {"eClass": "Department", "id": "DEP-X", "name": "Department X"},
+            {"eClass": "Department", "id": "DEP-Y", "name": "Department Y"},
+            {"eClass": "User", "id": "alice", "name": "Alice", "departmentID": "DEP-X",
+             "password": PASSWORD}]}), 201)
+        yield Lab(app, admin, signed_in(app, "alice"))

@@ -46,13 +46,13 @@ def _follow(lab: Lab, after: int, writers_done: threading.Event,
             seen: list[dict[str, Any]]) -> None:
     """Follow the feed with long polls until the writers are done and a page comes empty."""
     api = signed_in(lab.app, "admin", ADMIN_PASSWORD)
-    cursor = after
+    cursor = str(after)
     while True:
         done = writers_done.is_set()
         page = body_of(api.get("/api/changes", query_string={
-            "after": str(cursor), "$top": "7", "wait": "0" if done else "1"}), 200)
+            "after": cursor, "$top": "7", "wait": "0" if done else "1"}), 200)
         seen += page["data"]
-        cursor = int(page["next"])
+        cursor = page["next"]
         if done and not page["data"]:
             return
 

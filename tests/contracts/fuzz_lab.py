@@ -43,12 +43,15 @@ from tests.databases import new_database
 
 MEMBER = "fuzz-member"
 
-# Login throttling off for the fuzzed application: every throttle limit goes here, and only
-# here (a new limit is one more entry).
+# Login throttling and rate limits out of reach for the fuzzed application: every throttle
+# limit goes here, and only here (a new limit is one more entry). The rate limits stay on,
+# so that every answer's RateLimit fields are checked against the document.
 _NEVER = 1_000_000_000
 UNTHROTTLED: dict[str, Any] = {"LOGIN_MAX_FAILURES": _NEVER,
                                "LOGIN_MAX_FAILURES_PER_ADDRESS": _NEVER,
                                "LOGIN_MAX_FAILURES_PER_USERNAME": _NEVER,
+                               "RATE_LIMIT_PER_TOKEN": _NEVER, "RATE_LIMIT_PER_USER": _NEVER,
+                               "RATE_LIMIT_PER_ADDRESS": _NEVER,
                                # a generated long poll answers at once
                                "CHANGES_MAX_WAIT": 0}
 

@@ -7,6 +7,7 @@ unexpected exception. Outside ``/api`` the same errors render an HTML page inste
 from __future__ import annotations
 
 import logging
+import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -23,6 +24,7 @@ from labapp.web.endpoints import endpoint
 from labapp.web.loader import require_scope
 from tests.conftest import PASSWORD, basic_header, login, run_init
 from tests.contracts.problem import assert_problem
+from tests.helpers.ratelimits import limits
 
 THROTTLED_USERNAME = "throttled-user"
 
@@ -77,6 +79,14 @@ def _throttled(env: Env) -> TestResponse:
                            json={"username": THROTTLED_USERNAME, "password": "whatever-it-is"})
 
 
+def _rate_limited(env: Env) -> TestResponse:
+    client = env.app.test_client()
+    client.environ_base["REMOTE_ADDR"] = f"10.9.{secrets.randbelow(256)}.{secrets.randbelow(256)}"
+    with limits(env.app, address=1):
+        client.get("/api/auth/user")
+        return client.get("/api/auth/user")
+
+
 def _allow_lists_post(response: TestResponse) -> None:
     allowed = {method.strip() for method in response.headers["Allow"].split(",")}
     assert "POST" in allowed and "GET" not in allowed
@@ -118,6 +128,7 @@ SOURCES = {
                                 check=_challenges),
     "csrf": Source(_cookie_post_without_csrf, 403, "csrf_failed"),
     "throttled": Source(_throttled, 429, "too_many_requests", check=_retry_after),
+    "rate-limited": Source(_rate_limited, 429, "rate_limited", check=_retry_after),
 }
 
 

@@ -143,7 +143,7 @@ def test_every_operation_documents_its_problem_responses(
         app: Flask, document: dict[str, Any]) -> None:
     for path, method, operation in _operations(document):
         doc = _api_doc(app, path, method)
-        expected = {"401", "500"}
+        expected = {"401", "429", "500"}  # 429: every /api request is rate-limited
         if not doc.public:
             expected.add("403")
             assert {} not in operation.get("security", document["security"]), path
@@ -151,8 +151,6 @@ def test_every_operation_documents_its_problem_responses(
             assert {} in operation["security"], f"public {path} must allow anonymous callers"
         if doc.body is not None or doc.forms:
             expected |= {"400", "413", "415"}
-        if doc.throttled:
-            expected.add("429")
         expected |= {str(status) for status in doc.problems}
         responses = operation["responses"]
         assert expected <= set(responses), (method, path, sorted(responses))
@@ -162,6 +160,21 @@ def test_every_operation_documents_its_problem_responses(
                                                                              PROBLEM_REF}}
         successes = [status for status in responses if status.startswith("2")]
         assert successes, (method, path)
+
+
+def test_every_response_documents_the_rate_limit_fields(document: dict[str, Any]) -> None:
+    """Every /api answer carries RateLimit-Policy and RateLimit (decisions §18); a 429 also
+    Retry-After. The fields are declared once, under components."""
+    declared = document["components"]["headers"]
+    assert {"RateLimit-Policy", "RateLimit", "Retry-After"} <= set(declared)
+    assert declared["Retry-After"]["required"] is True
+    for path, method, operation in _operations(document):
+        for status, response in operation["responses"].items():
+            names = {"RateLimit-Policy", "RateLimit"} | ({"Retry-After"} if status == "429"
+                                                         else set())
+            assert response["headers"] == {
+                name: {"$ref": f"#/components/headers/{name}"} for name in names}, (
+                method, path, status)
 
 
 def test_json_bodies_are_documented(app: Flask, document: dict[str, Any]) -> None:

@@ -39,7 +39,9 @@ def wait_for(condition: Callable[[], Any], what: str, timeout: float = 60) -> An
     raise AssertionError(f"timed out waiting for {what}")
 
 
-CARRIED = ("INSTANCE_PATH", "DATABASE_URL", "SEARCH_BACKEND", "FILE_STORE", "FILE_STORE_PATH")
+CARRIED = ("INSTANCE_PATH", "DATABASE_URL", "SEARCH_BACKEND", "FILE_STORE", "FILE_STORE_PATH",
+           "RATE_LIMIT_WINDOW_SECONDS", "RATE_LIMIT_PER_TOKEN", "RATE_LIMIT_PER_USER",
+           "RATE_LIMIT_PER_ADDRESS")
 
 
 def environment(app: Flask) -> dict[str, str]:

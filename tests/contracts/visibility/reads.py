@@ -23,6 +23,7 @@ from tests.contracts.visibility.paths import (
     paged_keys,
 )
 from tests.contracts.visibility.queries import QUERY_READ_PATHS
+from tests.contracts.visibility.rate_limits import RATE_LIMIT_READ_PATHS
 from tests.contracts.visibility.savedviews import SAVED_VIEW_READ_PATHS
 from tests.contracts.visibility.search import SEARCH_READ_PATHS
 from tests.contracts.visibility.sign_ins import SIGN_IN_READ_PATHS
@@ -125,6 +126,7 @@ READ_PATHS: tuple[MatrixPath, ...] = (
     *WEBHOOK_READ_PATHS,  # /api/webhook (issue 36)
     *DATAMODEL_READ_PATHS,  # /api/datamodel, /api/sync (issue 14)
     *SIGN_IN_READ_PATHS,  # /api/auth/signins, /api/user/{id}/secondFactor (issue 35)
+    *RATE_LIMIT_READ_PATHS,  # /api/user/ratelimit (issue 36)
     *SEARCH_READ_PATHS,  # /api/search, /api/query/freetext (issue 10)
     *ODATA_READ_PATHS,  # /odata (issue 13)
     *EXPORT_READ_PATHS,  # /api/sync/files (issue 14)
