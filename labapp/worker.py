@@ -10,7 +10,8 @@ ones removed hourly), the alert rules evaluated once a minute
 statistics gathered when the data has grown (:func:`labapp.sqlite_stats.upkeep`, looked at
 every ``SQLITE_STATISTICS_SECONDS``; 0 turns that off), and the directory synced
 (:func:`labapp.users.directory.scheduled_sync`, every ``DIRECTORY_SYNC_MINUTES`` when LDAP is
-on; 0 turns that off).
+on; 0 turns that off), and the webhooks delivered (:func:`labapp.webhooks.delivery.upkeep`,
+old delivery log lines removed hourly).
 
 Lanes
     The upkeep runs in four lanes (:func:`lanes`), each a thread with an application
@@ -226,14 +227,15 @@ def _lane_thread(app: Flask, stop: threading.Event, lane: Lane, ended: list[str]
 @with_appcontext
 def worker_command() -> None:
     """Keep up the search index, the dashboard tallies and SQLite's statistics as the data
-    changes, run the imports and the alert rules (run it beside the web server; `make run`
-    does). Stops on SIGTERM or Ctrl-C after the work in hand."""
+    changes, run the imports and the alert rules, deliver the webhooks (run it beside the
+    web server; `make run` does). Stops on SIGTERM or Ctrl-C after the work in hand."""
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
     click.echo(f"worker: indexing queued changes ({search_backend.current().name}), folding "
-               "tallies, gathering SQLite statistics, running imports and alert rules in "
-               f"lanes: {', '.join(lane.name for lane in lanes(current_app))}")
+               "tallies, gathering SQLite statistics, running imports and alert rules, "
+               "delivering webhooks in lanes: "
+               f"{', '.join(lane.name for lane in lanes(current_app))}")
     click.echo(f"worker: {freeze_start_up():,} start-up objects frozen out of garbage "
                "collection")
     run(stop)
