@@ -11,7 +11,8 @@ from collections.abc import Callable
 from flask import Flask
 from standardwebhooks.webhooks import Webhook
 
-from labapp.webhooks.sending import KEPT_BYTES
+from labapp.webhooks.addresses import Target
+from labapp.webhooks.sending import KEPT_BYTES, post
 from tests.conftest import ApiClient
 from tests.webhooks.conftest import (
     Receiver,
@@ -176,3 +177,17 @@ def test_the_body_is_the_standard_shape(app: Flask, admin: ApiClient,
     body = json.loads(receiver.requests[0].body)
     assert set(body) == {"type", "timestamp", "data"}
     assert body["timestamp"].endswith("Z")
+
+
+def test_the_connection_goes_to_the_checked_address_only(
+        serve_receivers: Callable[..., Receiver]) -> None:
+    """DNS rebinding: the host name is never resolved again after its check; it only names
+    the request (``Host``), while the connection goes to the address checked."""
+    receiver = serve_receivers(status=200)
+    port = int(receiver.url.split(":")[2].split("/")[0])
+    checked = Target("http", "rebinding.invalid", port, "/hook?x=1", ("127.0.0.1",))
+    outcome = post(checked, {"webhook-id": "msg_1"}, b"{}", timeout=5)
+    assert outcome.succeeded, outcome
+    [request] = receiver.requests
+    assert request.headers["Host"] == f"rebinding.invalid:{port}"
+    assert request.path == "/hook?x=1"
