@@ -191,9 +191,19 @@ def _register_blueprints(app: Flask) -> None:
     _register_exports(app)
     _register_imports(app)
     _register_alerts(app)
+    _register_webhooks(app)
     # The home page is the user's default dashboard (issue 12); every page links it as
     # web.home.
     app.add_url_rule("/", endpoint="web.home", view_func=dashboard_home)
+
+
+def _register_webhooks(app: Flask) -> None:
+    """Webhooks (issue 36 §3): their API and pages."""
+    from labapp.webhooks.api import bp as webhook_api
+    from labapp.webhooks.views import bp as webhook_views
+
+    app.register_blueprint(webhook_api)
+    app.register_blueprint(webhook_views)
 
 
 def _register_alerts(app: Flask) -> None:

@@ -174,6 +174,21 @@ def _parse_group_mapping(raw: str) -> dict[str, str]:
     return mapping
 
 
+def _parse_networks(raw: str) -> tuple[Any, ...]:
+    """Comma-separated networks (``10.0.0.0/8``, ``::1/128``, a bare address); empty: none."""
+    import ipaddress
+
+    networks = []
+    for part in raw.split(","):
+        if not part.strip():
+            continue
+        try:
+            networks.append(ipaddress.ip_network(part.strip(), strict=False))
+        except ValueError:
+            raise ValueError(f"not a network: {part.strip()!r}") from None
+    return tuple(networks)
+
+
 @dataclass(frozen=True)
 class Setting:
     """One setting: its name without the prefix, default (None = computed), help and parser."""
@@ -381,6 +396,24 @@ SETTINGS: tuple[Setting, ...] = (
             "The longest `wait` (seconds) a client following `GET /api/changes` may ask "
             "for; the request holds a server thread meanwhile (serve with threads: "
             "`make run` does).", _parse_non_negative_int),
+    Setting("WEBHOOK_TIMEOUT_SECONDS", 10,
+            "Seconds one webhook delivery attempt may take, connecting and reading the "
+            "answer included; a slower receiver's attempt fails and is retried.",
+            _parse_positive_int),
+    Setting("WEBHOOK_RETRY_FIRST_SECONDS", 60,
+            "Seconds before a failed webhook delivery is tried again the first time; each "
+            "later wait doubles, up to `WEBHOOK_RETRY_MAX_SECONDS`.", _parse_positive_int),
+    Setting("WEBHOOK_RETRY_MAX_SECONDS", 86400,
+            "Longest wait between two attempts of a webhook delivery, in seconds.",
+            _parse_positive_int),
+    Setting("WEBHOOK_DISABLE_AFTER_DAYS", 5,
+            "Days a webhook's deliveries may fail without one success before the worker "
+            "switches it off and tells its owner.", _parse_positive_int),
+    Setting("WEBHOOK_ALLOWED_NETWORKS", None,
+            "Networks webhooks may deliver to although they are loopback, private, "
+            "link-local or otherwise not public (comma-separated, such as "
+            "`127.0.0.0/8,10.1.0.0/16`); unset: only public addresses.",
+            _parse_networks),
 )
 
 SETTINGS_BY_NAME = {setting.name: setting for setting in SETTINGS}

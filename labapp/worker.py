@@ -10,14 +10,17 @@ ones removed hourly), the alert rules evaluated once a minute
 statistics gathered when the data has grown (:func:`labapp.sqlite_stats.upkeep`, looked at
 every ``SQLITE_STATISTICS_SECONDS``; 0 turns that off), and the directory synced
 (:func:`labapp.users.directory.scheduled_sync`, every ``DIRECTORY_SYNC_MINUTES`` when LDAP is
-on; 0 turns that off).
+on; 0 turns that off), and the webhooks delivered (:func:`labapp.webhooks.delivery.upkeep`,
+old delivery log lines removed hourly).
 
 Lanes
-    The upkeep runs in three lanes (:func:`lanes`), each a thread with an application
+    The upkeep runs in four lanes (:func:`lanes`), each a thread with an application
     context and a database session of its own, so a long job never starves a short one:
     ``search`` drains the search queue and nothing else, ``upkeep`` runs the short periodic
     jobs (folds, alert tick and its e-mail, statistics), ``imports`` runs the imports, whose
-    commit may last minutes. Within a lane the due jobs run in order, and the lane looks
+    commit may last minutes, and ``webhooks`` delivers webhooks
+    (:func:`labapp.webhooks.delivery.upkeep`), whose receivers may take their timeout to
+    answer. Within a lane the due jobs run in order, and the lane looks
     again at once while any of them found work, else after :data:`POLL` seconds.
     The search heartbeat (requests that see it fresh leave their queued changes to the
     worker) is kept fresh only by the search lane's pulse (:mod:`labapp.search.upkeep`):
@@ -61,11 +64,13 @@ from labapp.search import upkeep as search_upkeep
 from labapp.serving import freeze_start_up
 from labapp.storage import counts as location_counts
 from labapp.users import directory
+from labapp.webhooks import delivery as webhook_delivery
 
 POLL = 0.15  # seconds between two looks of a lane when none of its jobs found work
 PURGE_IMPORTS = 3600.0  # seconds between two removals of long finished imports
+PURGE_DELIVERIES = 3600.0  # seconds between two removals of old webhook delivery log lines
 RETAIN_CHANGES = 60.0  # seconds between two looks for changes past the retention
-SEARCH, UPKEEP, IMPORTS = "search", "upkeep", "imports"  # the lanes
+SEARCH, UPKEEP, IMPORTS, WEBHOOKS = "search", "upkeep", "imports", "webhooks"  # the lanes
 logger = logging.getLogger(__name__)
 
 
@@ -109,7 +114,10 @@ def lanes(app: Flask) -> list[Lane]:
             Lane(UPKEEP, periodic),
             Lane(IMPORTS, [Upkeep("spreadsheet imports", import_jobs.upkeep),
                            Upkeep("finished imports", import_jobs.purge_finished,
-                                  PURGE_IMPORTS)])]
+                                  PURGE_IMPORTS)]),
+            Lane(WEBHOOKS, [Upkeep("webhook deliveries", webhook_delivery.upkeep),
+                            Upkeep("webhook delivery log", webhook_delivery.purge,
+                                   PURGE_DELIVERIES)])]
 
 
 def run_once(job: Upkeep) -> bool:
@@ -219,14 +227,15 @@ def _lane_thread(app: Flask, stop: threading.Event, lane: Lane, ended: list[str]
 @with_appcontext
 def worker_command() -> None:
     """Keep up the search index, the dashboard tallies and SQLite's statistics as the data
-    changes, run the imports and the alert rules (run it beside the web server; `make run`
-    does). Stops on SIGTERM or Ctrl-C after the work in hand."""
+    changes, run the imports and the alert rules, deliver the webhooks (run it beside the
+    web server; `make run` does). Stops on SIGTERM or Ctrl-C after the work in hand."""
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
     click.echo(f"worker: indexing queued changes ({search_backend.current().name}), folding "
-               "tallies, gathering SQLite statistics, running imports and alert rules in "
-               f"lanes: {', '.join(lane.name for lane in lanes(current_app))}")
+               "tallies, gathering SQLite statistics, running imports and alert rules, "
+               "delivering webhooks in lanes: "
+               f"{', '.join(lane.name for lane in lanes(current_app))}")
     click.echo(f"worker: {freeze_start_up():,} start-up objects frozen out of garbage "
                "collection")
     run(stop)

@@ -37,6 +37,7 @@ from labapp.model.search import SearchQueue
 from labapp.model.storage import Location, LocationCount, LocationCountChange, StorageLogEntry
 from labapp.model.system import AuditEvent, EntityEvent, ModelState, Sequence, WorkerProcess
 from labapp.model.tallies import EntityCount, EntityCountChange
+from labapp.model.webhooks import WebhookDelivery, WebhookSubscription
 
 __all__ = [
     "AlertRule", "AlertState", "AuditEvent", "ChangeLogEntry", "ChangeLogHorizon",
@@ -53,5 +54,6 @@ __all__ = [
     "RefreshToken",
     "Request", "Role", "Sample", "SavedMapping", "SavedView", "SavedViewShare", "SearchQueue",
     "SecondFactor", "Sequence", "SignInEvent", "Step", "StepInput",
-    "StorageLogEntry", "User", "UserRole", "WorkerProcess",
+    "StorageLogEntry", "User", "UserRole", "WebhookDelivery", "WebhookSubscription",
+    "WorkerProcess",
 ]

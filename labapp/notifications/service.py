@@ -28,7 +28,8 @@ ALERT = "Alert"  # raised by the alert rules' evaluation (labapp/alerts/evaluate
 DASHBOARD_SHARED = "DashboardShared"
 REQUEST_ASSIGNED = "RequestAssigned"
 STATUS_CHANGED = "StatusChanged"
-KINDS = (ACCESS_GIVEN, ALERT, DASHBOARD_SHARED, REQUEST_ASSIGNED, STATUS_CHANGED)
+WEBHOOK = "Webhook"  # a webhook switched off, or its changes lost (labapp/webhooks/delivery.py)
+KINDS = (ACCESS_GIVEN, ALERT, DASHBOARD_SHARED, REQUEST_ASSIGNED, STATUS_CHANGED, WEBHOOK)
 NOT_READ = ("Unread", "Seen")
 LIST_LIMIT = 200
 

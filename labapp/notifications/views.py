@@ -18,14 +18,16 @@ POLL_SECONDS = 30
 
 
 def subject_url(kind_class: str | None, subject_id: str | None) -> str | None:
-    """Where a notification's subject is shown: a dashboard, an alert rule or an entity
-    page."""
+    """Where a notification's subject is shown: a dashboard, an alert rule, a webhook or an
+    entity page."""
     if not subject_id or not kind_class:
         return None
     if kind_class == "Dashboard":
         return url_for("dashboard_views.show", dashboard_id=subject_id)
     if kind_class == "AlertRule":
         return url_for("alert_views.items", rule_id=subject_id)
+    if kind_class == "Webhook":
+        return url_for("webhook_views.show", hook_id=subject_id)
     return url_for("entity_views.detail", eclass=kind_class, entity_id=subject_id)
 
 

@@ -117,6 +117,9 @@ def _make_lab(app: Flask) -> FuzzLab:
     import_job = _created(client.post("/api/import", headers=admin, data={
         "eClass": "Sample", "file": (BytesIO(b"Name\nFuzz import\n"), "fuzz.csv")},
         content_type="multipart/form-data"), 202)["id"]
+    # A webhook to a public name (the fuzzer's pings queue; no worker sends them).
+    hook = _created(client.post("/api/webhook", headers=admin, json={
+        "name": "Fuzz", "url": "https://receiver.example.org/fuzz"}))["id"]
     lab = FuzzLab(app, {})
     # PATs nobody authenticates with, for DELETE /api/user/pat/{pat_id} to find.
     spare_pats = [lab.new_pat(username, "spare")[1] for username in ("admin", MEMBER)]
@@ -141,6 +144,7 @@ def _make_lab(app: Flask) -> FuzzLab:
         "value": ["Alpha", "FZ-0001", sample_a],
         "location_id": [location],  # storage (issue 11)
         "job_id": [import_job],  # imports (issue 22)
+        "hook_id": [hook],  # webhooks (issue 36)
     })
     return lab
 

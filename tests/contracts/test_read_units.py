@@ -86,6 +86,9 @@ def _values(lab: FuzzLab, browser: FlaskClient) -> dict[str, str]:
     rule = browser.post("/api/alert-rule", json={
         "name": "Rule", "eClass": "Sample", "recipients": {"userIDs": ["admin"]}},
         headers={"X-CSRF-Token": csrf_of(browser)})
+    hook = browser.post("/api/webhook", json={
+        "name": "Hook", "url": "https://receiver.example.org/labapp"},
+        headers={"X-CSRF-Token": csrf_of(browser)})
     upload = {"file": (BytesIO(b"Name\nImported\n"), "import.csv"), "eClass": "Sample"}
     job = browser.post("/api/import", data=upload, content_type="multipart/form-data",
                        headers={"X-CSRF-Token": csrf_of(browser)})
@@ -101,7 +104,8 @@ def _values(lab: FuzzLab, browser: FlaskClient) -> dict[str, str]:
             "target_id": lab.known["department_id"][0], "filename": "none.zip",
             "notification_id": "0" * 32, "path": "missing.txt",
             "job_id": job.get_json()["id"], "token": held.headers["Location"].split("/")[-1],
-            "view_id": view.get_json()["id"], "rule_id": rule.get_json()["id"]}
+            "view_id": view.get_json()["id"], "rule_id": rule.get_json()["id"],
+            "hook_id": hook.get_json()["id"]}
 
 
 def _paths(app: Flask, values: dict[str, str]) -> Iterator[tuple[str, str]]:

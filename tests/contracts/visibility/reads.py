@@ -29,6 +29,7 @@ from tests.contracts.visibility.search import SEARCH_READ_PATHS
 from tests.contracts.visibility.sign_ins import SIGN_IN_READ_PATHS
 from tests.contracts.visibility.storage import READ_PATHS as STORAGE_READ_PATHS
 from tests.contracts.visibility.tree_page import READ_PATHS as TREE_PAGE_READ_PATHS
+from tests.contracts.visibility.webhooks import WEBHOOK_READ_PATHS
 from tests.contracts.visibility.world import ENTITY, FILES, KEYS
 
 
@@ -122,6 +123,7 @@ READ_PATHS: tuple[MatrixPath, ...] = (
     *BOARD_READ_PATHS,  # /api/dashboard, /api/notification (issue 12)
     *SAVED_VIEW_READ_PATHS,  # /api/saved-view (issue 21)
     *ALERT_READ_PATHS,  # /api/alert-rule (issue 23)
+    *WEBHOOK_READ_PATHS,  # /api/webhook (issue 36)
     *DATAMODEL_READ_PATHS,  # /api/datamodel, /api/sync (issue 14)
     *SIGN_IN_READ_PATHS,  # /api/auth/signins, /api/user/{id}/secondFactor (issue 35)
     *RATE_LIMIT_READ_PATHS,  # /api/user/ratelimit (issue 36)

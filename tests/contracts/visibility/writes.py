@@ -23,6 +23,7 @@ from tests.contracts.visibility.paths import (
 )
 from tests.contracts.visibility.savedviews import SAVED_VIEW_WRITE_PATHS
 from tests.contracts.visibility.sign_ins import SIGN_IN_WRITE_PATHS
+from tests.contracts.visibility.webhooks import WEBHOOK_WRITE_PATHS
 from tests.contracts.visibility.world import (
     ENTITY,
     KEYS,
@@ -190,6 +191,7 @@ WRITE_PATHS: tuple[MatrixPath, ...] = (
     *BOARD_WRITE_PATHS,  # /api/dashboard, /api/notification (issue 12)
     *SAVED_VIEW_WRITE_PATHS,  # /api/saved-view (issue 21)
     *ALERT_WRITE_PATHS,  # /api/alert-rule (issue 23)
+    *WEBHOOK_WRITE_PATHS,  # /api/webhook (issue 36)
     *EXPORT_WRITE_PATHS,  # /api/sync/save (issue 14)
     *IMPORT_WRITE_PATHS,  # /api/import (issue 22)
     *DATAMODEL_WRITE_PATHS,  # /api/datamodel, /api/sync (issue 14)

@@ -1,0 +1,45 @@
+"""The settings webhooks run by, read once per use from the application."""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from flask import current_app
+
+from labapp.webhooks.addresses import Network
+
+
+@dataclass(frozen=True)
+class WebhookSettings:
+    """``WEBHOOK_*`` (README, labapp/config.py) and the key secrets are sealed with."""
+
+    timeout: float
+    retry_first: timedelta
+    retry_max: timedelta
+    disable_after: timedelta
+    allowed: Sequence[Network]
+    secret_key: str
+
+    @classmethod
+    def of(cls, settings: dict[str, Any], secret_key: str) -> WebhookSettings:
+        return cls(timeout=float(settings["WEBHOOK_TIMEOUT_SECONDS"]),
+                   retry_first=timedelta(seconds=settings["WEBHOOK_RETRY_FIRST_SECONDS"]),
+                   retry_max=timedelta(seconds=settings["WEBHOOK_RETRY_MAX_SECONDS"]),
+                   disable_after=timedelta(days=settings["WEBHOOK_DISABLE_AFTER_DAYS"]),
+                   allowed=tuple(settings["WEBHOOK_ALLOWED_NETWORKS"] or ()),
+                   secret_key=secret_key)
+
+    @classmethod
+    def current(cls) -> WebhookSettings:
+        """The current application's."""
+        return cls.of(current_app.config["LABAPP"], str(current_app.config["SECRET_KEY"]))
+
+    def backoff(self, failures: int) -> timedelta:
+        """The wait after the ``failures``-th failed attempt in a row: the first wait,
+        doubled each time, at most the longest."""
+        if failures <= 0:
+            return timedelta(0)
+        doubled: timedelta = self.retry_first * 2 ** min(failures - 1, 30)
+        return min(doubled, self.retry_max)
