@@ -9,6 +9,9 @@ following the feed reads it.
   ``--changes`` changes, 500 per page, as the department's reader (every change visible
   through a grant) with and without ``$expand=entity``: changes/s.
 
+Batches of 500 take a fifth of a second: one disturbed by other work on the machine moves the
+run's ratio by points, so the run has 30 rounds and also reports the median of the rounds.
+
 ``python -m bench.change_feed [--backend sqlite|postgresql|both] [--batches N]
 [--changes N] [--no-save]``.
 """
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import sys
 import time
 from dataclasses import dataclass, field
@@ -123,9 +127,13 @@ def verdict(runs: list[FeedRun]) -> list[str]:
     for run in runs:
         with_log, without = run.rates()
         share = with_log / without
+        rounds = statistics.median(off / on for on, off in zip(run.with_log, run.without_log,
+                                                                strict=True))
         lines.append(f"{run.backend}: bulk create with the change log {with_log:,.0f} "
-                     f"entities/s, without {without:,.0f}: {share:.0%} (target ≥ "
-                     f"{TARGET:.0%}): {'**PASS**' if share >= TARGET else '**FAIL**'}")
+                     f"entities/s, without {without:,.0f}: {share:.0%} over the run, "
+                     f"{rounds:.0%} as the median of adjacent batches (target ≥ "
+                     f"{TARGET:.0%} over the run): "
+                     f"{'**PASS**' if share >= TARGET else '**FAIL**'}")
         for name, (read, seconds) in run.followed.items():
             lines.append(f"{run.backend}: following the feed ({name}) {read / seconds:,.0f} "
                          f"changes/s ({read:,} changes in {seconds:.1f} s)")
@@ -143,7 +151,7 @@ def details(runs: list[FeedRun]) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.change_feed")
     parser.add_argument("--backend", choices=("sqlite", "postgresql", "both"), default="both")
-    parser.add_argument("--batches", type=int, default=10)
+    parser.add_argument("--batches", type=int, default=30)
     parser.add_argument("--changes", type=int, default=20_000)
     parser.add_argument("--no-save", action="store_true")
     options = parser.parse_args(argv)
