@@ -220,19 +220,23 @@ def bulk_rates(bench: Bench, name: str, batches: int) -> BulkRound:
                 for state in BULK_STATES[turn:] + BULK_STATES[:turn]:
                     settle()
                     indexing = state == "on"
+                    # Before the worker is paused: a paused worker may hold a lock the
+                    # triggers' ALTER TABLE waits for.
+                    if state == "off":
+                        _queue_triggers(bench, False)
                     if worker is not None:
                         if not indexing:
                             worker.send_signal(signal.SIGSTOP)  # type: ignore[attr-defined]
                         else:
                             wait_until(lambda: worker_alive(bench), "the worker's heartbeat")
                     _indexing(indexing)
-                    if state == "off":
-                        _queue_triggers(bench, False)
                     try:
                         measured.seconds[state].append(
                             _post(bench, _body(bench, f"bulk{batch}{turn}{state[:3]}", 500)))
                     finally:
                         if state == "off":
+                            if worker is not None:
+                                worker.send_signal(signal.SIGCONT)  # type: ignore[attr-defined]
                             _queue_triggers(bench, True)
             settle()
         finally:
@@ -400,10 +404,12 @@ def whoosh_faster(results: list[BackendRun]) -> list[str]:
 def render(results: list[BackendRun], facts: list[str]) -> str:
     """The run's whole report: a table of both backends, then each backend's loads."""
     names = [r.name for r in results]
+    queried = any(r.api for r in results)
     lines = [*facts, "", f"{results[0].entities:,} Samples per backend, each on a PostgreSQL "
-             "database of its own; latency p50 / p95 / max in ms "
+             "database of its own" + ("; latency p50 / p95 / max in ms "
              f"({RUNS} runs after {WARMUP} warm-ups; the max includes the first, cold run), "
-             "`$top` 50, as a reader whose access filter applies.", "",
+             "`$top` 50, as a reader whose access filter applies." if queried else
+             "; seeding, rebuild and the bulk create only (`--bulk-only`)."), "",
              "| measure | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
 
     def row(label: str, value: Callable[[BackendRun], str]) -> None:
@@ -413,10 +419,11 @@ def render(results: list[BackendRun], facts: list[str]) -> str:
     row("`search rebuild`", lambda r: f"{r.rebuild_seconds:.1f} s "
         f"({r.entities / r.rebuild_seconds:,.0f}/s)")
     row("rebuild of 10^6, linear projection", lambda r: f"{_projected(r):,.0f} s")
-    row("incremental indexing (drain of changed entities)",
-        lambda r: f"{r.drain_rate:,.0f}/s ({r.changed:,} changed)")
-    row("freshness (500-entity POST → all found)",
-        lambda r: ", ".join(f"{f * 1000:.0f} ms" for f in r.fresh) or "—")
+    if queried:
+        row("incremental indexing (drain of changed entities)",
+            lambda r: f"{r.drain_rate:,.0f}/s ({r.changed:,} changed)")
+        row("freshness (500-entity POST → all found)",
+            lambda r: ", ".join(f"{f * 1000:.0f} ms" for f in r.fresh))
     row("bulk create, indexing on / off / off, queued", lambda r: f"{r.rate_on:,.0f} / "
         f"{r.rate_off:,.0f} / {r.rate_off_queued:,.0f} per s = {r.bulk_ratio:.0%} "
         f"({r.rate_on / r.rate_off_queued:.0%} of off, queued)")

@@ -54,7 +54,8 @@ class Inserted:
         for row in rows:
             entity_id = row["id"]
             if table == "entity":
-                self.entities[entity_id] = row
+                # A copy of the columns, as they went in (the caller's dict may change).
+                self.entities[entity_id] = {column: row[column] for column in ENTITY_COLUMNS}
                 if not _kept_as_is(row):
                     self.unsure.add(entity_id)
                 continue
