@@ -78,10 +78,11 @@ def table_of(state: ORMExecuteState) -> str | None:
         return None
     name = getattr(statement.table, "name", None)
     columns = _COLUMNS.get(name or "")
+    if columns is None:
+        return None
     rows = rows_of(state)
-    if columns is None or not rows or not all(
-            isinstance(row, Mapping) and all(column in row for column in columns)
-            for row in rows):
+    if not rows or not all(isinstance(row, Mapping) and all(column in row for column in columns)
+                           for row in rows):
         return None
     return name
 
