@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 
 from sqlalchemy import text
 
-from bench.harness import Bench, open_bench
+from bench.harness import Bench, fresh_tokens, open_bench
 from bench.search import (
     RUNS,
     WARMUP,
@@ -300,6 +300,8 @@ def run_all(names: list[str], entities: int, *, runs: int = RUNS, batches: int =
                 for kind, latency in found.items():
                     log(f"  [{name}] API {kind}: p50/p95/max {latency.row()} ms")
                 results[name].loads.append(f"after queries {_load()}")
+        for bench in benches.values():
+            fresh_tokens(bench)
         for round_ in range(bulk_rounds):
             for name, bench in benches.items():
                 result = results[name]
