@@ -109,6 +109,15 @@ def _arguments(argv: list[str]) -> argparse.Namespace:
                         help="issue 34 §4 part only: the comma-separated search backends "
                              "(whoosh,postgresql) side by side on PostgreSQL, each on a "
                              "database of its own (--entities 1000000 for 10^6)")
+    parser.add_argument("--bulk-only", action="store_true",
+                        help="with --search-backends: seeding, rebuild and the bulk create "
+                             "with indexing on and off only")
+    parser.add_argument("--bulk-rounds", type=int, default=1,
+                        help="with --search-backends: rounds of the bulk create, the "
+                             "backends taking turns (default 1)")
+    parser.add_argument("--bulk-batches", type=int, default=12,
+                        help="with --search-backends: 500-entity batches per state and "
+                             "round of the bulk create (default 12)")
     parser.add_argument("--storage-only", action="store_true",
                         help="issue 11 part only: check-in of 500 and the box page with "
                              "100,000 stored samples (--quick: 10,000)")
@@ -336,8 +345,13 @@ def _search_backends_part(args: argparse.Namespace, load_before: tuple[float, ..
                          f"{','.join(search_backends.BACKENDS)}, not {args.search_backends}")
     results = search_backends.run_all(names, args.entities,
                                       runs=10 if args.quick else search.RUNS,
-                                      batches=2 if args.quick else 10)
+                                      batches=3 if args.quick else args.bulk_batches,
+                                      bulk_rounds=args.bulk_rounds, bulk_only=args.bulk_only)
     facts = _facts(load_before)
+    if args.bulk_only:
+        return _report(Run(search_backends.BULK_TOPIC, search_backends.BULK_TITLE, facts,
+                           search_backends.summary(results),
+                           search_backends.render(results, facts)), args)
     return _report(Run(search_backends.TOPIC, search_backends.TITLE, facts,
                        search_backends.summary(results),
                        search_backends.render(results, facts)), args)

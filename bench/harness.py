@@ -93,6 +93,13 @@ def open_bench(backend: str, settings: dict[str, Any] | None = None) -> Iterator
                     db.engine.dispose()
 
 
+def fresh_tokens(bench: Bench) -> None:
+    """Sign both callers in again: a part that starts after a long build (seeding and
+    rebuilding 10^6 took longer than an access token lives) needs tokens of its own."""
+    bench.admin_headers = _login(bench.client, "admin", ADMIN_PASSWORD)
+    bench.reader_headers = _login(bench.client, READER, READER_PASSWORD)
+
+
 # --- the data ------------------------------------------------------------------------------
 # Every seeded Sample belongs to the reader's department. Names start with "S" except one in
 # 50, amounts are above 10 except one in 50 (other rows), so the benchmark filter

@@ -19,7 +19,9 @@ All of this is for a backend fed after the commit (Whoosh). One that writes in t
 (``in_transaction``: PostgreSQL) gets the queue rows a unit of work added indexed and
 dropped just before that unit commits (:func:`index_queued`), in the same transaction: the
 change and its document commit or roll back together, and the queue stays empty (a row
-left by a write outside any unit of work is picked up by the next drain).
+left by a write outside any unit of work is picked up by the next drain). The plain inserts
+of a bulk create are not even queued: their documents are made from the inserted values
+(:mod:`labapp.search.inserted`, :func:`inserted_documents`).
 """
 from __future__ import annotations
 
@@ -28,7 +30,7 @@ import os
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +39,7 @@ from sqlalchemy import (
     ARRAY,
     ColumnElement,
     Integer,
+    Result,
     String,
     any_,
     bindparam,
@@ -45,7 +48,7 @@ from sqlalchemy import (
     func,
     select,
 )
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import ORMExecuteState, Session
 
 from labapp import advisory
 from labapp.access.labels import entity_labels
@@ -55,6 +58,8 @@ from labapp.model import Entity, File, Note, SearchQueue
 from labapp.search import backend
 from labapp.search.analysis import Document, IndexBusy, IndexUnavailable, text_of
 from labapp.search.backend import SearchBackend
+from labapp.search.inserted import Inserted, insert_unqueued, rows_of
+from labapp.search.inserted import table_of as inserted_table
 
 # Rows per index commit: a small queue (what requests add) is one commit in this process; a
 # backlog is indexed 20,000 rows a commit (by worker processes, in the Whoosh backend).
@@ -67,6 +72,7 @@ HEARTBEAT_STALE = 3.0  # a heartbeat older than this: no live worker, requests d
 logger = logging.getLogger(__name__)
 _STARTED = "labapp.search.started"  # app.extensions: the event set once the first drain ran
 _IN_TRANSACTION = "labapp.search.in_transaction"  # unit state: changes to index before commit
+_INSERTED = "labapp.search.inserted"  # unit state: rows inserted unqueued (.inserted)
 # The blueprints whose requests read the index (``SEARCH_DRAIN = before-search``).
 _SEARCHING = frozenset({"search_api", "search_views"})
 # Tables the indexer itself writes: writing them wakes no drain.
@@ -135,9 +141,12 @@ def worker_alive() -> bool:
 # ---------------------------------------------------------------- documents
 
 def _attribute_values(attributes: Any) -> Iterator[Any]:
+    """The values of ``attributes``, objects walked in the order of their keys (the same
+    whether the dict was read from ``jsonb``, which orders keys its own way, or is the one
+    a unit inserted)."""
     if isinstance(attributes, dict):
-        for value in attributes.values():
-            yield from _attribute_values(value)
+        for key in sorted(attributes):
+            yield from _attribute_values(attributes[key])
     elif isinstance(attributes, list):
         for value in attributes:
             yield from _attribute_values(value)
@@ -189,18 +198,52 @@ def _documents(ids: list[str]) -> list[Document]:
                 among(File.subject_id, ids))):
         if subject_id is not None:
             attached[subject_id].append(name)
-    return [_document(row, own_content.get(row.id), attached.get(row.id, ()))
+    return [_document(row._mapping, own_content.get(row.id), attached.get(row.id, ()))
             for row in rows]
 
 
-def _document(row: Any, content: str | None, attached: Iterable[str]) -> Document:
-    key_text = text_of((row.id, row.name, row.barcode))
+def _document(row: Mapping[Any, Any], content: str | None, attached: Iterable[str]) -> Document:
+    """The document of the entity whose ``entity`` columns are ``row``, with its own note
+    ``content`` and the texts of its notes and file names ``attached`` (in any order: they
+    are sorted, as the database returns them in none)."""
+    key_text = text_of((row["id"], row["name"], row["barcode"]))
     return Document(
-        id=row.id, eclass=row.eclass,
-        labels=entity_labels(row.eclass, row.department_id, row.project_id),
+        id=row["id"], eclass=row["eclass"],
+        labels=entity_labels(row["eclass"], row["department_id"], row["project_id"]),
         key_text=key_text,
-        text=text_of((key_text, row.description, content, *_attribute_values(row.attributes),
-                    *attached)))
+        text=text_of((key_text, row["description"], content,
+                      *_attribute_values(row["attributes"]), *sorted(attached))))
+
+
+def inserted_documents(inserted: Inserted, queued: set[str]) -> tuple[list[Document],
+                                                                       list[str]]:
+    """The documents of the entities a unit of work inserted unqueued (``inserted``), made
+    from the inserted values, and the ids whose documents must be read from the database
+    instead: those queued since (``queued``: changed again), the unsure ones, and each
+    subject of an inserted attachment that is not itself made here."""
+    reread = set(inserted.unsure) | (queued & inserted.entities.keys())
+    attached: dict[str, list[str]] = defaultdict(list)
+    for attachment_id, subject_id in inserted.attachments.items():
+        if subject_id is None:
+            continue
+        if attachment_id in reread or attachment_id in queued:
+            reread.add(subject_id)
+            continue
+        text = (inserted.contents.get(attachment_id) if attachment_id in inserted.contents
+                else _file_name(inserted, attachment_id))
+        if text is None and attachment_id not in inserted.contents:
+            reread.add(subject_id)  # a file whose entity row this unit did not insert
+        elif text:
+            attached[subject_id].append(text)
+    reread |= attached.keys() - inserted.entities.keys()
+    documents = [_document(row, inserted.contents.get(entity_id), attached.get(entity_id, ()))
+                 for entity_id, row in inserted.entities.items() if entity_id not in reread]
+    return documents, sorted(reread)
+
+
+def _file_name(inserted: Inserted, file_id: str) -> str | None:
+    row = inserted.entities.get(file_id)
+    return None if row is None else row["name"]
 
 
 def all_documents() -> Iterator[Document]:
@@ -275,26 +318,39 @@ def _drop(done: list[int]) -> None:
             among(SearchQueue.id, done[start:start + _DELETE_CHUNK])))
 
 
-def index_queued(search: SearchBackend, limit: int | None = None) -> list[Any]:
+def index_queued(search: SearchBackend, limit: int | None = None,
+                 inserted: Inserted | None = None) -> list[Any]:
     """In the current unit of work: rewrite the documents of the queued changes it can see
-    (its own, and committed ones no other transaction holds; up to ``limit``) through
-    ``search`` and drop their rows, so they commit together with the change (a backend
-    with ``in_transaction``)."""
+    (its own, and committed ones no other transaction holds; up to ``limit``) and of the
+    rows it ``inserted`` unqueued (:mod:`labapp.search.inserted`) through ``search``, and
+    drop the queue rows, so they commit together with the change (a backend with
+    ``in_transaction``)."""
     statement = select(SearchQueue.id, SearchQueue.entity_id).order_by(SearchQueue.id)
     if limit is not None:
         statement = statement.limit(limit)
     # Rows another unit of work is indexing are skipped (it drops them as it commits); a
     # unit's own rows are never locked against itself.
     rows = list(db.session.execute(statement.with_for_update(skip_locked=True)).all())
-    if rows:
-        search.write(lambda: documents_for(list(dict.fromkeys(row.entity_id for row in rows))))
+    if rows or (inserted is not None and inserted.entities):
+        queued = list(dict.fromkeys(row.entity_id for row in rows))
+
+        def produce() -> tuple[list[Document], list[str]]:
+            made: list[Document] = []
+            read = queued
+            if inserted is not None:
+                made, reread = inserted_documents(inserted, set(queued))
+                read = list(dict.fromkeys([*queued, *reread]))
+            documents, gone = documents_for(read)
+            return [*made, *documents], gone
+
+        search.write(produce)
         _drop([row.id for row in rows])
     return rows
 
 
 def _before_commit(session: Session) -> None:
-    """Index what the unit of work that is committing queued, in it, when the backend
-    writes in transactions."""
+    """Index what the unit of work that is committing queued or inserted unqueued, in it,
+    when the backend writes in transactions."""
     if session is not db.session():
         return
     try:
@@ -305,7 +361,7 @@ def _before_commit(session: Session) -> None:
         return
     pending[0] = False
     session.flush()
-    index_queued(backend.current())
+    index_queued(backend.current(), inserted=unit_state(_INSERTED, Inserted))
 
 
 def _drain_after_commit() -> None:
@@ -356,15 +412,27 @@ def _after_flush(session: Session, _context: Any) -> None:
         _wake(session)
 
 
-def _on_execute(state: Any) -> None:
+def _on_execute(state: ORMExecuteState) -> Result[Any] | None:
     if not (state.is_insert or state.is_update or state.is_delete):
-        return
+        return None
     table = getattr(state.statement, "table", None)
     # An ORM statement's table is an annotated copy of the Table: compared by name (with
     # ``is``, the drain's own DELETE of its rows woke a nested drain, one per batch).
     if getattr(table, "name", None) in _OWN_TABLES:
-        return  # the indexer's own bookkeeping
+        return None  # the indexer's own bookkeeping
     _wake(state.session)
+    if state.session is not db.session() or not _writes_in_transaction():
+        return None
+    inserted_into = inserted_table(state) if state.is_insert else None
+    try:
+        inserted = unit_state(_INSERTED, Inserted) if inserted_into else None
+    except RuntimeError:  # outside units of work: the triggers queue it for a drain
+        return None
+    if inserted is None or inserted_into is None:
+        return None
+    result = insert_unqueued(state)
+    inserted.keep(inserted_into, rows_of(state))
+    return result
 
 
 def health() -> str | None:
