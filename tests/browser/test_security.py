@@ -45,7 +45,8 @@ def test_every_page_loads_without_a_policy_violation(page: Page, live_app: Flask
         "location_id": location["id"],  # storage (issue 11): a box drawn as a grid
         "term": "Broth", "name": "SampleOverview",  # search (issue 10), feeds (issue 13)
         "job_id": "none", "token": "none",  # imports (issue 22): the error page
-        "view_id": "none", "rule_id": "none"})  # saved views, alert rules: the error page
+        "view_id": "none", "rule_id": "none",  # saved views, alert rules: the error page
+        "hook_id": "none"})  # webhooks (issue 36): the error page
     assert "/entities/Sample/new" in addresses and "/admin/users" in addresses
 
     log_in_as(page, live_server, "admin", ADMIN_PASSWORD)

@@ -41,6 +41,11 @@ NOT_WRITE_BACKS = {
     "POST /api/user/pat": "creates a token; a token is never changed",
     "PUT /api/userRole/assign": "an action on a user's roles",
     "PUT /api/userRole/revoke": "an action on a user's roles",
+    "POST /api/webhook": "creates a new webhook; PUT /api/webhook/{id} writes one back",
+    "POST /api/webhook/{hook_id}/ping": "an action: sends a ping",
+    "POST /api/webhook/{hook_id}/secret": "an action: a new secret, shown once",
+    "POST /api/webhook/{hook_id}/deliveries/{delivery_id}/redeliver":
+        "an action: sends a past message again",
 }
 
 
@@ -102,6 +107,13 @@ def _alert_rule(lab: Lab) -> RoundTrip:
         "name": "Rule", "eClass": "Sample", "filter": "amount le 5"}), 201)
     url = f"/api/alert-rule/{created['id']}"
     return RoundTrip(url, _whole, url, "name", "Renamed rule")
+
+
+def _webhook(lab: Lab) -> RoundTrip:
+    created = body_of(lab.admin.post("/api/webhook", json={
+        "name": "Hook", "url": "https://receiver.example.org/labapp"}), 201)
+    url = f"/api/webhook/{created['id']}"
+    return RoundTrip(url, _whole, url, "name", "Renamed hook")
 
 
 def _department_access(lab: Lab) -> RoundTrip:
@@ -181,6 +193,7 @@ ROUND_TRIPS: dict[str, Callable[[Lab], RoundTrip]] = {
     "POST /api/sequence": _sequence,
     "POST /api/storage/location": _location,
     "PUT /api/user": _user,
+    "PUT /api/webhook/{hook_id}": _webhook,
 }
 
 

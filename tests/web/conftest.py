@@ -136,6 +136,8 @@ def world(app: Flask, api_as: Callable[..., ApiClient], admin: FlaskClient) -> d
     rule = api.post("/api/alert-rule", json={
         "name": "Headers", "eClass": "Sample", "filter": "amount le 5",
         "recipients": {"userIDs": ["admin"]}, "channels": ["bell"], "cadence": "immediate"})
+    hook = api.post("/api/webhook", json={"name": "Headers",
+                                          "url": "https://receiver.example.org/labapp"})
     job = api.post("/api/import", data={"eClass": "Sample", "file": (
         io.BytesIO(b"Name\nImported\n"), "import.csv")}, content_type="multipart/form-data")
     with app.app_context():
@@ -155,4 +157,5 @@ def world(app: Flask, api_as: Callable[..., ApiClient], admin: FlaskClient) -> d
             "location_id": location, "term": "Bro",
             "dashboard_id": board, "index": 0, "notification_id": notification,
             "view_id": view.get_json()["id"], "rule_id": rule.get_json()["id"],
+            "hook_id": hook.get_json()["id"], "delivery_id": 0,
             "job_id": job.get_json()["id"], "token": token}
