@@ -27,6 +27,7 @@ from tests.contracts.visibility.boards import (
     refused_like_unknown,
 )
 from tests.contracts.visibility.build import LiveWorld
+from tests.contracts.visibility.owned import OwnedThings
 from tests.contracts.visibility.paths import (
     UNKNOWN_ID,
     MatrixPath,
@@ -36,8 +37,6 @@ from tests.contracts.visibility.paths import (
 from tests.contracts.visibility.world import GRANTS, USER_BY_ID, USERS
 
 RULES = {"R-ALICE": "alice", "R-BOB": "bob", "R-CAROL": "carol", "R-ADMIN": "admin"}
-RULE_KEYS = tuple(RULES)
-_MADE = "alert-rules-made"
 TOLD = "Every sample"
 ACTIVE = tuple(user.id for user in USERS if user.active)
 
@@ -47,54 +46,13 @@ def _body(name: str, owner: str) -> dict[str, Any]:
             "recipients": {"userIDs": [owner]}, "channels": ["bell"], "cadence": "immediate"}
 
 
-def _made(live: LiveWorld, key: str) -> dict[str, Any]:
-    response = live.client(RULES[key]).post("/api/alert-rule", json=_body(key, RULES[key]))
-    assert response.status_code == 201, response.get_data(as_text=True)
-    return response.get_json()
-
-
-def ensure_rules(live: LiveWorld) -> None:
-    """Make the world's rules once (their ids join the world's keys)."""
-    if _MADE in live.ids:
-        return
-    for key in RULE_KEYS:
-        made = _made(live, key)
-        live.ids[key] = made["id"]
-        live.keys[made["id"]] = key
-    live.ids[_MADE] = _MADE
-
-
-def sees(caller: str, key: str) -> bool:
-    mine = oracle.reach(caller)
-    return mine is not None and (mine.admin or RULES[key] == caller)
-
-
-def listed(live: LiveWorld, caller: str, _subject: str) -> Outcome:
-    ensure_rules(live)
-    status, body = live.get_json(caller, "/api/alert-rule")
-    return frozenset(live.key(item["id"]) for item in body) if status == 200 else status
-
-
-def expect_listed(caller: str, _subject: str) -> Outcome:
-    return frozenset(key for key in RULE_KEYS if sees(caller, key))
-
-
-def get_one(live: LiveWorld, caller: str, key: str) -> Outcome:
-    ensure_rules(live)
-    url = f"/api/alert-rule/{live.id(key)}"
-    status, body = live.get_json(caller, url)
-    if status == 404:
-        return hidden_like_unknown(live, caller, url, live.id(key), body)
-    return status
-
-
-def expect_seen(caller: str, key: str) -> Outcome:
-    return 200 if sees(caller, key) else 404
+ALERT_RULES = OwnedThings("/api/alert-rule", RULES, _body)
+RULE_KEYS = ALERT_RULES.keys
 
 
 def matches(live: LiveWorld, caller: str, key: str) -> Outcome:
     """The samples the rule (every sample) matches, as the caller may read them."""
-    ensure_rules(live)
+    ALERT_RULES.ensure(live)
     url = f"/api/alert-rule/{live.id(key)}/matches?top=500"
     status, body = live.get_json(caller, url)
     if status == 404:
@@ -107,12 +65,12 @@ def matches(live: LiveWorld, caller: str, key: str) -> Outcome:
 
 
 def expect_matches(caller: str, key: str) -> Outcome:
-    return oracle.visible_keys(caller, "Sample") if sees(caller, key) else 404
+    return oracle.visible_keys(caller, "Sample") if ALERT_RULES.sees(caller, key) else 404
 
 
 def change(live: LiveWorld, caller: str, key: str) -> Outcome:
-    ensure_rules(live)
-    copy = _made(live, key)
+    ALERT_RULES.ensure(live)
+    copy = ALERT_RULES.make(live, key)
     url = f"/api/alert-rule/{copy['id']}"
     body = {**_body("changed", RULES[key])}
     response = live.client(caller).put(url, json=body)
@@ -122,13 +80,9 @@ def change(live: LiveWorld, caller: str, key: str) -> Outcome:
     return response.status_code
 
 
-def expect_change(caller: str, key: str) -> Outcome:
-    return 200 if sees(caller, key) else 404
-
-
 def remove(live: LiveWorld, caller: str, key: str) -> Outcome:
-    ensure_rules(live)
-    copy = _made(live, key)
+    ALERT_RULES.ensure(live)
+    copy = ALERT_RULES.make(live, key)
     url = f"/api/alert-rule/{copy['id']}"
     response = live.client(caller).delete(url)
     if response.status_code != 204:
@@ -136,10 +90,6 @@ def remove(live: LiveWorld, caller: str, key: str) -> Outcome:
     if response.status_code == 404:
         return _like_unknown(live, caller, "DELETE", url, copy["id"], response.get_json())
     return response.status_code
-
-
-def expect_remove(caller: str, key: str) -> Outcome:
-    return 204 if sees(caller, key) else 404
 
 
 def told(live: LiveWorld, caller: str, _subject: str) -> Outcome:
@@ -182,7 +132,7 @@ def _board(rule_id: str) -> dict[str, Any]:
 def widget(live: LiveWorld, caller: str, key: str) -> Outcome:
     """A dashboard of the caller's whose alerts widget names the rule: stored (201), or 400
     exactly as for a rule that never existed."""
-    ensure_rules(live)
+    ALERT_RULES.ensure(live)
     client = live.client(caller)
     response = client.post("/api/dashboard", json=_board(live.id(key)))
     if response.status_code == 201:
@@ -196,7 +146,7 @@ def widget(live: LiveWorld, caller: str, key: str) -> Outcome:
 
 
 def expect_widget(caller: str, key: str) -> Outcome:
-    return 201 if sees(caller, key) else 400
+    return 201 if ALERT_RULES.sees(caller, key) else 400
 
 
 def _project_members(project: str) -> set[str]:
@@ -251,13 +201,13 @@ def expect_address(caller: str, addressee: str) -> Outcome:
 
 
 ALERT_READ_PATHS: tuple[MatrixPath, ...] = (
-    MatrixPath("alert-rule.list", ("all",), expect_listed, listed),
-    MatrixPath("alert-rule.get", RULE_KEYS, expect_seen, get_one),
+    MatrixPath("alert-rule.list", ("all",), ALERT_RULES.expect_listed, ALERT_RULES.listed),
+    MatrixPath("alert-rule.get", RULE_KEYS, ALERT_RULES.expect(200), ALERT_RULES.read),
     MatrixPath("alert-rule.matches", RULE_KEYS, expect_matches, matches),
 )
 ALERT_WRITE_PATHS: tuple[MatrixPath, ...] = (
-    MatrixPath("alert-rule.update", RULE_KEYS, expect_change, change),
-    MatrixPath("alert-rule.delete", RULE_KEYS, expect_remove, remove),
+    MatrixPath("alert-rule.update", RULE_KEYS, ALERT_RULES.expect(200), change),
+    MatrixPath("alert-rule.delete", RULE_KEYS, ALERT_RULES.expect(204), remove),
     MatrixPath("alert-rule.told", ("mine",), expect_told, told),
     MatrixPath("alert-rule.widget", RULE_KEYS, expect_widget, widget),
     MatrixPath("alert-rule.address", PARTIES, expect_address, address),
