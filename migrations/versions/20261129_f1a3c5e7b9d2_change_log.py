@@ -140,7 +140,6 @@ BEGIN
           FROM change_log WHERE seq IS NULL) numbered
     WHERE c.id = numbered.id;
     DELETE FROM change_log_pending WHERE tx = NEW.tx;
-    PERFORM pg_notify('labapp_change_log', '');
     RETURN NULL;
 END $$"""
 
