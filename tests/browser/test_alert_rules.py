@@ -148,6 +148,7 @@ def test_the_example_rule_is_saved_with_enter(page: Page, live_server: str,
     log_in(page, live_server)
     page.goto("/alerts")
     page.click("#example-rule")
+    page.wait_for_load_state()  # htmx listens for the class change once the page has loaded
     expect(page.locator("#rule-name")).to_have_value("Expiring within 14 days")
     expect(page.locator(".filter-chips .chip-label")).to_have_text(
         ["Expiry date within the next 14 days"])
