@@ -14,179 +14,33 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from labapp.setting_values import (
+    parse_bool,
+    parse_database_url,
+    parse_file_store,
+    parse_group_mapping,
+    parse_http_url,
+    parse_ldap_filter,
+    parse_ldap_url,
+    parse_low_amounts,
+    parse_networks,
+    parse_non_negative_int,
+    parse_oidc_providers,
+    parse_positive_int,
+    parse_search_backend,
+    parse_search_drain,
+    parse_second_factor_requirement,
+    parse_smtp_url,
+    parse_text,
+)
+
 PREFIX = "LABAPP_"
-# When a web process indexes the changes it queued while no worker runs (SEARCH_DRAIN).
-SEARCH_DRAINS = ("after-commit", "next-request", "before-search")
-# Who must sign in with a second factor (docs/decisions/second-factor.md).
-SECOND_FACTOR_REQUIREMENTS = ("none", "admin", "all")
 # Variables of the test suite (LABAPP_TEST_BACKEND, LABAPP_TEST_POSTGRES_URL), not settings.
 TEST_PREFIX = "LABAPP_TEST_"
-# Where file contents live (docs/decisions/file-store-setting.md).
-FILE_STORES = ("folder", "database")
 
 
 class ConfigError(Exception):
     """Raised at start-up when one or more settings are invalid; the message lists them all."""
-
-
-def _parse_bool(raw: str) -> bool:
-    value = raw.strip().lower()
-    if value in {"1", "true", "yes", "on"}:
-        return True
-    if value in {"0", "false", "no", "off"}:
-        return False
-    raise ValueError("expected true or false")
-
-
-def _parse_positive_int(raw: str) -> int:
-    value = int(raw)
-    if value <= 0:
-        raise ValueError("expected a whole number greater than zero")
-    return value
-
-
-def _parse_non_negative_int(raw: str) -> int:
-    value = int(raw)
-    if value < 0:
-        raise ValueError("expected a whole number, zero or more")
-    return value
-
-
-def _parse_search_drain(raw: str) -> str:
-    value = raw.strip().lower()
-    if value not in SEARCH_DRAINS:
-        raise ValueError(f"expected one of {', '.join(SEARCH_DRAINS)}")
-    return value
-
-
-def _parse_second_factor_requirement(raw: str) -> str:
-    value = raw.strip().lower()
-    if value not in SECOND_FACTOR_REQUIREMENTS:
-        raise ValueError(f"expected one of {', '.join(SECOND_FACTOR_REQUIREMENTS)}")
-    return value
-
-
-def _parse_database_url(raw: str) -> str:
-    from sqlalchemy.engine import make_url
-    from sqlalchemy.exc import ArgumentError
-
-    try:
-        url = make_url(raw)
-    except ArgumentError as exc:
-        raise ValueError(f"not a database URL ({exc})") from None
-    if url.get_backend_name() not in {"sqlite", "postgresql"}:
-        raise ValueError("only sqlite:/// and postgresql+psycopg:// URLs are supported")
-    return raw
-
-
-SEARCH_BACKENDS = ("whoosh", "postgresql")
-
-
-def _parse_search_backend(raw: str) -> str:
-    if raw not in SEARCH_BACKENDS:
-        raise ValueError(f"expected one of {', '.join(SEARCH_BACKENDS)}")
-    return raw
-
-
-def _parse_text(raw: str) -> str:
-    if not raw.strip():
-        raise ValueError("must not be empty")
-    return raw
-
-
-def _parse_low_amounts(raw: str) -> dict[str, float]:
-    """``unit=amount`` pairs separated by commas (``µl=10,ml=0.01``); empty for none."""
-    thresholds: dict[str, float] = {}
-    for part in raw.split(","):
-        if not part.strip():
-            continue
-        unit, equals, amount = part.partition("=")
-        if not equals or not unit.strip():
-            raise ValueError(f"expected unit=amount, got {part.strip()!r}")
-        value = float(amount)
-        if not value >= 0 or value == float("inf"):
-            raise ValueError(f"expected an amount of zero or more for {unit.strip()!r}")
-        thresholds[unit.strip()] = value
-    return thresholds
-
-
-def _parse_file_store(raw: str) -> str:
-    value = raw.strip().lower()
-    if value not in FILE_STORES:
-        raise ValueError("expected folder or database")
-    return value
-
-
-def _parse_smtp_url(raw: str) -> str:
-    from urllib.parse import urlsplit
-
-    parts = urlsplit(raw)
-    if parts.scheme not in {"smtp", "smtps"} or not parts.hostname:
-        raise ValueError("expected smtp://[user:password@]host[:port] or smtps://...")
-    try:
-        parts.port  # noqa: B018  (a port that is not a number raises here)
-    except ValueError:
-        raise ValueError("the port must be a number") from None
-    return raw
-
-
-def _parse_http_url(raw: str) -> str:
-    if not raw.startswith(("http://", "https://")):
-        raise ValueError("expected an http:// or https:// address")
-    return raw.rstrip("/")
-
-
-def _parse_oidc_providers(raw: str) -> tuple[Any, ...]:
-    from labapp.oidc_settings import parse_providers
-
-    return parse_providers(raw)
-def _parse_ldap_url(raw: str) -> str:
-    from urllib.parse import urlsplit
-
-    parts = urlsplit(raw.strip())
-    if parts.scheme not in {"ldap", "ldaps"} or not parts.hostname:
-        raise ValueError("expected ldap://host[:port] or ldaps://host[:port]")
-    try:
-        parts.port  # noqa: B018  (a port that is not a number raises here)
-    except ValueError:
-        raise ValueError("the port must be a number") from None
-    return raw.strip().rstrip("/")
-
-
-def _parse_ldap_filter(raw: str) -> str:
-    text = raw.strip()
-    if not (text.startswith("(") and text.endswith(")")) or "{username}" not in text:
-        raise ValueError("expected an LDAP filter in parentheses holding {username}, "
-                         "such as (uid={username})")
-    return text
-
-
-def _parse_group_mapping(raw: str) -> dict[str, str]:
-    """``group DN=>value`` pairs separated by ``;`` (empty for none); group DNs lower-cased."""
-    mapping: dict[str, str] = {}
-    for part in raw.split(";"):
-        if not part.strip():
-            continue
-        group, arrow, value = part.partition("=>")
-        if not arrow or not group.strip() or not value.strip():
-            raise ValueError(f"expected group DN=>value, got {part.strip()!r}")
-        mapping[" ".join(group.split()).lower()] = value.strip()
-    return mapping
-
-
-def _parse_networks(raw: str) -> tuple[Any, ...]:
-    """Comma-separated networks (``10.0.0.0/8``, ``::1/128``, a bare address); empty: none."""
-    import ipaddress
-
-    networks = []
-    for part in raw.split(","):
-        if not part.strip():
-            continue
-        try:
-            networks.append(ipaddress.ip_network(part.strip(), strict=False))
-        except ValueError:
-            raise ValueError(f"not a network: {part.strip()!r}") from None
-    return tuple(networks)
 
 
 @dataclass(frozen=True)
@@ -196,7 +50,7 @@ class Setting:
     name: str
     default: Any
     help: str
-    parse: Callable[[str], Any] = _parse_text
+    parse: Callable[[str], Any] = parse_text
 
     @property
     def env_name(self) -> str:
@@ -210,7 +64,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("DATABASE_URL", None,
             "SQLAlchemy URL of the database. Default: SQLite file `labapp.db` in the instance "
             "folder. Production: `postgresql+psycopg://user@host/dbname`.",
-            _parse_database_url),
+            parse_database_url),
     Setting("SECRET_KEY", None,
             "Key that signs tokens and cookies. Default: generated once into "
             "`instance/secret_key`."),
@@ -219,63 +73,63 @@ SETTINGS: tuple[Setting, ...] = (
             "Default: a generated password, printed once."),
     Setting("ON_PREMISES", True,
             "Whether this is an on-premises installation (enables the ADMIN ON-PREMISES scope).",
-            _parse_bool),
+            parse_bool),
     Setting("MAX_UPLOAD_MB", 100,
             "Largest request body or file upload in MiB; larger ones are answered with 413.",
-            _parse_positive_int),
+            parse_positive_int),
     Setting("LOGIN_MAX_FAILURES", 10,
             "Failed logins allowed per username from one client address within the window.",
-            _parse_positive_int),
+            parse_positive_int),
     Setting("LOGIN_MAX_FAILURES_PER_ADDRESS", 100,
             "Failed logins allowed per client address over all usernames within the window "
-            "(a spray); never less than `LOGIN_MAX_FAILURES`.", _parse_positive_int),
+            "(a spray); never less than `LOGIN_MAX_FAILURES`.", parse_positive_int),
     Setting("LOGIN_MAX_FAILURES_PER_USERNAME", 50,
             "Failed logins allowed per username over all addresses within the window (a "
-            "distributed guess); never less than `LOGIN_MAX_FAILURES`.", _parse_positive_int),
+            "distributed guess); never less than `LOGIN_MAX_FAILURES`.", parse_positive_int),
     Setting("LOGIN_WINDOW_SECONDS", 300,
-            "Length of the failed-login window in seconds.", _parse_positive_int),
+            "Length of the failed-login window in seconds.", parse_positive_int),
     Setting("BASIC_AUTH_CACHE_SECONDS", 300,
             "How long a worker remembers a successful Basic `username:password` verification "
-            "(0: never).", _parse_non_negative_int),
+            "(0: never).", parse_non_negative_int),
     Setting("RATE_LIMIT_WINDOW_SECONDS", 10,
             "Window of the API rate limits in seconds: each limit below is requests per "
             "window, refilled evenly (a limit of 1000 per 10 s is 100 requests/s sustained, "
-            "with bursts of up to 1000). See \"Rate limits\".", _parse_positive_int),
+            "with bursts of up to 1000). See \"Rate limits\".", parse_positive_int),
     Setting("RATE_LIMIT_PER_TOKEN", 1000,
             "API requests per window for one personal access token or one login's Bearer "
-            "tokens (0: no limit per token).", _parse_non_negative_int),
+            "tokens (0: no limit per token).", parse_non_negative_int),
     Setting("RATE_LIMIT_PER_USER", 2000,
             "API requests per window for one user over all their tokens, cookie sessions "
-            "and Basic passwords (0: no limit per user).", _parse_non_negative_int),
+            "and Basic passwords (0: no limit per user).", parse_non_negative_int),
     Setting("RATE_LIMIT_PER_ADDRESS", 300,
             "API requests per window from one client address without valid credentials "
             "(logins, anonymous reads, refused credentials; 0: no limit per address).",
-            _parse_non_negative_int),
+            parse_non_negative_int),
     Setting("REQUIRE_SECOND_FACTOR", "none",
             "Which local accounts must sign in with a second factor (TOTP): `none`, `admin` "
             "(holders of the ADMIN role) or `all`. Such a user without one is sent to enrol "
             "after their password on the login page; the API login and Basic passwords refuse "
-            "them until they have.", _parse_second_factor_requirement),
+            "them until they have.", parse_second_factor_requirement),
     Setting("SQLITE_BUSY_TIMEOUT_MS", 5000,
             "How long an SQLite connection waits for a lock before failing, in milliseconds.",
-            _parse_positive_int),
+            parse_positive_int),
     Setting("SECURE_COOKIES", False,
-            "Mark cookies `Secure` (set to true when served over HTTPS).", _parse_bool),
+            "Mark cookies `Secure` (set to true when served over HTTPS).", parse_bool),
     Setting("PROXY_COUNT", 0,
             "Number of reverse proxies in front of the app whose `X-Forwarded-For`/`-Proto` "
             "headers are trusted (login throttling keys on the real client address).",
-            _parse_non_negative_int),
+            parse_non_negative_int),
     Setting("SEARCH_BACKEND", "whoosh",
             "Where full-text search keeps its documents: `whoosh`, an index folder on this "
             "host fed by the worker (one host), or `postgresql`, a table of the database "
             "written in the transaction of each change (several hosts; only with a "
             "PostgreSQL `DATABASE_URL`). After a change, run `flask --app labapp search "
-            "rebuild`.", _parse_search_backend),
+            "rebuild`.", parse_search_backend),
     Setting("FILE_STORE", "folder",
             "Where file contents live: `folder` (the folder of `LABAPP_FILE_STORE_PATH`) or "
             "`database` (chunked rows in PostgreSQL, for several app hosts; refused on "
             "SQLite). Moving between them: export, then restore into the other.",
-            _parse_file_store),
+            parse_file_store),
     Setting("FILE_STORE_PATH", None,
             "Folder of the file contents when `LABAPP_FILE_STORE=folder`. Default: `files/` in "
             "the instance folder; several hosts may share one folder (it needs working "
@@ -286,7 +140,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("SEARCH_WRITER_TIMEOUT", 10,
             "Seconds a worker waits for the search index's write lock (held by another "
             "worker) before leaving its queued changes to the next drain.",
-            _parse_positive_int),
+            parse_positive_int),
     Setting("SEARCH_DRAIN", "after-commit",
             "While no worker runs, when a web process indexes the changes requests queued: "
             "`after-commit` (each request indexes its own changes before it answers) or "
@@ -295,55 +149,55 @@ SETTINGS: tuple[Setting, ...] = (
             "search still finds everything committed before it began) or `before-search` "
             "(only a search request, of the API, the search page or its type-ahead, first "
             "indexes what is waiting: writing pays nothing for search until someone searches; "
-            "the test suite runs so).", _parse_search_drain),
+            "the test suite runs so).", parse_search_drain),
     Setting("ALERT_TICK_SECONDS", 60,
             "Seconds between two evaluations of the alert rules by the worker (each also "
             "sends the e-mail due).",
-            _parse_positive_int),
+            parse_positive_int),
     Setting("SQLITE_STATISTICS_SECONDS", 60,
             "How often the worker looks whether SQLite's planner statistics are due "
             "(`ANALYZE` once the data grew or shrank by a fifth); 0: it never does, and "
             "`flask --app labapp init` gathers them.",
-            _parse_non_negative_int),
+            parse_non_negative_int),
     Setting("ODATA_PAGE_SIZE", 1000,
             "Rows per page of an OData feed; longer feeds continue through `@odata.nextLink`.",
-            _parse_positive_int),
+            parse_positive_int),
     Setting("READ_UNITS", True,
             "Run the requests of routes that only read without the write lock (SQLite: a "
             "plain `BEGIN`, not `BEGIN IMMEDIATE`). False makes every request's unit of work "
             "take it, as before issue 20; only `bench/readlock.py` sets it, to compare.",
-            _parse_bool),
+            parse_bool),
     Setting("LOW_AMOUNT", "µl=10,ml=0.01,µg=1000,mg=1,g=0.001",
             "Per unit, the amount below which a Sample is marked low on lists and widgets "
             "(`unit=amount`, comma-separated; units compared ignoring case, `ul` as `µl`). "
             "A sample's attribute `lowAmount` overrides it; an amount of 0 is always marked "
-            "empty.", _parse_low_amounts),
+            "empty.", parse_low_amounts),
     Setting("SMTP_URL", None,
             "Mail server alert e-mails go through: `smtp://host:port` (STARTTLS when the server "
             "offers it) or `smtps://host:port`, with an optional `user:password@`. Unset: "
-            "e-mail is off and alerts only ring the bell.", _parse_smtp_url),
+            "e-mail is off and alerts only ring the bell.", parse_smtp_url),
     Setting("MAIL_FROM", "labapp@localhost",
             "Sender address of alert e-mails."),
     Setting("PUBLIC_URL", "http://localhost:5000",
-            "Address users reach labapp at, for the links in e-mails.", _parse_http_url),
+            "Address users reach labapp at, for the links in e-mails.", parse_http_url),
     Setting("OIDC_PROVIDERS", "[]",
             "OpenID Connect providers users may sign in with: a JSON array of objects "
             "(`name`, `displayName`, `issuer`, `clientId`, `clientSecret`, and optionally "
             "`discoveryUrl`, `scopes`, `usernameClaim`, `nameClaim`, `emailClaim`, "
             "`departmentClaim`, `departments`, `defaultDepartment`, `roleClaim`, `roles`, "
             "`createUsers`); see \"Signing in with OpenID Connect\". Empty: none.",
-            _parse_oidc_providers),
+            parse_oidc_providers),
     Setting("LOGIN_PASSWORD_FORM", True,
             "Whether the login page shows the username and password form beside the "
             "OpenID Connect providers; false hides it (`/login?with=password` still shows "
             "it, for a local administrator). Password sign-in through the API is unchanged.",
-            _parse_bool),
+            parse_bool),
     Setting("LDAP_URL", None,
             "LDAP / Active Directory server users sign in with: `ldap://host[:port]` (with "
             "`LDAP_START_TLS`) or `ldaps://host[:port]`. Unset: no directory sign-in.",
-            _parse_ldap_url),
+            parse_ldap_url),
     Setting("LDAP_START_TLS", False,
-            "Upgrade an `ldap://` connection with StartTLS before any bind.", _parse_bool),
+            "Upgrade an `ldap://` connection with StartTLS before any bind.", parse_bool),
     Setting("LDAP_CA_FILE", None,
             "PEM file of the certificate authorities the directory's TLS certificate is "
             "checked against (StartTLS and `ldaps://`); unset: the system's."),
@@ -357,7 +211,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("LDAP_USER_FILTER", "(uid={username})",
             "Filter that finds one user; `{username}` is replaced by the escaped username "
             "(Active Directory: `(sAMAccountName={username})`). Accounts it does not find "
-            "cannot sign in, so it can leave out locked ones.", _parse_ldap_filter),
+            "cannot sign in, so it can leave out locked ones.", parse_ldap_filter),
     Setting("LDAP_USERNAME_ATTRIBUTE", "uid",
             "Attribute holding the username (Active Directory: `sAMAccountName`)."),
     Setting("LDAP_NAME_ATTRIBUTE", "cn", "Attribute holding the user's full name."),
@@ -373,47 +227,47 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("LDAP_GROUP_ROLES", None,
             "Roles given by group membership: `group DN=>ROLE` pairs separated by `;`. A "
             "directory user holds exactly the roles their groups map to.",
-            _parse_group_mapping),
+            parse_group_mapping),
     Setting("LDAP_GROUP_DEPARTMENTS", None,
             "Home department by group membership: `group DN=>department id` pairs "
-            "separated by `;`; the first that applies wins.", _parse_group_mapping),
+            "separated by `;`; the first that applies wins.", parse_group_mapping),
     Setting("LDAP_DEFAULT_DEPARTMENT", None,
             "Department id of directory users no mapping places; unset: the first "
             "department."),
     Setting("LDAP_CREATE_USERS", True,
             "Create a directory user on their first sign-in (false: only users the sync or "
-            "an administrator made may sign in).", _parse_bool),
+            "an administrator made may sign in).", parse_bool),
     Setting("LDAP_TIMEOUT", 5,
-            "Seconds to wait for the directory to connect or answer.", _parse_positive_int),
+            "Seconds to wait for the directory to connect or answer.", parse_positive_int),
     Setting("DIRECTORY_SYNC_MINUTES", 0,
             "Minutes between two directory syncs run by the worker (`flask users sync`); "
-            "0 turns the schedule off.", _parse_non_negative_int),
+            "0 turns the schedule off.", parse_non_negative_int),
     Setting("CHANGE_LOG_RETENTION_DAYS", 90,
             "Days the change log keeps a change (the change feed and webhooks read it); the "
             "worker removes older ones, and a client whose cursor is older gets 410 and "
-            "reads the current state again; 0 keeps every change.", _parse_non_negative_int),
+            "reads the current state again; 0 keeps every change.", parse_non_negative_int),
     Setting("CHANGES_MAX_WAIT", 60,
             "The longest `wait` (seconds) a client following `GET /api/changes` may ask "
             "for; the request holds a server thread meanwhile (serve with threads: "
-            "`make run` does).", _parse_non_negative_int),
+            "`make run` does).", parse_non_negative_int),
     Setting("WEBHOOK_TIMEOUT_SECONDS", 10,
             "Seconds one webhook delivery attempt may take, connecting and reading the "
             "answer included; a slower receiver's attempt fails and is retried.",
-            _parse_positive_int),
+            parse_positive_int),
     Setting("WEBHOOK_RETRY_FIRST_SECONDS", 60,
             "Seconds before a failed webhook delivery is tried again the first time; each "
-            "later wait doubles, up to `WEBHOOK_RETRY_MAX_SECONDS`.", _parse_positive_int),
+            "later wait doubles, up to `WEBHOOK_RETRY_MAX_SECONDS`.", parse_positive_int),
     Setting("WEBHOOK_RETRY_MAX_SECONDS", 86400,
             "Longest wait between two attempts of a webhook delivery, in seconds.",
-            _parse_positive_int),
+            parse_positive_int),
     Setting("WEBHOOK_DISABLE_AFTER_DAYS", 5,
             "Days a webhook's deliveries may fail without one success before the worker "
-            "switches it off and tells its owner.", _parse_positive_int),
+            "switches it off and tells its owner.", parse_positive_int),
     Setting("WEBHOOK_ALLOWED_NETWORKS", None,
             "Networks webhooks may deliver to although they are loopback, private, "
             "link-local or otherwise not public (comma-separated, such as "
             "`127.0.0.0/8,10.1.0.0/16`); unset: only public addresses.",
-            _parse_networks),
+            parse_networks),
 )
 
 SETTINGS_BY_NAME = {setting.name: setting for setting in SETTINGS}

@@ -13,7 +13,7 @@ from flask import Flask
 from playwright.sync_api import Page, expect
 from standardwebhooks.webhooks import Webhook
 
-from labapp.config import _parse_networks
+from labapp.setting_values import parse_networks
 from labapp.webhooks import delivery
 from tests.browser.axe import assert_no_serious_violations
 from tests.browser.conftest import BROWSER_MARKS, create_entities, log_in
@@ -40,7 +40,7 @@ def _deliver(app: Flask) -> None:
 def test_make_ping_watch_and_redeliver(page: Page, live_app: Flask, live_server: str,
                                        serve_receivers: Callable[..., Receiver],  # noqa: F811
                                        width: int) -> None:
-    live_app.config["LABAPP"]["WEBHOOK_ALLOWED_NETWORKS"] = _parse_networks("127.0.0.0/8")
+    live_app.config["LABAPP"]["WEBHOOK_ALLOWED_NETWORKS"] = parse_networks("127.0.0.0/8")
     receiver = serve_receivers()
     page.set_viewport_size({"width": width, "height": 900})
     log_in(page, live_server)

@@ -14,9 +14,9 @@ import pytest
 from flask import Flask
 from sqlalchemy import select
 
-from labapp.config import _parse_networks
 from labapp.db import db
 from labapp.model import Notification, WebhookDelivery, WebhookSubscription
+from labapp.setting_values import parse_networks
 from labapp.webhooks import delivery
 from tests.changefeed.conftest import signed_in
 from tests.conftest import ADMIN_PASSWORD, PASSWORD, ApiClient
@@ -117,7 +117,7 @@ def receivers(app: Flask, serve_receivers: Callable[..., Receiver]
     """Receivers for the shared application, which allows 127.0.0.0/8 meanwhile."""
     settings = app.config["LABAPP"]
     before = settings["WEBHOOK_ALLOWED_NETWORKS"], settings["WEBHOOK_TIMEOUT_SECONDS"]
-    settings["WEBHOOK_ALLOWED_NETWORKS"] = _parse_networks("127.0.0.0/8")
+    settings["WEBHOOK_ALLOWED_NETWORKS"] = parse_networks("127.0.0.0/8")
     try:
         yield serve_receivers
     finally:
