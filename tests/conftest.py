@@ -16,7 +16,6 @@ from __future__ import annotations
 import base64
 import secrets
 import shutil
-import threading
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
@@ -41,6 +40,7 @@ from labapp.users.service import create_user
 # BACKEND is imported from here by many tests.
 from tests.databases import BACKEND, new_database, settle  # noqa: F401
 from tests.helpers.database_marker import mark_database_tests
+from tests.helpers.serving import serving_in_thread
 
 ADMIN_PASSWORD = "admin-password-for-tests"
 PASSWORD = "correct horse battery"
@@ -380,11 +380,5 @@ def serving(app: Flask, port: int = 0) -> Iterator[str]:
     ``port`` (0: any free one)."""
     server = make_server("127.0.0.1", port, remembering_responses(app), threaded=True,
                          request_handler=ClosingRequestHandler)
-    thread = threading.Thread(target=server.serve_forever, name="live-server")
-    thread.start()
-    try:
+    with serving_in_thread(server, "live-server"):
         yield f"http://127.0.0.1:{server.server_port}"
-    finally:
-        server.shutdown()
-        thread.join()
-        server.server_close()

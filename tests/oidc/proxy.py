@@ -5,7 +5,6 @@ the ID token for another, alter its payload), and forwards everything else uncha
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -13,6 +12,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import requests
+
+from tests.helpers.serving import serving_in_thread
 
 TokenMutation = Callable[[dict[str, Any]], dict[str, Any]]
 DISCOVERY_PATH = "/.well-known/openid-configuration"
@@ -72,11 +73,5 @@ def token_proxy(issuer: str) -> Iterator[TokenProxy]:
     proxy = TokenProxy(issuer)
     server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(proxy))
     proxy.base_url = f"http://127.0.0.1:{server.server_port}"
-    thread = threading.Thread(target=server.serve_forever, name="token-proxy")
-    thread.start()
-    try:
+    with serving_in_thread(server, "token-proxy"):
         yield proxy
-    finally:
-        server.shutdown()
-        thread.join()
-        server.server_close()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import http.server
 import threading
 from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -29,6 +30,7 @@ from tests.entities.conftest import (  # noqa: F401
     project,
     save,
 )
+from tests.helpers.serving import serving_in_thread
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 
@@ -88,27 +90,24 @@ def _handler(receiver: Receiver) -> type[http.server.BaseHTTPRequestHandler]:
 @pytest.fixture
 def serve_receivers() -> Iterator[Callable[..., Receiver]]:
     """Factory of receivers on 127.0.0.1, stopped at the end of the test."""
-    started: list[tuple[http.server.ThreadingHTTPServer, threading.Thread, Receiver]] = []
+    with ExitStack() as servers:
 
-    def make(**values: Any) -> Receiver:
-        receiver = Receiver(**values)
-        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _handler(receiver))
-        server.daemon_threads = True
-        receiver.url = f"http://127.0.0.1:{server.server_port}/hook"
-        thread = threading.Thread(target=server.serve_forever, name="webhook-receiver")
-        thread.start()
-        started.append((server, thread, receiver))
-        return receiver
+        def make(**values: Any) -> Receiver:
+            receiver = Receiver(**values)
+            server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _handler(receiver))
+            server.daemon_threads = True
+            receiver.url = f"http://127.0.0.1:{server.server_port}/hook"
+            servers.enter_context(serving_in_thread(server, "webhook-receiver"))
+            # Runs before its server stops (callbacks unwind in reverse): a held answer lets go.
+            servers.callback(_release, receiver)
+            return receiver
 
-    try:
         yield make
-    finally:
-        for server, thread, receiver in started:
-            if receiver.hold is not None:
-                receiver.hold.set()
-            server.shutdown()
-            thread.join()
-            server.server_close()
+
+
+def _release(receiver: Receiver) -> None:
+    if receiver.hold is not None:
+        receiver.hold.set()
 
 
 @pytest.fixture
