@@ -248,7 +248,7 @@ def run(backend: str, seconds: float = SECONDS, log=print) -> AuthResult:
     log(f"[{backend}] auth: fresh database, users with production Argon2id ...")
     with tempfile.TemporaryDirectory(prefix="labapp-bench-auth-") as tmp:
         instance = Path(tmp) / "instance"
-        with new_database(backend, instance) as url:
+        with new_database(instance, backend, prefix="labapp_bench", durable=True) as url:
             pat = _prepare(instance, url)
             runs = [_serve(url, instance, pat, cache, seconds, log) for cache in (0, 300)]
     return AuthResult(backend, runs, time.perf_counter() - started, _script_reads())

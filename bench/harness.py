@@ -64,7 +64,7 @@ def open_bench(backend: str, settings: dict[str, Any] | None = None) -> Iterator
     ``settings`` are further settings of the app (e.g. ``{"SEARCH_BACKEND": "postgresql"}``)."""
     with tempfile.TemporaryDirectory(prefix="labapp-bench-") as tmp:
         instance = Path(tmp) / "instance"
-        with new_database(instance, backend, prefix="labapp_bench") as url:
+        with new_database(instance, backend, prefix="labapp_bench", durable=True) as url:
             app = create_app({"INSTANCE_PATH": str(instance), "DATABASE_URL": url,
                               "SECRET_KEY": secrets.token_hex(32),
                               "ADMIN_PASSWORD": ADMIN_PASSWORD, **(settings or {})})

@@ -143,7 +143,7 @@ def _empty_database(backend: str) -> Iterator[Any]:
     """An app on a new database with the schema (migrations) and no rows."""
     with tempfile.TemporaryDirectory(prefix="labapp-bench-sync-") as tmp:
         instance = Path(tmp) / "instance"
-        with new_database(instance, backend, prefix="labapp_bench") as url:
+        with new_database(instance, backend, prefix="labapp_bench", durable=True) as url:
             app = create_app({"INSTANCE_PATH": str(instance), "DATABASE_URL": url,
                               "SECRET_KEY": secrets.token_hex(32)})
             try:

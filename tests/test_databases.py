@@ -46,3 +46,12 @@ def test_a_new_database_is_fresh_and_goes_away(tmp_path: Path) -> None:
             assert connection.execute("SELECT count(*) FROM pg_tables WHERE schemaname = "
                                       "'public'").fetchone() == (0,)
     assert not _exists(name)
+
+
+@pytest.mark.skipif(BACKEND != "postgresql", reason="PostgreSQL's commit setting")
+def test_a_test_database_commits_without_a_flush_and_a_benchmark_one_with(
+        tmp_path: Path) -> None:
+    for durable, expected in ((False, "off"), (True, "on")):
+        with new_database(tmp_path, prefix="labapp_probe", durable=durable) as url:
+            with psycopg.connect(_dsn(url)) as connection:
+                assert connection.execute("SHOW synchronous_commit").fetchone() == (expected,)

@@ -21,6 +21,12 @@ Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 MAX_URL = 2000
 SCHEMES = {"http": 80, "https": 443}
+# The form of a URL :func:`parse_url` accepts, as the API document states it: a scheme of
+# SCHEMES in any case, a host name or an address in brackets (no user name or password), a
+# port, then printable ASCII. parse_url checks what a pattern cannot (a port above 65535,
+# port 0) and says what is wrong.
+URL_PATTERN = (r"^[Hh][Tt][Tt][Pp][Ss]?://([A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(:[0-9]{1,5})?"
+               r"([/?#][!-~]*)?$")
 
 
 class AddressRefused(Exception):

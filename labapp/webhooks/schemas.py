@@ -14,7 +14,7 @@ from labapp.schemafields import (
     UtcTimestamp,
     ignored_id,
 )
-from labapp.webhooks.addresses import MAX_URL
+from labapp.webhooks.addresses import MAX_URL, URL_PATTERN
 from labapp.webhooks.service import KINDS
 
 STATES = ("active", "failing", "disabled")
@@ -31,7 +31,8 @@ class WebhookInputSchema(OwnedInputSchema):
                                                  NoControlCharacters()), metadata={
         "description": "http:// or https://, no user name or password; delivered only to "
                        "public addresses unless the setting WEBHOOK_ALLOWED_NETWORKS allows "
-                       "more", "example": "https://receiver.example.org/labapp"})
+                       "more", "example": "https://receiver.example.org/labapp",
+        "pattern": URL_PATTERN})
     eClasses = fields.List(fields.String(validate=validate.Length(min=1, max=32), metadata={
         "allOf": [{"$ref": f"#/components/schemas/{ENTITY_CLASS}"}]}),
         load_default=list, validate=validate.Length(max=100),

@@ -9,6 +9,7 @@ from flask import Flask
 from flask.testing import FlaskClient
 from sqlalchemy import select, text
 
+from labapp.auth import secrets
 from labapp.db import db
 from labapp.model import LoginSession, PersonalAccessToken, RefreshToken, User
 from tests.auth.checks import PRODUCTION_HASHER
@@ -95,3 +96,13 @@ def test_the_production_hasher_is_memory_hard() -> None:
     assert PRODUCTION_HASHER.memory_cost >= 19 * 1024
     assert PRODUCTION_HASHER.time_cost >= 2
     assert PRODUCTION_HASHER.hash("x").startswith("$argon2id$v=19$m=")
+
+
+def test_an_unknown_user_costs_a_verification_at_the_hasher_in_use() -> None:
+    """An unknown username's password is verified against a hash of the hasher in use (its
+    cost, so the answer takes as long either way), made once per process at its first use."""
+    assert secrets.verify_password(None, "whatever password") is False
+    dummy = secrets._dummy_hash(secrets.hasher)
+    assert not secrets.hasher.check_needs_rehash(dummy)
+    assert secrets._dummy_hash(secrets.hasher) == dummy
+    assert PRODUCTION_HASHER.check_needs_rehash(dummy)  # the suite's cheap hasher, not production's

@@ -3,6 +3,7 @@ else; checked whole (URL, classes, kinds, filter) before anything is written; it
 shown once and kept sealed."""
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 import pytest
@@ -12,6 +13,7 @@ from sqlalchemy import func, select
 from labapp.db import db
 from labapp.model import WebhookSubscription
 from labapp.webhooks import keys
+from labapp.webhooks.addresses import URL_PATTERN, AddressRefused, parse_url
 from tests.conftest import ApiClient
 from tests.webhooks.conftest import body_of, hook_body, made
 
@@ -117,6 +119,31 @@ def test_urls_refused(app: Flask, admin: ApiClient, url: str, why: str) -> None:
     assert any(error["field"] == "url" and why in error["message"]
                for error in problem["errors"]), problem
     assert count(app) == 0
+
+
+@pytest.mark.parametrize(("url", "in_form"), [
+    ("https://receiver.example.org/labapp", True),
+    ("HTTP://receiver.example.org:8080/x?y=1#z", True),
+    ("https://[2001:db8::1]/hook", True),
+    ("http://receiver", True),
+    ("ftp://receiver.example.org/x", False),
+    ("javascript:alert(1)", False),
+    ("https://user:secret@receiver.example.org/", False),
+    ("http:///nohost", False),
+    ("https://receiver.example.org/caf\u00e9", False),
+    ("https://receiver.example.org/a b", False),
+])
+def test_the_documented_pattern_agrees_with_the_check(url: str, in_form: bool) -> None:
+    """The API document's pattern for a URL (what generated clients send) accepts what the
+    server's check of its form accepts, and refuses what it refuses."""
+    assert bool(re.match(URL_PATTERN, url)) is in_form
+    try:
+        parse_url(url)
+    except AddressRefused:
+        accepted = False
+    else:
+        accepted = True
+    assert accepted is in_form
 
 
 @pytest.mark.parametrize("body", [
