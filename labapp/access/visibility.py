@@ -7,9 +7,10 @@ Every read path filters with :func:`readable`; every write checks :func:`writabl
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import ColumnElement, false, or_, true
+from sqlalchemy import ColumnElement, bindparam, false, or_, true
 
 from labapp.access.actor import Actor
 from labapp.errors import Forbidden, NotFound
@@ -19,14 +20,19 @@ DIRECTORY_CLASSES = ("User", "Department")
 READ, WRITE, NONE = "Read", "Write", "None"
 
 
-def _grant_predicate(entity: Any, departments: frozenset[str],
-                     projects: frozenset[str]) -> ColumnElement[bool]:
+def _grant_predicate(entity: Any, departments: Any, projects: Any) -> ColumnElement[bool]:
+    """Rows of ``entity`` in one of ``departments`` or ``projects``: each the ids or an
+    expanding parameter (:class:`ReadRule`); None means no such term."""
     terms = []
-    if departments:
-        terms.append(entity.department_id.in_(sorted(departments)))
-    if projects:
-        terms.append(entity.project_id.in_(sorted(projects)))
+    if departments is not None:
+        terms.append(entity.department_id.in_(departments))
+    if projects is not None:
+        terms.append(entity.project_id.in_(projects))
     return or_(*terms) if terms else false()
+
+
+def _ids(ids: frozenset[str]) -> list[str] | None:
+    return sorted(ids) or None
 
 
 def readable(actor: Actor, entity: Any = Entity) -> ColumnElement[bool]:
@@ -36,7 +42,46 @@ def readable(actor: Actor, entity: Any = Entity) -> ColumnElement[bool]:
     if actor.is_admin:
         return true()
     return or_(entity.eclass.in_(DIRECTORY_CLASSES),
-               _grant_predicate(entity, actor.read_departments, actor.read_projects))
+               _grant_predicate(entity, _ids(actor.read_departments),
+                                _ids(actor.read_projects)))
+
+
+READ_DEPARTMENTS, READ_PROJECTS = "read_departments", "read_projects"
+
+
+@dataclass(frozen=True)
+class ReadRule:
+    """:func:`readable` with the actor's grants as parameters (``read_departments``,
+    ``read_projects``: :meth:`parameters`), so that a statement built once serves every
+    actor of the same shape — signed in or not, ADMIN or not, with department grants or
+    not, with project grants or not — and a request skips building and keying it."""
+
+    authenticated: bool
+    admin: bool
+    departments: bool
+    projects: bool
+
+    @classmethod
+    def of(cls, actor: Actor) -> ReadRule:
+        return cls(actor.is_authenticated, actor.is_authenticated and actor.is_admin,
+                   bool(actor.read_departments), bool(actor.read_projects))
+
+    def predicate(self, entity: Any = Entity) -> ColumnElement[bool]:
+        """The same predicate as :func:`readable` for an actor of this shape (one per
+        statement: the parameters have fixed names)."""
+        if not self.authenticated:
+            return false()
+        if self.admin:
+            return true()
+        return or_(entity.eclass.in_(DIRECTORY_CLASSES), _grant_predicate(
+            entity, bindparam(READ_DEPARTMENTS, expanding=True) if self.departments else None,
+            bindparam(READ_PROJECTS, expanding=True) if self.projects else None))
+
+    @staticmethod
+    def parameters(actor: Actor) -> dict[str, list[str]]:
+        """The parameters of :meth:`predicate` for ``actor``."""
+        return {READ_DEPARTMENTS: sorted(actor.read_departments),
+                READ_PROJECTS: sorted(actor.read_projects)}
 
 
 def readable_through(actor: Actor, department: Any, project: Any) -> ColumnElement[bool]:
@@ -63,7 +108,8 @@ def writable(actor: Actor, entity: Any = Entity) -> ColumnElement[bool]:
         return true()
     predicate: ColumnElement[bool] = (
         entity.eclass.not_in(DIRECTORY_CLASSES)
-        & _grant_predicate(entity, actor.write_departments, actor.write_projects))
+        & _grant_predicate(entity, _ids(actor.write_departments),
+                           _ids(actor.write_projects)))
     return predicate
 
 

@@ -2,7 +2,8 @@
 of each class an actor may see; the names of the entities a page refers to."""
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
@@ -11,6 +12,8 @@ from sqlalchemy import (
     CompoundSelect,
     Integer,
     Row,
+    Select,
+    and_,
     bindparam,
     cast,
     func,
@@ -20,12 +23,14 @@ from sqlalchemy import (
     text,
     union_all,
 )
+from sqlalchemy.orm import aliased
 
 from labapp.access.actor import Actor
-from labapp.access.visibility import WRITE, access_type, readable
+from labapp.access.visibility import WRITE, ReadRule, access_type, readable
 from labapp.db import db
+from labapp.errors import NotFound
 from labapp.model import AuditEvent, Entity, EntityEvent, File
-from labapp.model.registry import ClassSpec
+from labapp.model.registry import ClassSpec, existing_class
 from labapp.query.fields import entity_fields
 from labapp.query.filter import compile_filter
 from labapp.query.listing import (
@@ -77,22 +82,110 @@ def _history(entity_id: str) -> tuple[list[Row[Any]], list[Row[Any]]]:
             [row for row in rows if row.source == "audit"])
 
 
+# What access_type needs of the entity row, by model attribute.
+_PLACE = ("eclass", "department_id", "project_id")
+
+
+def _stored(spec: ClassSpec) -> list[str] | None:
+    """The model attributes of ``spec``'s fields, in their order; None when one is
+    computed."""
+    attrs = [field.attr for field in spec.fields.values()]
+    return None if None in attrs else [attr for attr in attrs if attr is not None]
+
+
+@dataclass(frozen=True)
+class _DetailRead:
+    """The statement that reads one entity of ``spec`` and its visible files of
+    ``file_spec``, for actors of one :class:`ReadRule`, as plain columns (no ORM objects):
+    the entity's fields, the ``_PLACE`` columns they lack, then the file's fields; a row per
+    file in the order they were added (one row, the file's columns null, without files).
+    Built once (building and keying it cost more than running it)."""
+
+    spec: ClassSpec
+    file_spec: ClassSpec
+    statement: Select[Any]
+    place: tuple[int, ...]  # where each of ``_PLACE`` sits in a row
+    width: int  # the entity's columns
+    file_id: int  # where the file's id sits
+
+    def answer(self, rows: Sequence[Row[Any]]) -> tuple[dict[str, Any], tuple[Any, ...],
+                                                    list[dict[str, Any]]]:
+        first = rows[0]
+        file_names = tuple(self.file_spec.fields)
+        return (dict(zip(self.spec.fields, first, strict=False)),
+                tuple(first[index] for index in self.place),
+                [dict(zip(file_names, row[self.width:], strict=True)) for row in rows
+                 if row[self.file_id] is not None])
+
+
+def _detail_read(spec: ClassSpec, file_spec: ClassSpec, rule: ReadRule) -> _DetailRead | None:
+    attrs, file_attrs = _stored(spec), _stored(file_spec)
+    if attrs is None or file_attrs is None:
+        return None
+    attrs += [attr for attr in _PLACE if attr not in attrs]
+    file: Any = aliased(file_spec.model, flat=True)  # the File model's columns
+    statement = (select(*(getattr(spec.model, attr) for attr in attrs),
+                        *(getattr(file, attr) for attr in file_attrs))
+                 .select_from(spec.model)
+                 .outerjoin(file, and_(file.subject_id == spec.model.id, rule.predicate(file)))
+                 .where(spec.model.id == bindparam("entity_id"), rule.predicate(spec.model))
+                 .order_by(file.created_utc, file.id))
+    return _DetailRead(spec, file_spec, statement, tuple(attrs.index(a) for a in _PLACE),
+                       len(attrs), len(attrs) + file_attrs.index("id"))
+
+
+# (class name, rule) → its read; a class or the File class replaced by another model (an
+# extension installed) builds it again.
+_DETAIL_READS: dict[tuple[str, ReadRule], _DetailRead | None] = {}
+
+
+def _cached_read(spec: ClassSpec, rule: ReadRule) -> _DetailRead | None:
+    """The read of ``spec`` for ``rule``, or None when a field of the class or of ``File``
+    is computed (read through ORM objects then)."""
+    file_spec = existing_class("File")
+    key = (spec.name, rule)
+    read = _DETAIL_READS.get(key)
+    if read is None or read.spec is not spec or read.file_spec is not file_spec:
+        read = _DETAIL_READS[key] = _detail_read(spec, file_spec, rule)
+    return read
+
+
+def _entity_and_files(actor: Actor, spec: ClassSpec, entity_id: str
+                      ) -> tuple[dict[str, Any], tuple[Any, ...], list[dict[str, Any]]]:
+    """The entity's stored fields, its ``_PLACE`` values and its visible files' fields (in
+    the order they were added), in one statement; NotFound when the actor may not see the
+    entity."""
+    read = _cached_read(spec, ReadRule.of(actor))
+    if read is None:
+        entity = load_visible(actor, spec, entity_id)
+        files = db.session.scalars(select(File).where(File.subject_id == entity.id,
+                                                      readable(actor, File))
+                                   .order_by(File.created_utc, File.id))
+        return (to_api(entity, spec), (entity.eclass, entity.department_id, entity.project_id),
+                [to_api(file) for file in files])
+    rows = db.session.execute(read.statement, {**ReadRule.parameters(actor),
+                                               "entity_id": entity_id}).all()
+    if not rows:
+        raise NotFound(f"No {spec.name} {entity_id!r}.")
+    return read.answer(rows)
+
+
 def entity_detail(actor: Actor, spec: ClassSpec, entity_id: str) -> dict[str, Any]:
     """Every property plus ``accessType``, ``canWrite``, ``files``, ``events`` and
     ``auditEvents`` (newest first); 404 when the actor may not see the entity.
 
-    Three statements: the entity, its visible files, its events and audit events together
-    (a fourth only when events name notes or files, whose visibility is then read)."""
-    entity = load_visible(actor, spec, entity_id)
-    data = to_api(entity, spec)
-    access = access_type(actor, entity.eclass, entity.department_id, entity.project_id)
+    Two statements: the entity with its visible files, its events and audit events
+    together (a third only when events name notes or files, whose visibility is then
+    read). The entity and its files are read as plain rows, by a statement built once per
+    class and shape of actor (:class:`ReadRule`); a class with a computed field (``User``'s
+    roles) is read through its ORM object and its files by a statement of their own."""
+    data, (eclass, department_id, project_id), files = _entity_and_files(actor, spec,
+                                                                          entity_id)
+    access = access_type(actor, eclass, department_id, project_id)
     data["accessType"] = access
     data["canWrite"] = access == WRITE
-    files = db.session.scalars(select(File).where(File.subject_id == entity.id,
-                                                  readable(actor, File))
-                               .order_by(File.created_utc, File.id))
-    data["files"] = [to_api(file) for file in files]
-    events, audits = _history(entity.id)
+    data["files"] = files
+    events, audits = _history(data["id"])
     data["events"] = [{"id": event.id, "kind": event.name, "userID": event.user_id,
                        "timestampUtc": event.timestamp_utc, "data": event.content}
                       for event in _visible_events(actor, events)]
