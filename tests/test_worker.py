@@ -37,7 +37,13 @@ from labapp.worker import (
     worker_command,
 )
 from tests.conftest import BACKEND, run_init
-from tests.helpers.processes import ADMIN, alive, wait_for, worker_beating
+from tests.helpers.processes import (
+    ADMIN,
+    alive,
+    wait_for,
+    worker_beating,
+    worker_in_thread,
+)
 
 
 def _lanes(app: Flask) -> list[tuple[str, list[tuple[str, float]]]]:
@@ -95,19 +101,8 @@ def test_the_worker_keeps_every_feature_up(fresh_app: Callable[..., Flask],
     queued, unfolded = _waiting(app)
     assert queued and unfolded
 
-    stop = threading.Event()
-
-    def work() -> None:
-        with app.app_context():
-            run(stop)
-
-    thread = threading.Thread(target=work, name="test-worker")
-    thread.start()
-    try:
+    with worker_in_thread(app, threading.Event()) as thread:
         wait_for(lambda: _waiting(app) == (0, 0), "the worker to drain and fold", timeout=30)
-    finally:
-        stop.set()
-        thread.join(timeout=60)
     assert not thread.is_alive()
     found = app.test_client().get("/api/search/fulltext/upkept", headers=ADMIN)
     assert [item["name"] for item in found.get_json()["data"]] == ["upkept sample"]
@@ -203,18 +198,11 @@ def lanes_running(app: Flask, in_lanes: list[Lane], stop: threading.Event,
                   released: threading.Event) -> Iterator[threading.Thread]:
     """The worker's loop over ``in_lanes`` in a thread, on ``app``; on leaving, the held
     jobs are ``released``, the worker is told to ``stop`` and its thread joined."""
-    def work() -> None:
-        with app.app_context():
-            run(stop, in_lanes=in_lanes)
-
-    thread = threading.Thread(target=work, name="test-worker")
-    thread.start()
-    try:
-        yield thread
-    finally:
-        released.set()
-        stop.set()
-        thread.join(timeout=60)
+    with worker_in_thread(app, stop, in_lanes) as thread:
+        try:
+            yield thread
+        finally:
+            released.set()
 
 
 def test_a_long_job_in_one_lane_never_starves_the_others(

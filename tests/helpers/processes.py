@@ -7,8 +7,9 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ from labapp import advisory, liveness
 from labapp.db import db
 from labapp.model import WorkerProcess
 from labapp.search.indexer import beat, heartbeat_path, worker_alive
+from labapp.worker import Lane, run
 from tests.conftest import ADMIN_PASSWORD, SECRET_KEY
 
 ROOT = Path(__file__).resolve().parents[2]  # the project
@@ -212,3 +214,22 @@ def killed(process: subprocess.Popen) -> None:
     """SIGKILL: the process gets no chance to clean up."""
     os.kill(process.pid, signal.SIGKILL)
     process.wait(timeout=30)
+
+
+@contextmanager
+def worker_in_thread(app: Flask, stop: threading.Event,
+                     in_lanes: Sequence[Lane] | None = None) -> Iterator[threading.Thread]:
+    """The worker's loop over ``in_lanes`` (default: every lane) in a thread on ``app``; on
+    leaving, ``stop`` is set and the thread joined (a minute at most: the caller checks
+    that it ended)."""
+    def work() -> None:
+        with app.app_context():
+            run(stop, in_lanes=in_lanes)
+
+    thread = threading.Thread(target=work, name="test-worker")
+    thread.start()
+    try:
+        yield thread
+    finally:
+        stop.set()
+        thread.join(timeout=60)

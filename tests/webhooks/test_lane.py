@@ -8,8 +8,7 @@ from collections.abc import Callable
 
 from flask import Flask
 
-from labapp.worker import run
-from tests.helpers.processes import ADMIN, alive, wait_for
+from tests.helpers.processes import ADMIN, alive, wait_for, worker_in_thread
 from tests.helpers.searching import client_found
 from tests.webhooks.conftest import Receiver, hook_body, log_of
 
@@ -25,31 +24,22 @@ def test_a_slow_receiver_never_stalls_the_other_lanes(
                        json=hook_body(receiver.url, eClasses=["Sample"]))
     assert made.status_code == 201, made.get_json()
     hook_id = made.get_json()["id"]
-    stop = threading.Event()
-
-    def work() -> None:
-        with app.app_context():
-            run(stop)
-
-    thread = threading.Thread(target=work, name="test-worker")
-    thread.start()
-    try:
-        wait_for(lambda: alive(app), "the worker's heartbeat")
-        first = client.post("/api/entity", headers=ADMIN, json={
-            "entities": [{"eClass": "Sample", "name": "held by the receiver"}]})
-        assert first.status_code == 201, first.get_json()
-        wait_for(lambda: receiver.requests, "the delivery to reach the receiver")
-        second = client.post("/api/entity", headers=ADMIN, json={
-            "entities": [{"eClass": "Sample", "name": "indexed meanwhile"}]})
-        assert second.status_code == 201, second.get_json()
-        wait_for(lambda: client_found(app, "meanwhile") == {"indexed meanwhile"},
-                 "the search lane to index while the receiver holds the webhooks lane")
-        assert not held.is_set() and len(receiver.requests) == 1
-        held.set()  # the held request now ends without an answer: that attempt fails
-        wait_for(lambda: log_of(app, hook_id), "the held attempt to be logged")
-    finally:
-        held.set()
-        stop.set()
-        thread.join(timeout=60)
+    with worker_in_thread(app, threading.Event()) as thread:
+        try:
+            wait_for(lambda: alive(app), "the worker's heartbeat")
+            first = client.post("/api/entity", headers=ADMIN, json={
+                "entities": [{"eClass": "Sample", "name": "held by the receiver"}]})
+            assert first.status_code == 201, first.get_json()
+            wait_for(lambda: receiver.requests, "the delivery to reach the receiver")
+            second = client.post("/api/entity", headers=ADMIN, json={
+                "entities": [{"eClass": "Sample", "name": "indexed meanwhile"}]})
+            assert second.status_code == 201, second.get_json()
+            wait_for(lambda: client_found(app, "meanwhile") == {"indexed meanwhile"},
+                     "the search lane to index while the receiver holds the webhooks lane")
+            assert not held.is_set() and len(receiver.requests) == 1
+            held.set()  # the held request now ends without an answer: that attempt fails
+            wait_for(lambda: log_of(app, hook_id), "the held attempt to be logged")
+        finally:
+            held.set()
     assert not thread.is_alive()
     assert log_of(app, hook_id)[0].status == "failed"
