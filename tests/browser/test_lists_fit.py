@@ -43,6 +43,9 @@ SHOWN_HEADERS = """table => [...table.querySelectorAll('thead th')]
 # The smallest size on screen, in CSS pixels, of any text of the page's charts.
 SMALLEST_CHART_TEXT = """() => Math.min(...[...document.querySelectorAll('svg.chart-svg text')]
     .map(text => text.getScreenCTM().a * parseFloat(getComputedStyle(text).fontSize)))"""
+# The width each chart on the page is drawn for, in page order.
+CHART_WIDTHS = """() => [...document.querySelectorAll('svg.chart-svg')]
+    .map(svg => svg.viewBox.baseVal.width)"""
 
 
 def no_sideways_scroll(page: Page) -> None:
@@ -187,8 +190,12 @@ def test_the_charts_redraw_at_their_new_width_when_the_window_narrows(
     chart = page.locator("#widget-2 svg.chart-svg")
     expect(chart).to_be_visible()
     wide = chart.evaluate("svg => svg.viewBox.baseVal.width")
+    widths = page.evaluate(CHART_WIDTHS)
     page.set_viewport_size({"width": 768, "height": 900})
     expect(chart).not_to_have_attribute("viewBox", f"0 0 {int(wide)} 220")
+    # Each chart is fetched again at its new width, one after another: measure once all are.
+    page.wait_for_function(f"wide => ({CHART_WIDTHS})().every((width, i) => width !== wide[i])",
+                           arg=widths)
     assert page.evaluate(SMALLEST_CHART_TEXT) >= 11.99
     assert home["widgets"][2]["plugin"]["plugin"] == "status-counts"
 
