@@ -49,7 +49,7 @@ def test_scan_to_store_into_a_grid_box_and_a_refusal_in_red(page: Page,
     refused = page.locator("#scan-results li").first
     expect(refused).to_have_class("scan-error")
     expect(refused).to_contain_text("does not fit")
-    assert refused.evaluate("e => getComputedStyle(e).color") == "rgb(180, 35, 24)"
+    expect(refused).to_have_css("color", "rgb(180, 35, 24)")
 
     page.goto(f"/storage/locations/{box['id']}")
     expect(page.locator("td.slot-taken")).to_have_count(4)
@@ -84,7 +84,7 @@ def test_a_slot_taken_meanwhile_is_refused_in_red(page: Page, live_server: str) 
     store_in_slot(page, "B1", third["id"])
     error = page.locator("#storage-error")
     expect(error).to_contain_text("slot B1")
-    assert error.evaluate("e => getComputedStyle(e).color") == "rgb(180, 35, 24)"
+    expect(error).to_have_css("color", "rgb(180, 35, 24)")
     expect(page.locator('td[data-slot="B1"] a')).to_have_text("Second")
     expect(page.locator("#contents-table")).not_to_contain_text(third["id"])
 
