@@ -1,6 +1,6 @@
 """The API's published rate limits (decisions §18, docs/decisions/rate-limits.md): every
-``/api`` request is counted once its caller is known, before its view and outside its unit
-of work, and every ``/api`` answer says what is left.
+``/api`` request is counted once its caller is known, before its view (beside it when it
+only reads) and outside its unit of work, and every ``/api`` answer says what is left.
 
 Who is counted where:
 
@@ -10,8 +10,16 @@ Who is counted where:
 - no credentials, or credentials refused (401 before the limiter ran): the ``address``
   bucket of the client address (behind ``PROXY_COUNT`` proxies, the forwarded one).
 
-A request over a limit is answered 429 (problem ``rate_limited``) with ``Retry-After``, its
-view never run. The answer carries ``RateLimit-Policy`` and ``RateLimit`` in the structured
+A request over a limit is answered 429 (problem ``rate_limited``) with ``Retry-After``. A
+request that writes is charged before its view, so a refused one never runs it. A request
+that only reads (its route's read unit, :mod:`labapp.web.units`) is charged on a thread of
+the limiter's beside its view, so the charge's round trip overlaps the read's: when it was
+over the limit its answer is thrown away for the 429 (the read unit left nothing), and its
+caller's next requests, for as long as ``Retry-After`` said, are charged before their view
+like writes: a caller over its limit has at most one read per process and ``Retry-After``
+run for nothing.
+
+The answer carries ``RateLimit-Policy`` and ``RateLimit`` in the structured
 form of draft-ietf-httpapi-ratelimit-headers-11, one list member per bucket counted::
 
     RateLimit-Policy: "token";q=1000;w=10, "user";q=2000;w=10
@@ -24,15 +32,27 @@ from __future__ import annotations
 
 import hashlib
 import ipaddress
+import os
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
 
-from flask import Flask, Response, g, request
+from flask import Flask, Response, current_app, g, request
+from sqlalchemy.exc import SQLAlchemyError
 
 from labapp.auth import ratelimits
-from labapp.auth.ratelimits import Budget, Charge, Outcome
+from labapp.auth.ratelimits import NANOSECONDS, Budget, Charge, Outcome
 from labapp.errors import TooManyRequests, problem_response
 from labapp.web.loader import client_address, current_actor
+from labapp.web.units import opens_own, request_unit
 
 _OUTCOME = "rate_limit_outcome"
+_PENDING = "rate_limit_pending"
+_BEFORE_VIEW = "rate_limit_before_view"
+# Threads a process charges reads on; more than the requests a worker serves at once is idle.
+_CHARGING_THREADS = 4
+# Callers refused lately whose reads are charged before their view; beyond this many the
+# memory is emptied (their reads are then charged beside their view again, still refused).
+_REFUSALS_KEPT = 10_000
 
 
 def _is_api() -> bool:
@@ -69,15 +89,79 @@ def _charges() -> list[Charge]:
     return [Charge(policies[name], key) for name, key in charges if name in policies]
 
 
+class _Charging:
+    """This process's threads that charge reads beside their view (made again in a forked
+    worker, whose parent's threads did not come along), and the callers it refused lately."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pid = 0
+        self._executor: ThreadPoolExecutor | None = None
+        self._refused_until: dict[tuple[str, ...], int] = {}
+
+    def submit(self, limiter: ratelimits.Limiter, charges: list[Charge]) -> Future[Outcome]:
+        """Charge ``charges`` on a thread of this process."""
+        with self._lock:
+            if self._executor is None or self._pid != os.getpid():
+                self._executor = ThreadPoolExecutor(_CHARGING_THREADS,
+                                                    thread_name_prefix="labapp-ratelimit")
+                self._pid = os.getpid()
+            executor = self._executor
+        return executor.submit(limiter.charge, charges)
+
+    def remember(self, limiter: ratelimits.Limiter, charges: list[Charge],
+                 outcome: Outcome) -> None:
+        """Keep a refused caller's keys until its ``Retry-After`` has passed on the clock of
+        ``limiter``."""
+        if outcome.allowed:
+            return
+        now = limiter.clock()
+        with self._lock:
+            if len(self._refused_until) >= _REFUSALS_KEPT:
+                self._refused_until = {keys: until for keys, until in self._refused_until.items()
+                                       if until > now}
+                if len(self._refused_until) >= _REFUSALS_KEPT:
+                    self._refused_until.clear()
+            self._refused_until[_keys(charges)] = now + outcome.retry_after * NANOSECONDS
+
+    def refused_lately(self, limiter: ratelimits.Limiter, charges: list[Charge]) -> bool:
+        """Whether the caller of ``charges`` was refused and its ``Retry-After`` runs."""
+        return self._refused_until.get(_keys(charges), 0) > limiter.clock()
+
+
+_charging = _Charging()
+
+
+def _keys(charges: list[Charge]) -> tuple[str, ...]:
+    return tuple(charge.key for charge in charges)
+
+
 def _charge() -> Outcome:
-    """Count the current request once, remembering the outcome for its answer."""
+    """Count the current request once, remembering the outcome for its answer; a charge
+    begun beside the view (:func:`_limit_request`) is waited for."""
     if _OUTCOME in g:
         counted: Outcome = getattr(g, _OUTCOME)
         return counted
     setattr(g, _OUTCOME, Outcome())  # counted at most once, even if the charge fails
-    outcome = ratelimits.limiter().charge(_charges())
+    limiter = ratelimits.limiter()
+    pending: tuple[list[Charge], Future[Outcome]] | None = g.pop(_PENDING, None)
+    if pending is None:
+        charges = _charges()
+        outcome = limiter.charge(charges)
+    else:
+        charges, future = pending
+        outcome = future.result()
+    _charging.remember(limiter, charges, outcome)
     setattr(g, _OUTCOME, outcome)
     return outcome
+
+
+def _reads_only() -> bool:
+    """Whether the current request's route runs in a read unit opened for it."""
+    rule = request.url_rule
+    view = current_app.view_functions.get(rule.endpoint) if rule and rule.endpoint else None
+    return (view is not None and not opens_own(view)
+            and request_unit(current_app, request) == "read")
 
 
 def _refused(outcome: Outcome) -> TooManyRequests:
@@ -88,25 +172,38 @@ def _refused(outcome: Outcome) -> TooManyRequests:
 
 
 def _limit_request() -> None:
-    """``before_request`` (after authentication): count the request; 429 when over a
+    """``before_request`` (after authentication): count the request, beside its view when
+    it only reads and its caller was not refused lately; else now, and 429 when over a
     limit."""
     if not _is_api():
         return
+    if _reads_only():
+        charges = _charges()
+        if not charges:
+            setattr(g, _OUTCOME, Outcome())
+            return
+        limiter = ratelimits.limiter()
+        if not _charging.refused_lately(limiter, charges):
+            setattr(g, _PENDING, (charges, _charging.submit(limiter, charges)))
+            return
+    setattr(g, _BEFORE_VIEW, True)
     outcome = _charge()
     if not outcome.allowed:
         raise _refused(outcome)
 
 
 def _publish(response: Response) -> Response:
-    """``after_request``: add the headers to every ``/api`` answer. A request refused
-    before it was counted (bad credentials, a NUL in its path, a missing CSRF token) is
-    counted now — by its address unless its caller was known — and answered 429 instead
-    when that is over its limit."""
+    """``after_request``: add the headers to every ``/api`` answer. A request not charged
+    before its view — a read charged beside it, or one refused before it was counted (bad
+    credentials, a NUL in its path, a missing CSRF token), counted now by its address unless
+    its caller was known — is answered 429 instead when that is over its limit."""
     if not _is_api():
         return response
-    counted = _OUTCOME in g
-    outcome = _charge()
-    if not counted and not outcome.allowed:
+    try:
+        outcome = _charge()
+    except SQLAlchemyError as error:  # a charge beside the view failed: as if before it
+        return current_app.make_response(current_app.handle_user_exception(error))
+    if not g.get(_BEFORE_VIEW, False) and not outcome.allowed:
         response = problem_response(_refused(outcome))
     if outcome.budgets:
         response.headers["RateLimit-Policy"] = ", ".join(

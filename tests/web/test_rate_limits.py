@@ -3,13 +3,16 @@ answer, 429 ``rate_limited`` with Retry-After, buckets per token, per user and p
 refilled as the clock moves, the budget endpoint, and what a refused request leaves."""
 from __future__ import annotations
 
+import functools
 import secrets
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
 
 import pytest
 from flask import Flask
 from flask.testing import FlaskClient
-from sqlalchemy import func, select
+from sqlalchemy import event, func, select
+from sqlalchemy.exc import OperationalError
 
 from labapp.auth import ratelimits
 from labapp.db import db, table_of
@@ -250,6 +253,110 @@ def test_a_refused_request_does_nothing(app: Flask, make_user: Maker) -> None:
         assert db.session.scalar(select(func.count()).select_from(PersonalAccessToken)
                                  .where(PersonalAccessToken.user_id == username)
                                  ) == tokens_before
+
+
+class ViewsRun:
+    """Counts the runs of the view of one route (the wrapper keeps the view's declarations)
+    and the threads each limiter statement ran on, while in use."""
+
+    def __init__(self, app: Flask, monkeypatch: pytest.MonkeyPatch, method: str,
+                 path: str) -> None:
+        self.runs = 0
+        self.charging_threads: list[int] = []
+        endpoint, _ = app.url_map.bind("localhost").match(path, method)
+        view = app.view_functions[endpoint]
+
+        @functools.wraps(view)
+        def counted(*args: object, **kwargs: object) -> object:
+            self.runs += 1
+            return view(*args, **kwargs)
+
+        monkeypatch.setitem(app.view_functions, endpoint, counted)
+        self._engine = ratelimits.limiter(app).engine
+        event.listen(self._engine, "before_cursor_execute", self._charged)
+
+    def _charged(self, *_: object) -> None:
+        self.charging_threads.append(threading.get_ident())
+
+    def close(self) -> None:
+        event.remove(self._engine, "before_cursor_execute", self._charged)
+
+
+@pytest.fixture
+def pat_list_runs(app: Flask, monkeypatch: pytest.MonkeyPatch) -> Iterator[ViewsRun]:
+    """The runs of ``GET /api/user/pat``'s view."""
+    runs = ViewsRun(app, monkeypatch, "GET", "/api/user/pat")
+    yield runs
+    runs.close()
+
+
+def test_a_read_is_charged_beside_its_view_and_a_refused_caller_before_it(
+        app: Flask, make_user: Maker, pat_list_runs: ViewsRun) -> None:
+    """A read's charge runs on another thread while its view runs; once refused, the
+    caller's reads are charged first, on the request's thread, and their view is not run
+    until Retry-After has passed."""
+    headers = pat_header(app, someone(make_user))
+    client = app.test_client()
+    here = threading.get_ident()
+    with limits(app, window=10, token=2) as clock:
+        answers = [client.get("/api/user/pat", headers=headers) for _ in range(3)]
+        assert [answer.status_code for answer in answers] == [200, 200, 429]
+        assert pat_list_runs.runs == 3  # the refused read ran beside its charge
+        assert here not in pat_list_runs.charging_threads
+        assert answers[2].headers["Retry-After"] == "5"
+        assert fields_of(answers[2].headers).state["token"] == {"r": 0, "t": 5}
+        assert answers[2].get_json()["code"] == "rate_limited"
+
+        pat_list_runs.charging_threads.clear()
+        again = client.get("/api/user/pat", headers=headers)
+        assert again.status_code == 429 and again.headers["Retry-After"] == "5"
+        assert pat_list_runs.runs == 3  # refused before its view
+        assert pat_list_runs.charging_threads == [here]
+
+        clock.advance(5)
+        pat_list_runs.charging_threads.clear()
+        after = client.get("/api/user/pat", headers=headers)
+        assert after.status_code == 200 and pat_list_runs.runs == 4
+        assert here not in pat_list_runs.charging_threads
+
+
+def test_a_write_is_charged_before_its_view(app: Flask, make_user: Maker,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    headers = pat_header(app, someone(make_user))
+    client = app.test_client()
+    runs = ViewsRun(app, monkeypatch, "POST", "/api/user/pat")
+    try:
+        with limits(app, window=10, token=1):
+            made = client.post("/api/user/pat", json={"name": "first"}, headers=headers)
+            refused = client.post("/api/user/pat", json={"name": "second"}, headers=headers)
+    finally:
+        runs.close()
+    assert (made.status_code, refused.status_code) == (201, 429)
+    assert runs.runs == 1
+    assert set(runs.charging_threads) == {threading.get_ident()}
+
+
+def test_a_failed_charge_beside_a_read_is_answered_like_one_before_it(
+        app: Flask, make_user: Maker, monkeypatch: pytest.MonkeyPatch,
+        pat_list_runs: ViewsRun) -> None:
+    """The limiter's database busy under a read: the read's answer is replaced by the house
+    problem a charge before the view gets (503 ``database_busy``), not a 500."""
+    headers = pat_header(app, someone(make_user))
+    limiter = ratelimits.limiter(app)
+
+    def busy(_charges: object) -> ratelimits.Outcome:
+        raise OperationalError("INSERT INTO rate_limit_bucket", {},
+                               Exception("database is locked"))
+
+    monkeypatch.setattr(limiter, "charge", busy)
+    with limits(app, token=10):
+        read = app.test_client().get("/api/user/pat", headers=headers)
+        write = app.test_client().post("/api/user/pat", json={"name": "x"}, headers=headers)
+    assert pat_list_runs.runs == 1
+    for answer in (read, write):
+        assert answer.status_code == 503 and answer.mimetype == "application/problem+json"
+        assert answer.get_json()["code"] == "database_busy"
+        assert "RateLimit" not in answer.headers
 
 
 def test_pages_are_not_limited(app: Flask) -> None:
