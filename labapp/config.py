@@ -246,6 +246,10 @@ SETTINGS: tuple[Setting, ...] = (
             "Days the change log keeps a change (the change feed and webhooks read it); the "
             "worker removes older ones, and a client whose cursor is older gets 410 and "
             "reads the current state again; 0 keeps every change.", parse_non_negative_int),
+    Setting("SIGN_IN_LOG_RETENTION_DAYS", 365,
+            "Days the sign-in log (Admin › Sign-ins) keeps an attempt, with its username "
+            "and address; the worker removes older ones; 0 keeps every attempt.",
+            parse_non_negative_int),
     Setting("CHANGES_MAX_WAIT", 60,
             "The longest `wait` (seconds) a client following `GET /api/changes` may ask "
             "for; the request holds a server thread meanwhile (serve with threads: "

@@ -10,8 +10,10 @@ ones removed hourly), the alert rules evaluated once a minute
 statistics gathered when the data has grown (:func:`labapp.sqlite_stats.upkeep`, looked at
 every ``SQLITE_STATISTICS_SECONDS``; 0 turns that off), and the directory synced
 (:func:`labapp.users.directory.scheduled_sync`, every ``DIRECTORY_SYNC_MINUTES`` when LDAP is
-on; 0 turns that off), and the webhooks delivered (:func:`labapp.webhooks.delivery.upkeep`,
-old delivery log lines removed hourly).
+on; 0 turns that off), the webhooks delivered (:func:`labapp.webhooks.delivery.upkeep`,
+old delivery log lines removed hourly), and the change log and the sign-in log cut to their
+retention (:func:`labapp.changefeed.retention.upkeep`, :func:`labapp.auth.sign_in_log.upkeep`,
+looked at every minute).
 
 Lanes
     The upkeep runs in four lanes (:func:`lanes`), each a thread with an application
@@ -55,6 +57,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from labapp import liveness, sqlite_stats
 from labapp.alerts import evaluate as alerts
+from labapp.auth import sign_in_log
 from labapp.changefeed import retention as change_retention
 from labapp.dashboards import tally_folding
 from labapp.db import db, end_read
@@ -70,6 +73,7 @@ POLL = 0.15  # seconds between two looks of a lane when none of its jobs found w
 PURGE_IMPORTS = 3600.0  # seconds between two removals of long finished imports
 PURGE_DELIVERIES = 3600.0  # seconds between two removals of old webhook delivery log lines
 RETAIN_CHANGES = 60.0  # seconds between two looks for changes past the retention
+RETAIN_SIGN_INS = 60.0  # seconds between two looks for sign-in events past the retention
 SEARCH, UPKEEP, IMPORTS, WEBHOOKS = "search", "upkeep", "imports", "webhooks"  # the lanes
 logger = logging.getLogger(__name__)
 
@@ -100,6 +104,7 @@ def lanes(app: Flask) -> list[Lane]:
     periodic = [Upkeep("entity tallies", tally_folding.upkeep),
                 Upkeep("location counts", location_counts.upkeep),
                 Upkeep("change log retention", change_retention.upkeep, RETAIN_CHANGES),
+                Upkeep("sign-in log retention", sign_in_log.upkeep, RETAIN_SIGN_INS),
                 Upkeep("alert rules", alerts.upkeep,
                        float(app.config["LABAPP"]["ALERT_TICK_SECONDS"]))]
     every = float(app.config["LABAPP"]["SQLITE_STATISTICS_SECONDS"])

@@ -16,6 +16,7 @@ from sqlalchemy.exc import OperationalError
 
 from labapp import sqlite_stats
 from labapp.alerts import evaluate as alerts
+from labapp.auth import sign_in_log
 from labapp.changefeed import retention as change_retention
 from labapp.dashboards import tally_folding
 from labapp.db import db
@@ -62,20 +63,21 @@ def test_each_feature_gives_one_upkeep_in_its_lane(fresh_app: Callable[..., Flas
     assert _lanes(fresh_app()) == [
         ("search", [("search queue", 0.0)]),
         ("upkeep", [("entity tallies", 0.0), ("location counts", 0.0),
-                    ("change log retention", 60.0), ("alert rules", 60.0),
-                    ("SQLite statistics", 60.0)]),
+                    ("change log retention", 60.0), ("sign-in log retention", 60.0),
+                    ("alert rules", 60.0), ("SQLite statistics", 60.0)]),
         ("imports", [("spreadsheet imports", 0.0), ("finished imports", 3600.0)]),
         ("webhooks", [("webhook deliveries", 0.0), ("webhook delivery log", 3600.0)])]
     search, upkeep, imports, webhooks = lanes(fresh_app())
     assert search.pulse is not None
     assert upkeep.pulse is None and imports.pulse is None and webhooks.pulse is None
     assert [job.run for job in upkeep.jobs] == [
-        tally_folding.upkeep, location_counts.upkeep, change_retention.upkeep, alerts.upkeep,
-        sqlite_stats.upkeep]
+        tally_folding.upkeep, location_counts.upkeep, change_retention.upkeep,
+        sign_in_log.upkeep, alerts.upkeep, sqlite_stats.upkeep]
     assert [job.run for job in imports.jobs] == [import_jobs.upkeep, import_jobs.purge_finished]
     assert _lanes(fresh_app(SQLITE_STATISTICS_SECONDS=0, ALERT_TICK_SECONDS=5))[1] == (
         "upkeep", [("entity tallies", 0.0), ("location counts", 0.0),
-                   ("change log retention", 60.0), ("alert rules", 5.0)])
+                   ("change log retention", 60.0), ("sign-in log retention", 60.0),
+                   ("alert rules", 5.0)])
 
 
 def _waiting(app: Flask) -> tuple[int, int]:

@@ -6,14 +6,19 @@ records the outcome (the login, or the failed attempt), so the event commits wit
 password or code tried is never passed, let alone stored. Attempts refused by throttling are
 not recorded: they cost nothing to make, and a write for each would turn a flood of them
 into a flood of writes.
+
+Events older than ``SIGN_IN_LOG_RETENTION_DAYS`` are removed by the worker (:func:`upkeep`),
+oldest first, a chunk per write unit.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 
-from sqlalchemy import ColumnElement, func, or_, select
+from flask import current_app
+from sqlalchemy import ColumnElement, delete, func, or_, select
 
-from labapp.db import db
+from labapp.db import db, rows_matched, transaction
 from labapp.model import SignInEvent
 from labapp.model.types import utc_now
 
@@ -23,6 +28,8 @@ _WIDTHS = {"username": 255, "user_id": 64, "method": 40, "provider": 80, "addres
 PASSWORD = "password"
 BASIC = "basic"
 LDAP = "ldap"  # a password the directory checked
+# Events removed per write unit: SQLite's write lock is held for one chunk only.
+CHUNK = 5_000
 
 
 def _cut(value: str | None, field: str) -> str | None:
@@ -69,3 +76,21 @@ def list_events(*, user: str | None = None, succeeded: bool | None = None, skip:
     total = db.session.scalar(select(func.count()).select_from(SignInEvent)
                               .where(*conditions)) or 0
     return Page(list(events), total)
+
+
+def remove_expired(days: int, now: datetime | None = None) -> int:
+    """Remove the oldest chunk of the events older than ``days`` days before ``now``
+    (default: the present); returns how many went."""
+    cutoff = (now or utc_now()) - timedelta(days=days)
+    with transaction(write=True):
+        oldest = (select(SignInEvent.id).where(SignInEvent.at_utc < cutoff)
+                  .order_by(SignInEvent.at_utc, SignInEvent.id).limit(CHUNK))
+        return rows_matched(delete(SignInEvent).where(SignInEvent.id.in_(oldest.subquery()
+                                                                         .select())))
+
+
+def upkeep() -> bool:
+    """The worker's job: one chunk past ``SIGN_IN_LOG_RETENTION_DAYS`` (0 keeps every
+    event); whether it removed any."""
+    days = current_app.config["LABAPP"]["SIGN_IN_LOG_RETENTION_DAYS"]
+    return bool(days) and remove_expired(days) > 0

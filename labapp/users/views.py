@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask import Blueprint, Response, flash, redirect, request, url_for
+from flask import Blueprint, Response, current_app, flash, redirect, request, url_for
 from marshmallow import ValidationError
 from werkzeug.wrappers import Response as BaseResponse
 
@@ -297,4 +297,5 @@ def sign_ins() -> Response:
     return render_page("users/sign_ins.html", events=found.events, total=found.total,
                        page=page, pages=max(1, -(-found.total // SIGN_IN_PAGE_SIZE)),
                        filters={"user": user or "", "outcome": outcome if outcome in _OUTCOMES
-                                else ""})
+                                else ""},
+                       retention_days=current_app.config["LABAPP"]["SIGN_IN_LOG_RETENTION_DAYS"])
