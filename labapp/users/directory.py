@@ -14,24 +14,28 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from sqlalchemy import func, select
 
+from labapp.access.actor import ADMIN
 from labapp.auth import ldap
 from labapp.auth.ldap import DirectoryEntry, DirectoryRefused, DirectorySettings
 from labapp.changes import assign, diff
 from labapp.db import db, transaction
 from labapp.entities.audit import SYSTEM_ACTOR, json_value, record_updated
+from labapp.errors import Conflict
 from labapp.model import Department, DirectorySync, Entity, Role, User, UserRole
 from labapp.model.types import utc_now
-from labapp.users.service import USERNAME_PATTERN, create_user, end_logins
+from labapp.users.service import USERNAME_PATTERN, create_user, end_logins, guard_last_admin
 
 DIRECTORY_ACTOR = SYSTEM_ACTOR
 _ATTRIBUTES = {"name": "name", "email": "email", "departmentID": "department_id",
                "externalID": "external_id"}
 SHOWN_RUNS = 10  # runs the administration page lists
+LAST_ADMIN = ("the last active administrator: make another user ADMIN first, then sync "
+              "again")
 logger = logging.getLogger(__name__)
 
 
@@ -87,6 +91,24 @@ def _taken(username: str) -> str | None:
     return None
 
 
+def _is_last_admin(user: User) -> bool:
+    """Whether ``user`` is the last active administrator (:func:`guard_last_admin`)."""
+    try:
+        guard_last_admin(user)
+    except Conflict:
+        return True
+    return False
+
+
+def _keeping_admin(user: User, wanted: Wanted) -> Wanted | None:
+    """``wanted`` with ADMIN kept, when it takes ADMIN from the last active administrator;
+    else None. The directory never leaves labapp without an administrator: its groups may
+    be mapped wrongly, or the one administrator's group emptied by mistake."""
+    if ADMIN in user.roles and ADMIN not in wanted.roles and _is_last_admin(user):
+        return replace(wanted, roles=sorted([*wanted.roles, ADMIN]))
+    return None
+
+
 def _differences(user: User, wanted: Wanted) -> dict[str, tuple[Any, Any]]:
     changes = diff(user, wanted.values, _ATTRIBUTES)
     if user.roles != wanted.roles:
@@ -136,6 +158,10 @@ def provision(entry: DirectoryEntry) -> str:
             return _create(entry, wanted).id
         if not user.is_active:
             raise DirectoryRefused()
+        kept = _keeping_admin(user, wanted)
+        if kept is not None:
+            logger.warning("directory sign-in of %s: keeps ADMIN, %s", user.id, LAST_ADMIN)
+            wanted = kept
         changes = _differences(user, wanted)
         if changes:
             _apply(user, wanted, changes)
@@ -190,6 +216,10 @@ def _sync_entry(entry: DirectoryEntry, config: DirectorySettings, report: SyncRe
         if not report.dry_run:
             _create(entry, wanted)
         return
+    kept = _keeping_admin(user, wanted)
+    if kept is not None:
+        report.note("keep", user.id, f"keeps ADMIN, {LAST_ADMIN}")
+        wanted = kept
     changes = _differences(user, wanted)
     if not changes:
         report.unchanged += 1
@@ -240,6 +270,10 @@ def synchronise(*, dry_run: bool = False, progress: Progress | None = None) -> D
             .order_by(User.id))
         for user in list(gone):
             if user.external_id in listed_dns or user.id in listed_names:
+                continue
+            if _is_last_admin(user):
+                report.note("keep", user.id, f"no longer in the directory but kept active, "
+                                             f"{LAST_ADMIN}")
                 continue
             report.note("deactivate", user.id, "no longer in the directory")
             if not dry_run:

@@ -7,17 +7,17 @@ from collections.abc import Callable
 import pytest
 from flask import Flask
 from flask.testing import FlaskCliRunner
-from sqlalchemy import select
+from sqlalchemy import select, update
 
 from labapp.auth import ldap
-from labapp.db import db
+from labapp.db import db, transaction
 from labapp.model import DirectorySync, User
 from labapp.users import directory
 from labapp.worker import lanes
 from tests.auth.checks import problem
 from tests.conftest import DEFAULT_DEPARTMENT, basic_header, bearer_header, login
-from tests.directory.conftest import Settings
-from tests.helpers.directory import Directory, Person
+from tests.directory.conftest import Settings, directory_settings
+from tests.helpers.directory import Directory, Person, group_dn
 
 
 def sync(runner: FlaskCliRunner, *options: str) -> str:
@@ -195,3 +195,55 @@ def test_a_mapping_to_no_department_falls_through_to_the_department_attribute(
 
     assert user(app, "ada").department_id == named
     assert user(app, "linus").department_id == DEFAULT_DEPARTMENT
+
+
+def test_the_directory_never_takes_the_last_administrator_away(
+        fresh_app: Callable[..., Flask], slapd: Directory, person: Callable[..., Person]
+        ) -> None:
+    """The one active administrator is a directory user: neither the sync nor a sign-in
+    takes ADMIN from them when their group goes, nor does the sync deactivate them when
+    they leave the directory; each time the run says so. Once another administrator is
+    active again, the directory has its way."""
+    admin_group = "biology"  # no one else's group: this person is the directory's only admin
+    someone = person(groups=(admin_group,))
+    settings = {**directory_settings(slapd, DEFAULT_DEPARTMENT),
+                "LDAP_GROUP_ROLES": {group_dn(admin_group): "ADMIN"}}
+    app = fresh_app(initialised=True, **settings)
+    runner = app.test_cli_runner()
+    sync(runner)
+    assert user(app, someone.uid).roles == ["ADMIN"]
+    set_active(app, "admin", False)
+
+    slapd.set_groups(someone.uid, ())
+    output = sync(runner)
+    assert f"keep       {someone.uid}: keeps ADMIN, the last active administrator" in output
+    assert user(app, someone.uid).roles == ["ADMIN"]
+    assert any(change == {"action": "keep", "username": someone.uid,
+                          "detail": f"keeps ADMIN, {directory.LAST_ADMIN}"}
+               for change in last_run(app).changes)
+    signed_in = app.test_client().post("/api/auth/login", json={
+        "username": someone.uid, "password": someone.password})
+    assert signed_in.status_code == 200, signed_in.get_json()
+    assert user(app, someone.uid).roles == ["ADMIN"]
+
+    slapd.remove_person(someone.uid)
+    output = sync(runner)
+    assert f"keep       {someone.uid}: no longer in the directory but kept active" in output
+    kept = user(app, someone.uid)
+    assert kept is not None and kept.is_active is True and kept.roles == ["ADMIN"]
+
+    set_active(app, "admin", True)
+    output = sync(runner)
+    assert f"deactivate {someone.uid}: no longer in the directory" in output
+    assert user(app, someone.uid).is_active is False
+
+
+def set_active(app: Flask, user_id: str, active: bool) -> None:
+    """Switch a user on or off directly in the database (no guard: the test sets the scene)."""
+    with app.app_context():
+        try:
+            with transaction():
+                db.session.execute(update(User).where(User.id == user_id)
+                                   .values(is_active=active))
+        finally:
+            db.session.remove()
