@@ -148,6 +148,12 @@ def update(actor: Actor, hook_id: str, data: dict[str, Any], settings: WebhookSe
     return hook
 
 
+def revealed_secret(actor: Actor, hook_id: str, settings: WebhookSettings) -> str:
+    """The secret of a webhook the actor may change, unsealed: for the page that follows
+    its making or rotation, which shows it that once."""
+    return keys.unseal(WEBHOOKS.get_changeable(actor, hook_id).secret, settings.secret_key)
+
+
 def rotate_secret(actor: Actor, hook_id: str, settings: WebhookSettings
                   ) -> tuple[WebhookSubscription, str]:
     """Give a webhook a new secret (shown this once); the next attempt is signed with it."""

@@ -3,12 +3,15 @@ change, a filter), and a webhook's page with its "Send a ping" button, its secre
 rotation and its delivery log with a Redeliver button per line. They call the same service
 as ``/api/webhook``; the form's body is loaded by the API's schema, so both refuse the same
 things with the same messages. A secret is shown on the page that follows its making (or
-rotation), never again."""
+rotation), never again: that page is reached by a redirect, the session naming the webhook
+whose secret it shows (the secret itself stays in the database), so reloading it neither
+sends the form again — a second webhook delivering every change twice — nor shows the
+secret twice."""
 from __future__ import annotations
 
 from typing import Any
 
-from flask import Blueprint, Response, redirect, request, url_for
+from flask import Blueprint, Response, redirect, request, session, url_for
 from marshmallow import ValidationError
 from werkzeug.datastructures import MultiDict
 from werkzeug.wrappers import Response as BaseResponse
@@ -27,6 +30,8 @@ bp = members_only(Blueprint("webhook_views", __name__, url_prefix="/webhooks"))
 LIST = "webhooks/list.html"
 FORM = "webhooks/form.html"
 LOG_SHOWN = 50
+# Session key: the id of the webhook whose secret the next look at its page shows.
+SECRET_TO_SHOW = "webhook_secret_to_show"
 
 
 def _body_of(form: MultiDict[str, str]) -> dict[str, Any]:
@@ -64,7 +69,8 @@ def index() -> Response:
 
 @bp.route("/new", methods=["GET", "POST"])
 def new() -> BaseResponse:
-    """The form of a new webhook; posted, it stores it and shows its page with the secret."""
+    """The form of a new webhook; posted, it stores it and redirects to its page, which
+    shows the secret."""
     if request.method == "GET":
         return _form(None, {"name": "", "url": "", "eClasses": [], "kinds": [],
                             "filter": "", "active": True})
@@ -73,9 +79,21 @@ def new() -> BaseResponse:
 
 @bp.get("/<hook_id>")
 def show(hook_id: str) -> BaseResponse:
-    """A webhook's page: its form, its buttons and its delivery log."""
+    """A webhook's page: its form, its buttons and its delivery log; its secret too, the
+    first time after its making or rotation."""
     actor = current_actor()
-    return _form(hook_id, service.to_api(actor, service.get_visible(actor, hook_id)))
+    hook = service.to_api(actor, service.get_visible(actor, hook_id))
+    secret = None
+    if session.get(SECRET_TO_SHOW) == hook_id:
+        session.pop(SECRET_TO_SHOW)
+        secret = service.revealed_secret(actor, hook_id, WebhookSettings.current())
+    return _form(hook_id, hook, secret=secret)
+
+
+def _show_with_secret(hook_id: str) -> BaseResponse:
+    """Redirect to the webhook's page, which shows its secret that once."""
+    session[SECRET_TO_SHOW] = hook_id
+    return redirect(url_for("webhook_views.show", hook_id=hook_id), 303)
 
 
 @bp.post("/<hook_id>")
@@ -91,8 +109,8 @@ def _submit(hook_id: str | None) -> BaseResponse:
     try:
         body = WebhookInputSchema().load(raw)
         if hook_id is None:
-            hook, secret = service.create(actor, body, settings)
-            return _form(hook.id, service.to_api(actor, hook), status=201, secret=secret)
+            hook, _secret = service.create(actor, body, settings)
+            return _show_with_secret(hook.id)
         service.update(actor, hook_id, body, settings)
     except ValidationError as error:
         return _form(hook_id, raw, flatten_messages(error.messages), status=400)
@@ -113,9 +131,8 @@ def ping(hook_id: str) -> BaseResponse:
 @bp.post("/<hook_id>/secret")
 def rotate(hook_id: str) -> BaseResponse:
     """Give the webhook a new secret, shown on the page this once."""
-    actor = current_actor()
-    hook, secret = service.rotate_secret(actor, hook_id, WebhookSettings.current())
-    return _form(hook_id, service.to_api(actor, hook), secret=secret)
+    service.rotate_secret(current_actor(), hook_id, WebhookSettings.current())
+    return _show_with_secret(hook_id)
 
 
 @bp.post("/<hook_id>/deliveries/<int:delivery_id>/redeliver")

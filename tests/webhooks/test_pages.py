@@ -3,6 +3,7 @@ that follows, never again), refused with the API's messages and nothing written,
 pinged and deleted; someone else's webhook is the 404 of an unknown one."""
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -11,6 +12,8 @@ from sqlalchemy import func, select
 
 from labapp.db import db
 from labapp.model import WebhookDelivery, WebhookSubscription
+from labapp.webhooks import keys
+from labapp.webhooks.settings import WebhookSettings
 from tests.conftest import ApiClient
 from tests.helpers.pages import post_form, signed_in
 from tests.webhooks.conftest import hook_body, made
@@ -29,18 +32,40 @@ def _hooks(app: Flask) -> list[WebhookSubscription]:
 
 
 def test_made_and_its_secret_shown_once(app: Flask, member: Callable[..., ApiClient]) -> None:
+    """The form's answer redirects to the webhook's page, which shows the secret that once:
+    reloading it makes no second webhook and shows no secret; another session never sees
+    it; a new secret is shown the same way."""
     member("alice")
     page = signed_in(app, "alice")
     assert "No webhooks yet." in page.get("/webhooks").get_data(as_text=True)
     made_page = post_form(page, "/webhooks/new", _form())
-    html = made_page.get_data(as_text=True)
-    assert made_page.status_code == 201 and 'id="secret-value">whsec_' in html
+    assert made_page.status_code == 303
     [hook] = _hooks(app)
+    assert made_page.headers["Location"] == f"/webhooks/{hook.id}"
     assert (hook.name, hook.events) == ("Mirror", {"eClasses": ["Sample"], "kinds": ["create"]})
+    other_session = signed_in(app, "alice")
+    assert "secret-value" not in other_session.get(f"/webhooks/{hook.id}").get_data(as_text=True)
+    first = _secret_on(page.get(made_page.headers["Location"]).get_data(as_text=True))
+    with app.app_context():
+        assert first == keys.unseal(db.session.get(WebhookSubscription, hook.id).secret,
+                                    WebhookSettings.current().secret_key)
     again = page.get(f"/webhooks/{hook.id}").get_data(as_text=True)
     assert "secret-value" not in again and "Nothing delivered yet." in again
+    assert len(_hooks(app)) == 1
     listed = page.get("/webhooks").get_data(as_text=True)
     assert "Mirror" in listed and URL in listed
+
+    rotated = post_form(page, f"/webhooks/{hook.id}/secret")
+    assert (rotated.status_code, rotated.headers["Location"]) == (303, f"/webhooks/{hook.id}")
+    second = _secret_on(page.get(rotated.headers["Location"]).get_data(as_text=True))
+    assert second != first
+    assert "secret-value" not in page.get(f"/webhooks/{hook.id}").get_data(as_text=True)
+
+
+def _secret_on(html: str) -> str:
+    found = re.search(r'id="secret-value">(whsec_[^<]+)<', html)
+    assert found, "no secret on the page"
+    return found.group(1)
 
 
 def test_refused_with_the_apis_messages_and_nothing_written(
