@@ -33,6 +33,7 @@ from labapp.entities.update import apply_update, check_writable
 from labapp.errors import Conflict, InvalidInput, NotFound
 from labapp.model import Entity
 from labapp.model.registry import ClassSpec
+from labapp.model.types import utc_now
 from labapp.reading.lookup import load_visible, to_api
 
 NOT_CLONABLE = frozenset({"File", "User"})
@@ -132,9 +133,10 @@ def save_batch(actor: Actor, raw_items: Any, notation: bool = True,
                 created=True))
     # After the inserts: an update may point at an entity the batch creates.
     try:
+        now = utc_now()  # one moment for the batch's updates and the storage log they make
         for prepared in items:
             if not prepared.is_new:
-                apply_update(actor, prepared)
+                apply_update(actor, prepared, now)
         db.session.flush()
     except IntegrityError as error:
         # A unique field of a lab-defined class (decisions §14) given a taken value.

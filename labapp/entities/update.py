@@ -6,6 +6,7 @@ record. An update that changes nothing leaves the version alone.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import datetime
 from typing import Any
 
 from labapp.access.actor import Actor
@@ -17,7 +18,6 @@ from labapp.entities.notation import item_error
 from labapp.entities.rules import EntityChange, announce, rules_of
 from labapp.errors import Conflict, Forbidden
 from labapp.model import Entity
-from labapp.model.types import utc_now
 
 # A Department's departmentID and a Project's projectID are their own ids, never changed.
 _OWN_ID_FIELDS = {("Department", "departmentID"), ("Project", "projectID")}
@@ -62,8 +62,10 @@ def _check_status(item: PreparedItem, entity: Entity, target: str) -> None:
                        code="invalid_transition", item=item.index)
 
 
-def apply_update(actor: Actor, item: PreparedItem) -> dict[str, tuple[Any, Any]]:
-    """Apply one item to its stored entity; returns the changes (empty when nothing changed)."""
+def apply_update(actor: Actor, item: PreparedItem, now: datetime
+                 ) -> dict[str, tuple[Any, Any]]:
+    """Apply one item to its stored entity, modified at ``now`` (the batch's moment); returns
+    the changes (empty when nothing changed)."""
     entity = item.existing
     if entity is None:
         raise TypeError(f"entities[{item.index}]: {item.id} is new; there is nothing to update")
@@ -94,7 +96,7 @@ def apply_update(actor: Actor, item: PreparedItem) -> dict[str, tuple[Any, Any]]
     assign(entity, changes, _stored_attributes(item, changes))
     entity.version += 1
     entity.modified_by = actor.author_id
-    entity.modified_utc = utc_now()
+    entity.modified_utc = now
     record_updated(entity, actor.author_id, changes)
     rules.after_update(actor, entity, changes)
     if "status" in changes:

@@ -301,6 +301,41 @@ def _write(items: list[Item], location_id: str | None, user_id: str) -> None:
     db.session.expire_all()
 
 
+def _carry_plate_samples(plates: list[str], location_id: str | None, user_id: str,
+                         now: datetime) -> None:
+    """The samples on the moved ``plates`` travel along to ``location_id`` (None: nowhere),
+    with no position of their own there. Each one whose place changes gets a new version
+    and an audit event of its ``locationID``, like any sample that moves, so the change log
+    (and the change feed, webhooks and mirrors reading it) tells of it as an ``update``."""
+    sample = table_of(Sample)
+    carried = db.session.execute(
+        select(sample.c.id, sample.c.location_id, sample.c.position, _ENTITY.c.version)
+        .join(_ENTITY, _ENTITY.c.id == sample.c.id)
+        .where(sample.c.plate_id.in_(plates))).all()
+    moved = [row for row in carried
+             if row.location_id != location_id or row.position is not None]
+    if not moved:
+        return
+    db.session.execute(update(sample).where(sample.c.plate_id.in_(plates))
+                       .values(location_id=location_id, position=None),
+                       execution_options={"synchronize_session": False})
+    db.session.execute(update(_ENTITY).where(_ENTITY.c.id == bindparam("key"))
+                       .values(version=bindparam("ver"), modified_by=user_id,
+                               modified_utc=now),
+                       [{"key": row.id, "ver": row.version + 1} for row in moved],
+                       execution_options={"synchronize_session": False})
+    audits = []
+    for row in moved:
+        changes = {}
+        if row.location_id != location_id:
+            changes["locationID"] = {"old": row.location_id, "new": location_id}
+        if row.position is not None:
+            changes["position"] = {"old": row.position, "new": None}
+        audits.append({"entity_id": row.id, "action": "update", "version": row.version + 1,
+                       "user_id": user_id, "timestamp_utc": now, "changes": changes})
+    db.session.execute(insert(table_of(AuditEvent)), audits)
+
+
 def record_moves(items: list[Item], location_id: str | None, user_id: str,
                  now: datetime) -> None:
     """What follows once ``items`` are written at ``location_id`` (None: nowhere) with their
@@ -308,10 +343,7 @@ def record_moves(items: list[Item], location_id: str | None, user_id: str,
     its check-out and its check-in) and the samples on moved plates, which travel along."""
     plates = [item.id for item in items if item.eclass == "Plate"]
     if plates:
-        sample = table_of(Sample)
-        db.session.execute(update(sample).where(sample.c.plate_id.in_(plates))
-                           .values(location_id=location_id, position=None),
-                           execution_options={"synchronize_session": False})
+        _carry_plate_samples(plates, location_id, user_id, now)
     events = []
     for item in items:
         if item.location_id is not None:

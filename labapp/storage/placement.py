@@ -121,7 +121,11 @@ def plan(actor: Actor, items: list[PreparedItem]) -> WritePlan | None:
         return None
 
     def record() -> None:
-        now = utc_now()
+        # The storage log's moment is the updates' own (the batch gives them one): SQLite's
+        # change log names an update a check-in or check-out by that moment.
+        updated = [request.prepared.existing.modified_utc for request in requests
+                   if request.prepared.existing is not None]
+        now = updated[0] if updated else utc_now()
         for target, group in moves.items():
             if group:
                 checkin.record_moves(group, target, actor.author_id, now)

@@ -34,6 +34,44 @@ def test_without_a_cursor_the_feed_starts_now(lab: Lab) -> None:
     assert _kinds(lab.changes(position(page["next"]))) == [(sample["id"], "create", 1)]
 
 
+def test_samples_carried_by_their_plate_are_told_with_their_new_place(lab: Lab) -> None:
+    """A plate checked in, moved by a check-in elsewhere, moved by the entity batch and
+    checked out: each time its samples get a version, an audit event of their locationID
+    and a change, so a mirror following Samples knows where they are."""
+    first, second, third = make_locations(lab.admin, *({"name": name, "departmentID": "DEP-X"}
+                                                        for name in ("One", "Two", "Three")))
+    plate, = lab.save({"eClass": "Plate", "name": "P1", "departmentID": "DEP-X"})
+    on_plate = lab.save(*({"eClass": "Sample", "name": f"on P1 {number}",
+                           "departmentID": "DEP-X", "plateID": plate["id"]}
+                          for number in (1, 2)))
+    start = lab.cursor()
+    check_in(lab.admin, first["id"], [{"eClass": "Plate", "id": plate["id"]}])
+    check_in(lab.admin, second["id"], [{"eClass": "Plate", "id": plate["id"]}])
+    lab.save({"eClass": "Plate", "id": plate["id"], "locationID": third["id"]})
+    body_of(lab.admin.post("/api/storage/location/checkout",
+                           json=[{"eClass": "Plate", "id": plate["id"]}]), 200)
+
+    changes = lab.changes(start, **{"$expand": "entity"})
+
+    for sample in on_plate:
+        told = [(change["kind"], change["version"]) for change in changes
+                if change["entityID"] == sample["id"]]
+        assert told == [("update", 2), ("update", 3), ("update", 4), ("update", 5)]
+    plate_kinds = [change["kind"] for change in changes if change["entityID"] == plate["id"]]
+    assert plate_kinds == ["checkin", "checkin", "checkin", "checkout"]
+    with lab.app.app_context():
+        audits = db.session.execute(
+            select(AuditEvent.version, AuditEvent.changes)
+            .where(AuditEvent.entity_id == on_plate[0]["id"], AuditEvent.version > 1)
+            .order_by(AuditEvent.version)).all()
+        db.session.remove()
+    assert [(version, changes["locationID"]["new"]) for version, changes in audits] == [
+        (2, first["id"]), (3, second["id"]), (4, third["id"]), (5, None)]
+    first_sample = on_plate[0]["id"]
+    assert body_of(lab.admin.get(f"/api/entity/Sample/{first_sample}"), 200)[
+        "locationID"] is None
+
+
 def test_every_kind_of_change_in_commit_order(lab: Lab) -> None:
     start = lab.cursor()
     sample, = lab.save({"eClass": "Sample", "name": "s1", "departmentID": "DEP-X"})
