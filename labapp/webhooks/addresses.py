@@ -8,13 +8,20 @@ unspecified; an IPv4 address mapped into IPv6, or carried by 6to4 or Teredo, is 
 the IPv4 address), unless it lies in one of the networks the setting
 ``WEBHOOK_ALLOWED_NETWORKS`` lists. A host that resolves to any refused address is refused
 whole (a name answering both a public and a private address could be sent to either).
+
+A host is resolved on a thread of its own, waited for at most the delivery's timeout: the
+system resolver may take tens of seconds when a name server does not answer, and the
+webhooks lane must not wait that long for one receiver. A lookup that has not answered in
+time is a failed attempt (retried as any); its thread ends when the resolver gives up.
 """
 from __future__ import annotations
 
 import ipaddress
 import socket
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import SplitResult, urlsplit
 
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
@@ -27,6 +34,10 @@ SCHEMES = {"http": 80, "https": 443}
 # port 0) and says what is wrong.
 URL_PATTERN = (r"^[Hh][Tt][Tt][Pp][Ss]?://([A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(:[0-9]{1,5})?"
                r"([/?#][!-~]*)?$")
+
+
+# getaddrinfo(host, port, type=…) → its list of (family, type, proto, name, sockaddr)
+Resolver = Callable[..., list[tuple[Any, ...]]]
 
 
 class AddressRefused(Exception):
@@ -113,16 +124,40 @@ def literal_refusal(url: str, allowed: Sequence[Network]) -> str | None:
     return refusal(address, allowed)
 
 
-def target(url: str, allowed: Sequence[Network]) -> Target:
-    """Resolve the URL's host and check every address it has (AddressRefused at the first
-    refused one, or when it resolves to none)."""
+def _resolved(host: str, port: int, timeout: float, resolve: Resolver) -> list[tuple[Any, ...]]:
+    """``resolve(host, port)`` on a daemon thread, waited for at most ``timeout`` seconds
+    (AddressRefused when it fails or is still looking then)."""
+    answer: list[list[tuple[Any, ...]]] = []
+    failure: list[BaseException] = []
+    done = threading.Event()
+
+    def look_up() -> None:
+        try:
+            answer.append(resolve(host, port, type=socket.SOCK_STREAM))
+        except BaseException as error:  # handed to the waiting thread below
+            failure.append(error)
+        finally:
+            done.set()
+
+    threading.Thread(target=look_up, name=f"resolve {host[:40]}", daemon=True).start()
+    if not done.wait(timeout):
+        raise AddressRefused(f"{host} did not resolve within {timeout:g} s")
+    if failure:
+        if isinstance(failure[0], (socket.gaierror, UnicodeError)):
+            raise AddressRefused(f"{host} does not resolve: {failure[0]}") from None
+        raise failure[0]
+    return answer[0]
+
+
+def target(url: str, allowed: Sequence[Network], timeout: float,
+           resolve: Resolver | None = None) -> Target:
+    """Resolve the URL's host within ``timeout`` seconds (with ``resolve``, default the
+    system's ``getaddrinfo``) and check every address it has (AddressRefused at the first
+    refused one, when it resolves to none or not in time)."""
     parts = parse_url(url)
     host = parts.hostname or ""
     port = parts.port or SCHEMES[parts.scheme]
-    try:
-        found = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    except (socket.gaierror, UnicodeError) as error:
-        raise AddressRefused(f"{host} does not resolve: {error}") from None
+    found = _resolved(host, port, timeout, resolve or socket.getaddrinfo)
     addresses: list[str] = []
     for _family, _type, _proto, _name, sockaddr in found:
         address = ipaddress.ip_address(str(sockaddr[0]).split("%")[0])

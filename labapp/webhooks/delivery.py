@@ -71,15 +71,16 @@ Sender = Callable[[str, dict[str, str], bytes, WebhookSettings], Outcome]
 
 def _send(url: str, headers: dict[str, str], body: bytes, settings: WebhookSettings
           ) -> Outcome:
-    """Check the URL's addresses now and POST to one of them (a refused address is a
-    failed attempt that never left)."""
+    """Check the URL's addresses now and POST to one of them, all within the timeout (a
+    refused address, or a name that does not resolve in time, is a failed attempt that
+    never left)."""
     started = time.monotonic()
     try:
-        checked = target(url, settings.allowed)
+        checked = target(url, settings.allowed, settings.timeout)
     except AddressRefused as error:
         return Outcome(None, int((time.monotonic() - started) * 1000), None,
                        f"refused: {error}")
-    return post(checked, headers, body, settings.timeout)
+    return post(checked, headers, body, settings.timeout, started)
 
 
 def signed_headers(secret: str, message_id: str, body: bytes) -> dict[str, str]:

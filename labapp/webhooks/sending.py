@@ -39,8 +39,8 @@ class Outcome:
 
 
 class _Deadline:
-    def __init__(self, seconds: float) -> None:
-        self.ends = time.monotonic() + seconds
+    def __init__(self, seconds: float, started: float) -> None:
+        self.ends = started + seconds
 
     def left(self) -> float:
         left = self.ends - time.monotonic()
@@ -95,11 +95,14 @@ class _PinnedTlsConnection(http.client.HTTPSConnection):
             raw, server_hostname=self._target.host)
 
 
-def post(target: Target, headers: Mapping[str, str], body: bytes, timeout: float) -> Outcome:
-    """POST ``body`` to ``target`` (see the module docstring); never raises for what the
-    network or the receiver does: that is the outcome's ``error``."""
-    started = time.monotonic()
-    deadline = _Deadline(timeout)
+def post(target: Target, headers: Mapping[str, str], body: bytes, timeout: float,
+         started: float | None = None) -> Outcome:
+    """POST ``body`` to ``target`` (see the module docstring), ending ``timeout`` seconds
+    after ``started`` (a ``time.monotonic()`` moment: when the attempt began, its host's
+    lookup included; default now); never raises for what the network or the receiver does:
+    that is the outcome's ``error``."""
+    started = time.monotonic() if started is None else started
+    deadline = _Deadline(timeout, started)
     connection: _PinnedConnection | _PinnedTlsConnection | None = None
 
     def ended(status: int | None, text: str | None, error: str | None) -> Outcome:

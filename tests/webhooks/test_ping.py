@@ -5,9 +5,12 @@ address the setting does not allow."""
 from __future__ import annotations
 
 import json
+import socket
 import threading
 from collections.abc import Callable
+from typing import Any
 
+import pytest
 from flask import Flask
 from standardwebhooks.webhooks import Webhook
 
@@ -153,6 +156,35 @@ def test_a_name_resolving_to_loopback_is_refused_at_delivery(
     [line] = log_of(app, hook["id"])
     assert line.status == "failed" and line.error is not None
     assert line.error.startswith("refused: localhost resolves to") and "loopback" in line.error
+    assert receiver.requests == []
+
+
+def test_a_name_that_does_not_resolve_in_time_fails_the_attempt_within_it(
+        app: Flask, admin: ApiClient, receivers: Callable[..., Receiver],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A name server that never answers holds the lane for the delivery's timeout only:
+    the attempt fails naming why, and is retried as any failed one."""
+    receiver = receivers()
+    hook = made(admin, hook_body(receiver.url.replace("127.0.0.1", "stuck.invalid")))
+    released = threading.Event()
+    system_resolver = socket.getaddrinfo
+
+    def never_answers(host: str, *args: Any, **kwargs: Any) -> Any:
+        if host != "stuck.invalid":
+            return system_resolver(host, *args, **kwargs)
+        released.wait()
+        raise socket.gaierror("the test let the lookup go")
+
+    monkeypatch.setattr(socket, "getaddrinfo", never_answers)
+    monkeypatch.setitem(app.config["LABAPP"], "WEBHOOK_TIMEOUT_SECONDS", 1)
+    pinged(admin, hook["id"])
+    try:
+        assert run(app)
+    finally:
+        released.set()
+    [line] = log_of(app, hook["id"])
+    assert (line.status, line.error) == (
+        "failed", "refused: stuck.invalid did not resolve within 1 s")
     assert receiver.requests == []
 
 
