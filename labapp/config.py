@@ -267,6 +267,11 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("WEBHOOK_DISABLE_AFTER_DAYS", 5,
             "Days a webhook's deliveries may fail without one success before the worker "
             "switches it off and tells its owner.", parse_positive_int),
+    Setting("WEBHOOK_SECRET_OVERLAP_HOURS", 24,
+            "Hours a webhook's rotated secret keeps signing beside its new one (each delivery "
+            "carries both signatures), so its receiver can take the new secret without "
+            "refusing deliveries meanwhile; 0 ends the old secret at once.",
+            parse_non_negative_int),
     Setting("WEBHOOK_ALLOWED_NETWORKS", None,
             "Networks webhooks may deliver to although they are loopback, private, "
             "link-local or otherwise not public (comma-separated, such as "

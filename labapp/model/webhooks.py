@@ -26,7 +26,8 @@ class WebhookSubscription(Model):
     """Who is told (``owner_id``: deliveries carry only what the owner may read), where
     (``url``), about what (``events``: ``{"eClasses": [...], "kinds": [...]}``, empty lists
     meaning all; ``filter``: a $filter over the one class named), signed with ``secret``
-    (encrypted, :mod:`labapp.webhooks.secrets`).
+    (encrypted, :mod:`labapp.webhooks.keys`) and, after a rotation, ``previous_secret``
+    beside it until ``previous_secret_until``.
 
     ``failing_since`` is when the first failed attempt of the current run of failures was
     made (None: the last attempt succeeded); ``disabled_reason`` says why the worker
@@ -41,6 +42,8 @@ class WebhookSubscription(Model):
     events: Mapped[dict[str, Any]] = mapped_column(JsonObject, default=dict)
     filter: Mapped[str | None] = mapped_column(Text)
     secret: Mapped[str] = mapped_column(Text)
+    previous_secret: Mapped[str | None] = mapped_column(Text)
+    previous_secret_until: Mapped[datetime | None] = mapped_column(UtcDateTime)
     active: Mapped[bool] = mapped_column(Boolean, default=True)
     owner_id: Mapped[str] = mapped_column(
         String(64), ForeignKey("app_user.id", ondelete="CASCADE"), index=True)

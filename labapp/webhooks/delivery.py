@@ -33,7 +33,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -54,7 +54,7 @@ from labapp.query.filter import compile_filter
 from labapp.webhooks import keys
 from labapp.webhooks.addresses import AddressRefused, target
 from labapp.webhooks.sending import KEPT_BYTES, Outcome, post
-from labapp.webhooks.service import message_body
+from labapp.webhooks.service import message_body, previous_secret_until
 from labapp.webhooks.settings import WebhookSettings
 
 PAGE = 100  # changes read per look at a subscription's feed
@@ -83,12 +83,14 @@ def _send(url: str, headers: dict[str, str], body: bytes, settings: WebhookSetti
     return post(checked, headers, body, settings.timeout, started)
 
 
-def signed_headers(secret: str, message_id: str, body: bytes) -> dict[str, str]:
-    """The Standard Webhooks headers of one attempt (its timestamp is the real time of
-    sending, which receivers compare with their clocks)."""
+def signed_headers(secrets: Sequence[str], message_id: str, body: bytes) -> dict[str, str]:
+    """The Standard Webhooks headers of one attempt: a signature by each secret, separated
+    by a space as the standard allows (a receiver accepts the message when one matches);
+    its timestamp is the real time of sending, which receivers compare with their clocks."""
     timestamp = int(time.time())
     return {"webhook-id": message_id, "webhook-timestamp": str(timestamp),
-            "webhook-signature": keys.signature(secret, message_id, timestamp, body)}
+            "webhook-signature": " ".join(keys.signature(secret, message_id, timestamp, body)
+                                          for secret in secrets)}
 
 
 @dataclass(frozen=True)
@@ -157,9 +159,9 @@ def _send_queued(delivery_id: int, now: datetime, settings: WebhookSettings,
         assert delivery is not None
         hook = db.session.get(WebhookSubscription, delivery.subscription_id)
         assert hook is not None
-        url, sealed, body, hook_id = hook.url, hook.secret, delivery.body, hook.id
+        url, signing, body, hook_id = hook.url, _signing(hook, now), delivery.body, hook.id
         message_id = delivery.message_id
-    outcome = _attempt(url, sealed, message_id, body, settings, sender)
+    outcome = _attempt(url, signing, message_id, body, settings, sender)
     with transaction():
         db.session.execute(update(WebhookDelivery).where(WebhookDelivery.id == delivery_id)
                            .values(**_outcome_values(outcome)))
@@ -169,14 +171,29 @@ def _send_queued(delivery_id: int, now: datetime, settings: WebhookSettings,
     return True
 
 
-def _attempt(url: str, sealed: str, message_id: str, body: str, settings: WebhookSettings,
-             sender: Sender) -> Outcome:
+def _signing(hook: WebhookSubscription, now: datetime) -> tuple[str, ...]:
+    """The sealed secrets that sign the webhook's deliveries at ``now``: its secret, and the
+    one a rotation replaced while its overlap lasts."""
+    if hook.previous_secret is not None and previous_secret_until(hook, now) is not None:
+        return hook.secret, hook.previous_secret
+    return (hook.secret,)
+
+
+def _attempt(url: str, signing: tuple[str, ...], message_id: str, body: str,
+             settings: WebhookSettings, sender: Sender) -> Outcome:
+    """One attempt signed with each of ``signing`` (sealed; the current secret first)."""
     try:
-        secret = keys.unseal(sealed, settings.secret_key)
+        current = keys.unseal(signing[0], settings.secret_key)
     except keys.SecretUnreadable as error:
         return Outcome(None, 0, None, f"not sent: {error}; rotate the secret")
+    opened = [current]
+    for sealed in signing[1:]:
+        try:
+            opened.append(keys.unseal(sealed, settings.secret_key))
+        except keys.SecretUnreadable:
+            logger.warning("a webhook's previous secret does not open; signed with its own")
     payload = body.encode()
-    return sender(url, signed_headers(secret, message_id, payload), payload, settings)
+    return sender(url, signed_headers(opened, message_id, payload), payload, settings)
 
 
 def _outcome_values(outcome: Outcome) -> dict[str, Any]:
@@ -239,8 +256,9 @@ def _advance(hook_id: str, now: datetime, settings: WebhookSettings, sender: Sen
             found = _pending_or_next(hook_id, token, now, burst)
             if found is None:
                 break
-            message, url, sealed, attempt = found
-            outcome = _attempt(url, sealed, message.message_id, message.body, settings, sender)
+            message, url, signing, attempt = found
+            outcome = _attempt(url, signing, message.message_id, message.body, settings,
+                               sender)
             _record(hook_id, token, message, attempt, outcome, now, settings)
             if not outcome.succeeded or time.monotonic() - started > settings.timeout:
                 break
@@ -262,19 +280,20 @@ class _Burst:
 
 
 def _pending_or_next(hook_id: str, token: str, now: datetime, burst: _Burst
-                     ) -> tuple[_Message, str, str, int] | None:
+                     ) -> tuple[_Message, str, tuple[str, ...], int] | None:
     """The message the subscription is delivering (if none, the next change it wants, made
-    into one), with where it goes, the sealed secret and the number of this attempt. None
+    into one), with where it goes, the sealed secrets that sign it and the number of this
+    attempt. None
     when nothing is due (the cursor moved past the changes it does not want)."""
     with own_read():
         hook = db.session.get(WebhookSubscription, hook_id, populate_existing=True)
         assert hook is not None
-        url, sealed, attempt = hook.url, hook.secret, hook.attempts + 1
+        url, signing, attempt = hook.url, _signing(hook, now), hook.attempts + 1
         if hook.pending_seq is not None and hook.pending_body is not None:
             if hook.next_attempt_utc is not None and hook.next_attempt_utc > now:
                 return None
             return (_Message(hook.pending_message_id or "", hook.pending_type or "",
-                             hook.pending_seq, hook.pending_body), url, sealed, attempt)
+                             hook.pending_seq, hook.pending_body), url, signing, attempt)
         if not burst.owner_read:
             burst.owner, burst.owner_read = _owner(hook), True
         owner = burst.owner
@@ -284,7 +303,7 @@ def _pending_or_next(hook_id: str, token: str, now: datetime, burst: _Burst
         else:
             found, cursor, expired = _next_wanted(hook, owner, now, burst.ahead)
     if found is not None:  # stored as pending by its outcome only if it failed
-        return found, url, sealed, 1
+        return found, url, signing, 1
     with transaction():
         if owner is None:
             _switch_off(hook_id, token, now, "its owner is no longer an active user")

@@ -148,6 +148,15 @@ def update(actor: Actor, hook_id: str, data: dict[str, Any], settings: WebhookSe
     return hook
 
 
+def previous_secret_until(hook: WebhookSubscription, now: datetime | None = None
+                          ) -> datetime | None:
+    """Until when the secret a rotation replaced still signs beside the new one at ``now``
+    (default: the present); None when it no longer does."""
+    until = hook.previous_secret_until
+    return until if hook.previous_secret is not None and until is not None \
+        and until > (now or utc_now()) else None
+
+
 def revealed_secret(actor: Actor, hook_id: str, settings: WebhookSettings) -> str:
     """The secret of a webhook the actor may change, unsealed: for the page that follows
     its making or rotation, which shows it that once."""
@@ -156,11 +165,18 @@ def revealed_secret(actor: Actor, hook_id: str, settings: WebhookSettings) -> st
 
 def rotate_secret(actor: Actor, hook_id: str, settings: WebhookSettings
                   ) -> tuple[WebhookSubscription, str]:
-    """Give a webhook a new secret (shown this once); the next attempt is signed with it."""
+    """Give a webhook a new secret (shown this once); the next attempt is signed with it,
+    and with the one it replaces for ``WEBHOOK_SECRET_OVERLAP_HOURS`` (none when 0)."""
     hook = WEBHOOKS.get_changeable(actor, hook_id)
     secret = keys.new_secret()
+    now = utc_now()
+    if settings.secret_overlap:
+        hook.previous_secret, hook.previous_secret_until = (hook.secret,
+                                                            now + settings.secret_overlap)
+    else:
+        hook.previous_secret, hook.previous_secret_until = None, None
     hook.secret = keys.seal(secret, settings.secret_key)
-    hook.modified_utc = utc_now()
+    hook.modified_utc = now
     db.session.flush()
     return hook, secret
 

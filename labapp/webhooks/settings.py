@@ -21,6 +21,7 @@ class WebhookSettings:
     disable_after: timedelta
     allowed: Sequence[Network]
     secret_key: str
+    secret_overlap: timedelta
 
     @classmethod
     def of(cls, settings: dict[str, Any], secret_key: str) -> WebhookSettings:
@@ -29,7 +30,8 @@ class WebhookSettings:
                    retry_max=timedelta(seconds=settings["WEBHOOK_RETRY_MAX_SECONDS"]),
                    disable_after=timedelta(days=settings["WEBHOOK_DISABLE_AFTER_DAYS"]),
                    allowed=tuple(settings["WEBHOOK_ALLOWED_NETWORKS"] or ()),
-                   secret_key=secret_key)
+                   secret_key=secret_key,
+                   secret_overlap=timedelta(hours=settings["WEBHOOK_SECRET_OVERLAP_HOURS"]))
 
     @classmethod
     def current(cls) -> WebhookSettings:

@@ -45,12 +45,13 @@ def _body_of(form: MultiDict[str, str]) -> dict[str, Any]:
 def _form(hook_id: str | None, form: dict[str, Any], errors: list[dict[str, str]] | None = None,
           status: int = 200, secret: str | None = None) -> Response:
     actor = current_actor()
-    page: dict[str, Any] = {"hook": None, "deliveries": []}
+    page: dict[str, Any] = {"hook": None, "deliveries": [], "previous_secret_until": None}
     if hook_id is not None:
         hook = service.get_visible(actor, hook_id)
         page = {"hook": service.to_api(actor, hook),
                 "deliveries": [service.delivery_to_api(row)
-                               for row in service.deliveries(actor, hook_id, LOG_SHOWN)]}
+                               for row in service.deliveries(actor, hook_id, LOG_SHOWN)],
+                "previous_secret_until": service.previous_secret_until(hook)}
     by_field: dict[str, str] = {}
     for error in errors or ():
         by_field.setdefault(error["field"].split(".")[0], error["message"])

@@ -147,7 +147,8 @@ def test_a_failing_receiver_is_retried_with_a_doubling_wait_and_holds_the_line(
 def test_the_wait_is_capped() -> None:
     settings = WebhookSettings(timeout=10, retry_first=timedelta(minutes=1),
                                retry_max=timedelta(hours=24),
-                               disable_after=timedelta(days=5), allowed=(), secret_key="k")
+                               disable_after=timedelta(days=5), allowed=(), secret_key="k",
+                               secret_overlap=timedelta(hours=24))
     assert [settings.backoff(n) for n in (1, 2, 3, 11, 12, 60)] == [
         timedelta(minutes=1), timedelta(minutes=2), timedelta(minutes=4),
         timedelta(minutes=1024), timedelta(hours=24), timedelta(hours=24)]

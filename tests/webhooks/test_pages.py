@@ -57,8 +57,10 @@ def test_made_and_its_secret_shown_once(app: Flask, member: Callable[..., ApiCli
 
     rotated = post_form(page, f"/webhooks/{hook.id}/secret")
     assert (rotated.status_code, rotated.headers["Location"]) == (303, f"/webhooks/{hook.id}")
-    second = _secret_on(page.get(rotated.headers["Location"]).get_data(as_text=True))
+    rotated_page = page.get(rotated.headers["Location"]).get_data(as_text=True)
+    second = _secret_on(rotated_page)
     assert second != first
+    assert 'id="previous-secret"' in rotated_page and "signs beside the new one" in rotated_page
     assert "secret-value" not in page.get(f"/webhooks/{hook.id}").get_data(as_text=True)
 
 

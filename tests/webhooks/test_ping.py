@@ -8,12 +8,14 @@ import json
 import socket
 import threading
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Any
 
 import pytest
 from flask import Flask
-from standardwebhooks.webhooks import Webhook
+from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
+from labapp.model.types import utc_now
 from labapp.webhooks.addresses import Target
 from labapp.webhooks.sending import KEPT_BYTES, post
 from tests.conftest import ApiClient
@@ -63,6 +65,41 @@ def test_a_rotated_secret_signs_the_next_attempt(app: Flask, admin: ApiClient,
     run(app)
     [request] = receiver.requests
     Webhook(secret).verify(request.body, request.headers)
+
+
+def test_a_rotated_secret_signs_beside_the_new_one_until_its_overlap_ends(
+        app: Flask, admin: ApiClient, receivers: Callable[..., Receiver],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """After a rotation each delivery carries two signatures, by the new secret and the old
+    one, so a receiver still holding the old secret accepts it; after
+    WEBHOOK_SECRET_OVERLAP_HOURS only the new one signs. With 0 the old one ends at once."""
+    receiver = receivers()
+    hook = made(admin, hook_body(receiver.url))
+    old = hook["secret"]
+    new = body_of(admin.post(f"/api/webhook/{hook['id']}/secret"), 200)["secret"]
+    for moment in (utc_now(), utc_now() + timedelta(hours=23)):
+        pinged(admin, hook["id"])
+        assert run(app, moment)
+        request = receiver.requests[-1]
+        assert len(request.headers["webhook-signature"].split(" ")) == 2
+        for secret in (old, new):
+            assert Webhook(secret).verify(request.body, request.headers)["type"] == (
+                "webhook.ping")
+    pinged(admin, hook["id"])
+    assert run(app, utc_now() + timedelta(hours=25))
+    request = receiver.requests[-1]
+    assert Webhook(new).verify(request.body, request.headers)
+    with pytest.raises(WebhookVerificationError):
+        Webhook(old).verify(request.body, request.headers)
+
+    monkeypatch.setitem(app.config["LABAPP"], "WEBHOOK_SECRET_OVERLAP_HOURS", 0)
+    newest = body_of(admin.post(f"/api/webhook/{hook['id']}/secret"), 200)["secret"]
+    pinged(admin, hook["id"])
+    assert run(app, utc_now())
+    request = receiver.requests[-1]
+    assert Webhook(newest).verify(request.body, request.headers)
+    with pytest.raises(WebhookVerificationError):
+        Webhook(new).verify(request.body, request.headers)
 
 
 def test_a_failed_ping_is_logged_with_the_answer(app: Flask, admin: ApiClient,
