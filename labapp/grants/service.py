@@ -342,10 +342,13 @@ def _delete_container(actor: Actor, entity_id: str, table_name: str, kind: str,
             raise Forbidden(f"Only ADMIN may force the deletion of a {kind.lower()}.",
                             code="missing_scope")
         _clear_references(actor, entity_id, table_name)
-    # The change log's ``delete`` names the entity's last modifier as its actor.
+    # Its reference to itself (a department's departmentID, a project's projectID) goes
+    # first. Its other label stays, so the change log's ``delete`` is told to whoever reads
+    # that department (the members of a project's department); it names the entity's last
+    # modifier as its actor.
+    own = {"Department": "department_id", "Project": "project_id"}[kind]
     db.session.execute(update(table_of(Entity)).where(table_of(Entity).c.id == entity_id)
-                       .values(department_id=None, project_id=None,
-                               modified_by=actor.author_id))
+                       .values({own: None, "modified_by": actor.author_id}))
     db.session.execute(delete(table_of(Entity)).where(table_of(Entity).c.id == entity_id))
     db.session.expire_all()
 

@@ -141,6 +141,24 @@ def test_an_entity_taken_out_of_sight_is_one_hidden_change(lab: Lab) -> None:
     assert [change["kind"] for change in lab.changes(start)] == ["update"] * 3
 
 
+def test_a_deleted_project_is_told_to_the_members_of_its_department(lab: Lab) -> None:
+    """Alice reads Department X: she is told of a project of X made and deleted (the
+    delete once named no department, and only ADMIN was told), never of one of Y."""
+    start = lab.cursor()
+    ours, theirs = lab.save({"eClass": "Project", "name": "Ours", "departmentID": "DEP-X"},
+                            {"eClass": "Project", "name": "Theirs", "departmentID": "DEP-Y"})
+    for project in (ours, theirs):
+        body_of(lab.admin.delete(f"/api/project/{project['id']}"), 204)
+
+    told = lab.changes(start, lab.alice)
+
+    assert [(change["entityID"], change["kind"]) for change in told] == [
+        (ours["id"], "create"), (ours["id"], "delete")]
+    assert [(change["entityID"], change["kind"]) for change in lab.changes(start)] == [
+        (ours["id"], "create"), (theirs["id"], "create"), (ours["id"], "delete"),
+        (theirs["id"], "delete")]
+
+
 def test_pages_walk_every_change_once_in_order(lab: Lab) -> None:
     start = lab.cursor()
     samples = lab.save(*({"eClass": "Sample", "name": f"p{number}", "departmentID": "DEP-X"}
