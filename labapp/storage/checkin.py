@@ -282,23 +282,43 @@ def _write(items: list[Item], location_id: str | None, user_id: str) -> None:
                                .values(location_id=bindparam("loc"),
                                        position=bindparam("pos")), rows,
                                execution_options={"synchronize_session": False})
+    _version_moves([_Moved(item.id, item.version, item.location_id, item.position,
+                           item.new_position) for item in items], location_id, user_id, now)
+    record_moves(items, location_id, user_id, now)
+    db.session.expire_all()
+
+
+@dataclass(frozen=True)
+class _Moved:
+    """An entity that changes place: its id and version, where it was and its new slot."""
+
+    id: str
+    version: int
+    location_id: str | None
+    position: str | None
+    new_position: str | None
+
+
+def _version_moves(moved: list[_Moved], location_id: str | None, user_id: str,
+                   now: datetime) -> None:
+    """Each of ``moved``, now at ``location_id``, gets its next version (modified by
+    ``user_id`` at ``now``) and an ``update`` audit event of its locationID and position."""
     db.session.execute(update(_ENTITY).where(_ENTITY.c.id == bindparam("key"))
                        .values(version=bindparam("ver"), modified_by=user_id,
                                modified_utc=now),
-                       [{"key": item.id, "ver": item.version + 1} for item in items],
+                       [{"key": entity.id, "ver": entity.version + 1} for entity in moved],
                        execution_options={"synchronize_session": False})
     audits = []
-    for item in items:
+    for entity in moved:
         changes = {}
-        if item.location_id != location_id:
-            changes["locationID"] = {"old": item.location_id, "new": location_id}
-        if item.position != item.new_position:
-            changes["position"] = {"old": item.position, "new": item.new_position}
-        audits.append({"entity_id": item.id, "action": "update", "version": item.version + 1,
-                       "user_id": user_id, "timestamp_utc": now, "changes": changes})
+        if entity.location_id != location_id:
+            changes["locationID"] = {"old": entity.location_id, "new": location_id}
+        if entity.position != entity.new_position:
+            changes["position"] = {"old": entity.position, "new": entity.new_position}
+        audits.append({"entity_id": entity.id, "action": "update",
+                       "version": entity.version + 1, "user_id": user_id,
+                       "timestamp_utc": now, "changes": changes})
     db.session.execute(insert(table_of(AuditEvent)), audits)
-    record_moves(items, location_id, user_id, now)
-    db.session.expire_all()
 
 
 def _carry_plate_samples(plates: list[str], location_id: str | None, user_id: str,
@@ -319,21 +339,8 @@ def _carry_plate_samples(plates: list[str], location_id: str | None, user_id: st
     db.session.execute(update(sample).where(sample.c.plate_id.in_(plates))
                        .values(location_id=location_id, position=None),
                        execution_options={"synchronize_session": False})
-    db.session.execute(update(_ENTITY).where(_ENTITY.c.id == bindparam("key"))
-                       .values(version=bindparam("ver"), modified_by=user_id,
-                               modified_utc=now),
-                       [{"key": row.id, "ver": row.version + 1} for row in moved],
-                       execution_options={"synchronize_session": False})
-    audits = []
-    for row in moved:
-        changes = {}
-        if row.location_id != location_id:
-            changes["locationID"] = {"old": row.location_id, "new": location_id}
-        if row.position is not None:
-            changes["position"] = {"old": row.position, "new": None}
-        audits.append({"entity_id": row.id, "action": "update", "version": row.version + 1,
-                       "user_id": user_id, "timestamp_utc": now, "changes": changes})
-    db.session.execute(insert(table_of(AuditEvent)), audits)
+    _version_moves([_Moved(row.id, row.version, row.location_id, row.position, None)
+                    for row in moved], location_id, user_id, now)
 
 
 def record_moves(items: list[Item], location_id: str | None, user_id: str,
