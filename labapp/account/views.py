@@ -24,7 +24,7 @@ from labapp.auth import oidc, pats, second_factor, sessions
 from labapp.auth.ldap import DirectoryUnavailable
 from labapp.auth.second_factor import InvalidCode, PendingLogin
 from labapp.auth.sessions import InvalidCredentials, TokenPair
-from labapp.db import db
+from labapp.db import db, own_read, transaction
 from labapp.errors import (
     Conflict,
     InvalidInput,
@@ -246,11 +246,17 @@ def login_enrol() -> BaseResponse:
 
 
 @bp.post("/logout")
+@opens_own_units
 def logout() -> BaseResponse:
-    """End the login of this browser's cookie (it stops working everywhere) and go to login."""
+    """End the login of this browser's cookie (it stops working everywhere) and go to login.
+
+    Its own units: the login ends in a short write unit; the provider's logout is looked up
+    after it, holding no unit, since its discovery document may have to be fetched over the
+    network first (by a process that has not signed anyone in with it yet)."""
     actor = current_actor()
     if actor.session_id is not None:
-        sessions.revoke_session(actor.session_id)
+        with transaction():
+            sessions.revoke_session(actor.session_id)
     _offer_end_session(actor)
     response = redirect(url_for("account_views.login"), 303)
     clear_login_cookies(response)
@@ -269,10 +275,14 @@ END_SESSION_KEY = "oidc_end_session"
 def _offer_end_session(actor: Actor) -> None:
     """After the local logout of a user who signs in with a provider, offer (on the login
     page) the provider's own logout, when its discovery document names one."""
-    user = db.session.get(User, actor.user_id) if actor.user_id else None
-    if user is None or not user.auth_source.startswith("oidc:"):
+    if actor.user_id is None:
         return
-    provider = oidc.provider(user.auth_source.removeprefix("oidc:"))
+    with own_read() as read:
+        user = read.get(User, actor.user_id)
+        auth_source = user.auth_source if user is not None else ""
+    if not auth_source.startswith("oidc:"):
+        return
+    provider = oidc.provider(auth_source.removeprefix("oidc:"))
     if provider is None:
         return
     url = oidc.end_session_url(provider.name,

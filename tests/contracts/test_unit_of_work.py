@@ -40,6 +40,7 @@ OWN_UNITS = {
     "oidc_views.oidc_callback",
     "oidc_views.oidc_start",
     "account_api.refresh",  # a reused refresh token ends its login while the answer is 401
+    "account_views.logout",  # the provider's logout is looked up (network) after the write
     "web.home",  # reads; writes a first visitor's starter dashboard in a write unit
     "dashboard_views.show",  # the same page as the home page
     "file_api.upload_file",  # the upload streams in before the unit (folder store) or in it
@@ -56,6 +57,7 @@ OPENING_UNITS = {
     ("changefeed/api.py", "list_changes"),
     ("changefeed/api.py", "_wait_for_change"),
     ("account/api.py", "refresh"),
+    ("account/views.py", "logout"),
     ("dashboards/views.py", "_page"),
     ("files/api.py", "upload_file"),
     ("files/views.py", "upload_file"),

@@ -5,10 +5,14 @@ from __future__ import annotations
 import html
 import re
 from collections.abc import Callable
+from typing import Any
 
+import pytest
 import requests
 from flask.testing import FlaskClient
 
+from labapp.auth import oidc
+from labapp.db import in_unit
 from tests.conftest import ADMIN_PASSWORD, csrf_of
 from tests.helpers.pages import page_login
 from tests.oidc.conftest import APP_ORIGIN, LOGIN_PAGE, NAME, OidcLab
@@ -96,3 +100,30 @@ def test_the_sign_in_methods_page_lists_each_provider(
     page = admin.get("/admin/sign-in-methods").get_data(as_text=True)
     assert "OpenID Connect" in page and lab.issuer in page
     assert f"client {lab.client.client_id}" in page and "unknown users refused" in page
+
+
+def test_the_providers_logout_is_looked_up_with_no_unit_of_work_open(
+        oidc_lab: Callable[..., OidcLab], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A process that has not signed anyone in with the provider fetches its discovery
+    document at logout: after the login has ended, with no unit of work open (an SQLite
+    write unit would hold the write lock while the provider answers)."""
+    lab = oidc_lab()
+    client = lab.app.test_client()
+    with requests.Session() as browser:
+        assert lab.sign_in("alice", client, at=browser).status_code == 303
+    with lab.app.app_context():
+        provider_client = oidc._client(NAME)
+    provider_client.server_metadata.pop("_loaded_at")  # forgotten, as by a fresh process
+    fetched_in_a_unit: list[bool] = []
+    fetch = type(provider_client).load_server_metadata
+
+    def watched(self: Any) -> Any:
+        fetched_in_a_unit.append(in_unit())
+        return fetch(self)
+
+    monkeypatch.setattr(type(provider_client), "load_server_metadata", watched)
+    out = client.post("/logout", data={"csrf_token": csrf_of(client)})
+    assert out.status_code == 303
+    assert fetched_in_a_unit == [False]
+    assert client.get("/api/user").status_code == 401
+    assert "end-session-link" in client.get("/login").get_data(as_text=True)
