@@ -85,8 +85,7 @@ def remove_expired(days: int, now: datetime | None = None) -> int:
     with transaction(write=True):
         oldest = (select(SignInEvent.id).where(SignInEvent.at_utc < cutoff)
                   .order_by(SignInEvent.at_utc, SignInEvent.id).limit(CHUNK))
-        return rows_matched(delete(SignInEvent).where(SignInEvent.id.in_(oldest.subquery()
-                                                                         .select())))
+        return rows_matched(delete(SignInEvent).where(SignInEvent.id.in_(oldest)))
 
 
 def upkeep() -> bool:

@@ -43,7 +43,7 @@ from labapp.auth import ratelimits
 from labapp.auth.ratelimits import NANOSECONDS, Budget, Charge, Outcome
 from labapp.errors import TooManyRequests, problem_response
 from labapp.web.loader import client_address, current_actor
-from labapp.web.units import opens_own, request_unit
+from labapp.web.units import runs_in_read_unit
 
 _OUTCOME = "rate_limit_outcome"
 _PENDING = "rate_limit_pending"
@@ -156,14 +156,6 @@ def _charge() -> Outcome:
     return outcome
 
 
-def _reads_only() -> bool:
-    """Whether the current request's route runs in a read unit opened for it."""
-    rule = request.url_rule
-    view = current_app.view_functions.get(rule.endpoint) if rule and rule.endpoint else None
-    return (view is not None and not opens_own(view)
-            and request_unit(current_app, request) == "read")
-
-
 def _refused(outcome: Outcome) -> TooManyRequests:
     names = ", ".join(budget.policy.name for budget in outcome.budgets if not budget.allowed)
     return TooManyRequests(
@@ -177,7 +169,7 @@ def _limit_request() -> None:
     limit."""
     if not _is_api():
         return
-    if _reads_only():
+    if runs_in_read_unit(current_app, request):
         charges = _charges()
         if not charges:
             setattr(g, _OUTCOME, Outcome())

@@ -71,6 +71,18 @@ def declared_unit(view: Callable[..., object] | None, method: str) -> Unit:
     return "write" if declared == "write" else "read"
 
 
+def request_view(app: Flask, request: Request) -> Callable[..., object] | None:
+    """The view of ``request``'s route in ``app`` (None when no route matched)."""
+    rule = request.url_rule
+    return app.view_functions.get(rule.endpoint) if rule and rule.endpoint else None
+
+
+def runs_in_read_unit(app: Flask, request: Request) -> bool:
+    """Whether :class:`LabFlask` runs ``request``'s view in a read unit it opens."""
+    view = request_view(app, request)
+    return view is not None and not opens_own(view) and request_unit(app, request) == "read"
+
+
 def request_unit(app: Flask, request: Request) -> Unit:
     """The unit kind of ``request``'s route in ``app`` (write when no route matched)."""
     rule = request.url_rule
@@ -95,8 +107,7 @@ class LabFlask(Flask):
         """Flask's dispatch inside :func:`labapp.db.units` of the route's kind, and inside
         one :func:`labapp.db.transaction` unless the view opens its own: committed when the
         view answers below 400, rolled back when it raises or answers 400 or more."""
-        rule = request.url_rule
-        view = self.view_functions.get(rule.endpoint) if rule and rule.endpoint else None
+        view = request_view(self, request)
         with units(writing=request_unit(self, request) == "write"):
             if view is None or opens_own(view):  # no route: Flask raises its 404 or 405
                 return super().dispatch_request()

@@ -19,7 +19,7 @@ from __future__ import annotations
 import ipaddress
 import socket
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import SplitResult, urlsplit
@@ -34,10 +34,6 @@ SCHEMES = {"http": 80, "https": 443}
 # port 0) and says what is wrong.
 URL_PATTERN = (r"^[Hh][Tt][Tt][Pp][Ss]?://([A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(:[0-9]{1,5})?"
                r"([/?#][!-~]*)?$")
-
-
-# getaddrinfo(host, port, type=…) → its list of (family, type, proto, name, sockaddr)
-Resolver = Callable[..., list[tuple[Any, ...]]]
 
 
 class AddressRefused(Exception):
@@ -124,16 +120,16 @@ def literal_refusal(url: str, allowed: Sequence[Network]) -> str | None:
     return refusal(address, allowed)
 
 
-def _resolved(host: str, port: int, timeout: float, resolve: Resolver) -> list[tuple[Any, ...]]:
-    """``resolve(host, port)`` on a daemon thread, waited for at most ``timeout`` seconds
-    (AddressRefused when it fails or is still looking then)."""
+def _resolved(host: str, port: int, timeout: float) -> list[tuple[Any, ...]]:
+    """``getaddrinfo(host, port)`` on a daemon thread, waited for at most ``timeout``
+    seconds (AddressRefused when it fails or is still looking then)."""
     answer: list[list[tuple[Any, ...]]] = []
     failure: list[BaseException] = []
     done = threading.Event()
 
     def look_up() -> None:
         try:
-            answer.append(resolve(host, port, type=socket.SOCK_STREAM))
+            answer.append(socket.getaddrinfo(host, port, type=socket.SOCK_STREAM))
         except BaseException as error:  # handed to the waiting thread below
             failure.append(error)
         finally:
@@ -149,15 +145,13 @@ def _resolved(host: str, port: int, timeout: float, resolve: Resolver) -> list[t
     return answer[0]
 
 
-def target(url: str, allowed: Sequence[Network], timeout: float,
-           resolve: Resolver | None = None) -> Target:
-    """Resolve the URL's host within ``timeout`` seconds (with ``resolve``, default the
-    system's ``getaddrinfo``) and check every address it has (AddressRefused at the first
-    refused one, when it resolves to none or not in time)."""
+def target(url: str, allowed: Sequence[Network], timeout: float) -> Target:
+    """Resolve the URL's host within ``timeout`` seconds and check every address it has
+    (AddressRefused at the first refused one, when it resolves to none or not in time)."""
     parts = parse_url(url)
     host = parts.hostname or ""
     port = parts.port or SCHEMES[parts.scheme]
-    found = _resolved(host, port, timeout, resolve or socket.getaddrinfo)
+    found = _resolved(host, port, timeout)
     addresses: list[str] = []
     for _family, _type, _proto, _name, sockaddr in found:
         address = ipaddress.ip_address(str(sockaddr[0]).split("%")[0])
