@@ -1,7 +1,9 @@
 """Webhook pages in real headless Chromium (issue 36 §3), at 1366 and 768 px: carol reaches
 Webhooks from Alerts, makes a webhook with the form (URL, a class and a kind ticked), sees its
-secret once, sends a ping, watches the delivery log fill as the worker's lane delivers (the
-ping and a change), redelivers with the keyboard; a private address is refused at its field.
+secret once (not again when she reloads the page), sends a ping, watches the delivery log fill
+as the worker's lane delivers (the ping and a change), redelivers with the keyboard, and makes
+a new secret, which signs beside the old one for a while; a private address is refused at its
+field.
 The pages pass axe-core and never scroll sideways; every delivery checks with the secret
 shown (``standardwebhooks``)."""
 from __future__ import annotations
@@ -70,6 +72,9 @@ def test_make_ping_watch_and_redeliver(page: Page, live_app: Flask, live_server:
     expect(page.locator("#no-deliveries")).to_be_visible()
     assert_no_serious_violations(page)
     _no_horizontal_scroll(page)
+    page.reload()  # the page the form led to: reloading it makes no second webhook
+    expect(page.locator("#secret-value")).to_have_count(0)
+    expect(page.locator("#no-deliveries")).to_be_visible()
 
     page.click("#ping-webhook")
     expect(page.locator("#ping-queued")).to_be_visible()
@@ -96,6 +101,18 @@ def test_make_ping_watch_and_redeliver(page: Page, live_app: Flask, live_server:
     assert [message["type"] for message in got] == [
         "webhook.ping", "entity.create", "webhook.ping"]
     assert got[1]["data"]["entity"]["name"] == "Fresh tube"
+
+    page.click("#rotate-secret")
+    rotated = page.locator("#secret-value").inner_text()
+    assert rotated.startswith("whsec_") and rotated != secret
+    expect(page.locator("#previous-secret")).to_contain_text("signs beside the new one")
+    assert_no_serious_violations(page)
+    _no_horizontal_scroll(page)
+    page.click("#ping-webhook")
+    _deliver(live_app)
+    last = receiver.requests[-1]
+    for either in (secret, rotated):  # the receiver may hold the old secret or the new
+        assert Webhook(either).verify(last.body, last.headers)["type"] == "webhook.ping"
 
     page.click("nav.breadcrumbs a")
     expect(page.locator(".webhook-row")).to_have_count(1)
