@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from functools import wraps
 from typing import Any
+from urllib.parse import urlsplit
 
 from flask import Blueprint, Response, redirect, request, url_for
 from werkzeug.wrappers import Response as BaseResponse
@@ -19,14 +20,17 @@ View = Callable[..., BaseResponse]
 
 def signed_in_only(back_to: str | None = None) -> BaseResponse | None:
     """None for a signed-in visitor; else the way to the login page, which then brings the
-    visitor to ``back_to`` (by default the page asked for, when it was a GET). An htmx request
-    is told to move the whole page there.
+    visitor to ``back_to`` (by default the page asked for, when it was a GET; for an htmx
+    request, the page it was sent from). An htmx request is told to move the whole page
+    there.
 
     The one login check of every page: as a blueprint's ``before_request`` (see
     :func:`members_only`), through :func:`login_required`, or called by a view.
     """
     if current_actor().is_authenticated:
         return None
+    if back_to is None and is_htmx():
+        back_to = _page_of_htmx_request()
     if back_to is None and request.method == "GET":
         back_to = request.full_path.rstrip("?")
     home = url_for("web.home")
@@ -35,6 +39,16 @@ def signed_in_only(back_to: str | None = None) -> BaseResponse | None:
         # A redirect would be followed by the XHR and swap the login page into the block.
         return Response(status=204, headers={"HX-Redirect": target})
     return redirect(target)
+
+
+def _page_of_htmx_request() -> str | None:
+    """The path and query of the page an htmx request was sent from (its ``HX-Current-URL``)
+    when that page is on this site: the login brings the visitor back to the page, not to
+    the fragment it was loading (a dashboard's widget, a list's rows)."""
+    page = urlsplit(request.headers.get("HX-Current-URL", ""))
+    if page.netloc != request.host or not page.path.startswith("/"):
+        return None
+    return page.path + (f"?{page.query}" if page.query else "")
 
 
 def no_store(response: Response) -> Response:

@@ -208,6 +208,25 @@ def test_profile_requires_login(client):
     assert parse_qs(location.query) == {"next": ["/profile"]}
 
 
+@pytest.mark.parametrize(("current", "back_to"), [
+    # A dashboard's widget loaded after the login ended: back to the dashboard, not the widget.
+    ("http://localhost/dashboards/d1?edit=1", "/dashboards/d1?edit=1"),
+    # The home page needs no next; a page of another site, or none, falls back to the request.
+    ("http://localhost/", None),
+    ("https://evil.example/dashboards/d1", "/dashboards/d1/widget/4?heading=4"),
+    ("", "/dashboards/d1/widget/4?heading=4"),
+    ("http://local\x01host/x", "/dashboards/d1/widget/4?heading=4"),
+])
+def test_an_htmx_fragment_of_an_anonymous_visitor_brings_them_back_to_its_page(
+        client, current, back_to):
+    response = client.get("/dashboards/d1/widget/4?heading=4",
+                          headers={**HTMX, "HX-Current-URL": current})
+    assert response.status_code == 204
+    location = urlsplit(response.headers["HX-Redirect"])
+    assert location.path == "/login"
+    assert parse_qs(location.query).get("next") == ([back_to] if back_to else None)
+
+
 def test_htmx_request_of_an_anonymous_visitor_redirects_the_whole_page(client):
     client.get("/login")
     response = post_form(client, "/profile/pat", {"name": "x"}, headers=HTMX)
