@@ -47,7 +47,13 @@ def test_a_freezer_opens_and_closes_from_the_keyboard(
     page.get_by_role("link", name="Labels", exact=True).focus()
     page.keyboard.press("Tab")
     expect(toggle).to_be_focused()
+    # htmx binds the swapped-in rack's control when the swap settles, a timer after it
+    # shows: counted here, so its Enter below is not pressed before (on a busy machine it
+    # was, and followed the control's link to the rack's page).
+    page.evaluate("() => { window.settledSwaps = 0; document.body.addEventListener("
+                  "'htmx:afterSettle', () => { window.settledSwaps += 1; }); }")
     page.keyboard.press("Enter")
+    page.wait_for_function("() => window.settledSwaps > 0")
     expect(rack).to_be_visible()
     expect(rack).to_contain_text("3 stored")
     expect(toggle).to_have_attribute("aria-expanded", "true")
