@@ -36,6 +36,7 @@ def create_app(overrides: Mapping[str, Any] | None = None) -> Flask:
     app.config.update(
         LABAPP=settings,
         SECRET_KEY=settings["SECRET_KEY"] or ensure_secret_key(instance_path),
+        SECRET_KEY_FALLBACKS=list(settings["SECRET_KEY_FALLBACKS"] or ()),
         SQLALCHEMY_DATABASE_URI=settings["DATABASE_URL"],
         SQLALCHEMY_ENGINE_OPTIONS={"pool_pre_ping": True},
         MAX_CONTENT_LENGTH=settings["MAX_UPLOAD_MB"] * 1024 * 1024,

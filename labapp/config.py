@@ -20,6 +20,7 @@ from labapp.setting_values import (
     parse_file_store,
     parse_group_mapping,
     parse_http_url,
+    parse_key_list,
     parse_ldap_filter,
     parse_ldap_url,
     parse_low_amounts,
@@ -68,6 +69,10 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("SECRET_KEY", None,
             "Key that signs tokens and cookies. Default: generated once into "
             "`instance/secret_key`."),
+    Setting("SECRET_KEY_FALLBACKS", None,
+            "Earlier values of `SECRET_KEY`, separated by spaces, that still open the "
+            "secrets they sealed (webhook and second-factor secrets) and Flask's own "
+            "cookie for as long as they are listed. Default: none.", parse_key_list),
     Setting("ADMIN_PASSWORD", None,
             "Password given to the `admin` user when `flask --app labapp init` creates it. "
             "Default: a generated password, printed once."),

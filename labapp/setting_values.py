@@ -78,6 +78,11 @@ def parse_text(raw: str) -> str:
     return raw
 
 
+def parse_key_list(raw: str) -> tuple[str, ...]:
+    """Keys separated by whitespace (a generated key holds none); empty: none."""
+    return tuple(raw.split())
+
+
 def parse_low_amounts(raw: str) -> dict[str, float]:
     """``unit=amount`` pairs separated by commas (``µl=10,ml=0.01``); empty for none."""
     thresholds: dict[str, float] = {}

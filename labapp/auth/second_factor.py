@@ -3,9 +3,11 @@
 A user enrols in two steps: :func:`begin_enrolment` keeps a new secret unconfirmed, and
 :func:`confirm_enrolment` puts it in force once a code made from it is right, answering the
 recovery codes (shown once, stored as SHA-256 hashes: 80 random bits each, so a fast hash is
-enough). A code is accepted for the time step before, at and after now (clocks drift), and
-never twice: the accepted step is claimed by one conditional UPDATE, so of two requests with
-the same code only one wins, on any worker or host. A recovery code is claimed the same way.
+enough). The TOTP secret must be read back to check codes, so the database keeps it sealed
+(:mod:`labapp.sealing`): a copy of the database alone does not give anyone the codes. A code
+is accepted for the time step before, at and after now (clocks drift), and never twice: the
+accepted step is claimed by one conditional UPDATE, so of two requests with the same code
+only one wins, on any worker or host. A recovery code is claimed the same way.
 
 Who must have one is the setting ``REQUIRE_SECOND_FACTOR`` (:func:`must_enrol`); only local
 accounts (``auth_source == "local"``) take part: directory accounts sign in where their
@@ -13,6 +15,7 @@ directory says. Nothing here commits; callers run it inside their unit of work.
 """
 from __future__ import annotations
 
+import logging
 import re
 import secrets
 from dataclasses import dataclass
@@ -21,8 +24,9 @@ from datetime import datetime
 import pyotp
 from flask import current_app
 from itsdangerous import BadSignature, URLSafeTimedSerializer
-from sqlalchemy import delete, exists, func, or_, select, update
+from sqlalchemy import Connection, delete, exists, func, or_, select, update
 
+from labapp import sealing
 from labapp.access.actor import ADMIN
 from labapp.auth import secrets as tokens
 from labapp.db import db, rows_matched
@@ -31,6 +35,7 @@ from labapp.model import RecoveryCode, SecondFactor, User
 from labapp.model.types import utc_now
 
 ISSUER = "labapp"
+PURPOSE = b"labapp second factor v1"
 RECOVERY_CODE_COUNT = 10
 # Unambiguous when read aloud or off paper: no 0/O, no 1/I.
 _RECOVERY_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
@@ -46,6 +51,7 @@ PENDING_SECONDS = 300
 _PENDING_SALT = "labapp.second-factor-pending"
 TOTP = "totp"
 RECOVERY = "recovery_code"
+logger = logging.getLogger(__name__)
 
 
 class SecondFactorRequired(NotAuthenticated):
@@ -137,18 +143,47 @@ def begin_enrolment(user_id: str) -> str:
         raise Conflict("A second factor is already set up; disable it first.",
                        code="second_factor_exists")
     secret = new_secret()
+    sealed = seal_secret(secret)
     if factor is None:
-        db.session.add(SecondFactor(user_id=user_id, secret=secret, created_utc=utc_now()))
+        db.session.add(SecondFactor(user_id=user_id, secret=sealed, created_utc=utc_now()))
     else:
-        factor.secret, factor.created_utc, factor.last_step = secret, utc_now(), None
+        factor.secret, factor.created_utc, factor.last_step = sealed, utc_now(), None
     db.session.flush()
     return secret
+
+
+def seal_secret(secret: str) -> str:
+    """A TOTP secret as the database keeps it: sealed under ``SECRET_KEY``."""
+    return sealing.seal(secret, sealing.current_keys()[0], PURPOSE)
+
+
+def seal_kept_in_clear(connection: Connection) -> int:
+    """Seal the secrets an older labapp kept in clear (a backup of one, restored); answer how
+    many. The rows are read whole: one per enrolled account."""
+    kept = connection.execute(select(SecondFactor.user_id, SecondFactor.secret)).all()
+    in_clear = [(user_id, secret) for user_id, secret in kept if not sealing.is_sealed(secret)]
+    for user_id, secret in in_clear:
+        connection.execute(update(SecondFactor).where(SecondFactor.user_id == user_id)
+                           .values(secret=seal_secret(secret)))
+    return len(in_clear)
+
+
+def _opened(factor: SecondFactor) -> str | None:
+    """The factor's TOTP secret, or None (logged) when it opens with none of the keys: its
+    owner signs in with a recovery code, or an administrator resets the factor."""
+    try:
+        return sealing.unseal(factor.secret, sealing.current_keys(), PURPOSE)
+    except sealing.Unreadable as error:
+        logger.error("The second factor of %r cannot be read (%s): it accepts recovery codes "
+                     "only until its owner or an administrator sets it up again.",
+                     factor.user_id, error)
+        return None
 
 
 def pending_secret(user_id: str) -> str | None:
     """The secret of an enrolment begun and not yet confirmed, or None."""
     factor = db.session.get(SecondFactor, user_id)
-    return factor.secret if factor is not None and factor.confirmed_utc is None else None
+    return _opened(factor) if factor is not None and factor.confirmed_utc is None else None
 
 
 def _normalised(code: str) -> str:
@@ -228,8 +263,9 @@ def verify(user_id: str, code: str) -> str:
         raise InvalidCode(method)
     if method == TOTP:
         factor = db.session.get(SecondFactor, user_id)
-        step = (_matching_step(factor.secret, normalised)
-                if factor is not None and factor.confirmed_utc is not None else None)
+        secret = (_opened(factor) if factor is not None and factor.confirmed_utc is not None
+                  else None)
+        step = _matching_step(secret, normalised) if secret is not None else None
         if step is None or not _claim_step(user_id, step, confirmed=True):
             raise InvalidCode(method)
         return method

@@ -24,6 +24,7 @@ from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.engine.interfaces import ReflectedForeignKeyConstraint
 
+from labapp.auth import second_factor
 from labapp.blobs import restoring
 from labapp.exports.archive import FORMAT, VERSION, ArchiveError, decoder, read_lines
 from labapp.exports.service import BATCH, exported_tables, present_columns
@@ -205,6 +206,8 @@ def restore(engine: Engine, path: Path, *, force: bool = False,
                 connection.execute(delete(table))
             _load(connection, path, by_name, report)
         _move_key_counters(connection, tables)
+        if "second_factor" in by_name:
+            second_factor.seal_kept_in_clear(connection)
     return checked
 
 

@@ -93,16 +93,17 @@ class RateLimitBucket(Model):
 class SecondFactor(Model):
     """A local account's TOTP second factor (RFC 6238); in force once ``confirmed_utc`` is set.
 
-    The secret must be readable to check codes, so it is kept as given to the authenticator
-    app (base32); ``last_step`` is the time step of the last accepted code, so that no code
-    is accepted twice (replay).
+    The secret must be readable to check codes, so it is kept sealed (``labapp.sealing``:
+    the base32 secret given to the authenticator app, encrypted under ``SECRET_KEY``);
+    ``last_step`` is the time step of the last accepted code, so that no code is accepted
+    twice (replay).
     """
 
     __tablename__ = "second_factor"
 
     user_id: Mapped[str] = mapped_column(
         String(64), ForeignKey("app_user.id", ondelete="CASCADE"), primary_key=True)
-    secret: Mapped[str] = mapped_column(String(64))
+    secret: Mapped[str] = mapped_column(String(200))
     created_utc: Mapped[datetime] = mapped_column(UtcDateTime)
     confirmed_utc: Mapped[datetime | None] = mapped_column(UtcDateTime)
     last_step: Mapped[int | None] = mapped_column(BigInteger)

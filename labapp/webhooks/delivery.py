@@ -40,6 +40,7 @@ from typing import Any
 
 from sqlalchemy import and_, delete, insert, or_, select, update
 
+from labapp import sealing
 from labapp.access.actor import Actor
 from labapp.access.grant_sets import actor_for
 from labapp.access.visibility import readable
@@ -183,14 +184,14 @@ def _attempt(url: str, signing: tuple[str, ...], message_id: str, body: str,
              settings: WebhookSettings, sender: Sender) -> Outcome:
     """One attempt signed with each of ``signing`` (sealed; the current secret first)."""
     try:
-        current = keys.unseal(signing[0], settings.secret_key)
-    except keys.SecretUnreadable as error:
+        current = keys.unseal(signing[0], settings.secret_keys)
+    except sealing.Unreadable as error:
         return Outcome(None, 0, None, f"not sent: {error}; rotate the secret")
     opened = [current]
     for sealed in signing[1:]:
         try:
-            opened.append(keys.unseal(sealed, settings.secret_key))
-        except keys.SecretUnreadable:
+            opened.append(keys.unseal(sealed, settings.secret_keys))
+        except sealing.Unreadable:
             logger.warning("a webhook's previous secret does not open; signed with its own")
     payload = body.encode()
     return sender(url, signed_headers(opened, message_id, payload), payload, settings)

@@ -131,7 +131,7 @@ def create(actor: Actor, data: dict[str, Any], settings: WebhookSettings
     now = utc_now()
     secret = keys.new_secret()
     hook = WEBHOOKS.new(actor, now, events={}, active=False, cursor=current_cursor(),
-                        attempts=0, secret=keys.seal(secret, settings.secret_key))
+                        attempts=0, secret=keys.seal(secret, settings.sealing_key))
     _apply(actor, hook, data, settings, now)
     db.session.add(hook)
     db.session.flush()
@@ -160,7 +160,7 @@ def previous_secret_until(hook: WebhookSubscription, now: datetime | None = None
 def revealed_secret(actor: Actor, hook_id: str, settings: WebhookSettings) -> str:
     """The secret of a webhook the actor may change, unsealed: for the page that follows
     its making or rotation, which shows it that once."""
-    return keys.unseal(WEBHOOKS.get_changeable(actor, hook_id).secret, settings.secret_key)
+    return keys.unseal(WEBHOOKS.get_changeable(actor, hook_id).secret, settings.secret_keys)
 
 
 def rotate_secret(actor: Actor, hook_id: str, settings: WebhookSettings
@@ -175,7 +175,7 @@ def rotate_secret(actor: Actor, hook_id: str, settings: WebhookSettings
                                                             now + settings.secret_overlap)
     else:
         hook.previous_secret, hook.previous_secret_until = None, None
-    hook.secret = keys.seal(secret, settings.secret_key)
+    hook.secret = keys.seal(secret, settings.sealing_key)
     hook.modified_utc = now
     db.session.flush()
     return hook, secret

@@ -10,9 +10,12 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from flask import Flask
 from flask_migrate import downgrade, upgrade
-from sqlalchemy import insert, inspect, select
+from sqlalchemy import column, insert, inspect, select
+from sqlalchemy import table as sa_table
 
+from labapp import sealing
 from labapp.access.actor import ADMIN, Actor
+from labapp.auth import second_factor
 from labapp.db import db
 from labapp.model import Entity, EntityCount, EntityCountChange, Sample
 from labapp.model.registry import find_class
@@ -133,3 +136,33 @@ def test_the_entity_counts_start_from_the_entities_already_there(
             pending = connection.execute(select(EntityCountChange.n)).scalars().all()
         assert [tuple(row) for row in folded] == [(*key, 2)]
         assert pending == [1]
+
+
+BEFORE_SEALED_SECOND_FACTORS = "d8b4f2a6c1e9"
+FACTORS = sa_table("second_factor", column("user_id"), column("secret"),
+                   column("created_utc"))
+
+
+def test_second_factor_secrets_kept_in_clear_are_sealed_and_unsealed_going_back(
+        fresh_app: Callable[[], Flask]) -> None:
+    application = fresh_app()
+    run_init(application)
+    with application.app_context():
+        directory = application.extensions["migrate"].directory
+        downgrade(directory=directory, revision=BEFORE_SEALED_SECOND_FACTORS)
+        with db.engine.begin() as connection:
+            connection.execute(insert(FACTORS), [{
+                "user_id": "admin", "secret": "JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP",
+                "created_utc": datetime.now(UTC)}])
+        upgrade(directory=directory)
+        with db.engine.connect() as connection:
+            sealed = connection.execute(select(FACTORS.c.secret)).scalar_one()
+        assert sealing.is_sealed(sealed) and "JBSWY3DPEHPK3PXP" not in sealed
+        assert sealing.unseal(sealed, sealing.current_keys(), second_factor.PURPOSE) == (
+            "JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP")
+        assert drift() == []
+        downgrade(directory=directory, revision=BEFORE_SEALED_SECOND_FACTORS)
+        with db.engine.connect() as connection:
+            assert connection.execute(select(FACTORS.c.secret)).scalar_one() == (
+                "JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP")
+        upgrade(directory=directory)

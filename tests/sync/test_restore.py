@@ -8,11 +8,14 @@ from pathlib import Path
 
 import pytest
 from flask import Flask
-from sqlalchemy import func, inspect, select
+from sqlalchemy import func, inspect, select, update
 
-from labapp.db import db
+from labapp import sealing
+from labapp.auth import second_factor
+from labapp.db import db, transaction
 from labapp.exports import service
-from labapp.model import Entity
+from labapp.model import Entity, SecondFactor
+from tests.auth.factors import code
 from tests.conftest import BACKEND, ApiClient, basic_header
 from tests.sync.conftest import admin_api, decoded, populate, restore, save
 
@@ -189,3 +192,22 @@ def test_file_contents_of_the_database_store_are_exported_and_restored(
     assert download.status_code == 200 and download.data == made["content"]
     download.close()
     assert decoded(save(moved))["blobs"] == exported["blobs"]
+
+
+def test_a_second_factor_kept_in_clear_by_an_older_backup_is_sealed_by_the_restore(
+        lab: Callable[..., Flask]) -> None:
+    origin = lab(BACKEND)
+    populate(origin)
+    with origin.app_context(), transaction():
+        pending = second_factor.begin_enrolment("carol")
+        second_factor.confirm_enrolment("carol", code(pending, -1))
+        # As labapp kept it before the secrets were sealed.
+        db.session.execute(update(SecondFactor).values(secret=pending))
+    moved = lab(BACKEND, init=False)
+    result = restore(moved, save(origin))
+    assert result.exit_code == 0, result.output
+    with moved.app_context():
+        stored = db.session.scalars(select(SecondFactor.secret)).one()
+        assert sealing.is_sealed(stored) and pending not in stored
+    with moved.app_context(), transaction():
+        assert second_factor.verify("carol", code(pending)) == second_factor.TOTP

@@ -147,7 +147,7 @@ def test_a_failing_receiver_is_retried_with_a_doubling_wait_and_holds_the_line(
 def test_the_wait_is_capped() -> None:
     settings = WebhookSettings(timeout=10, retry_first=timedelta(minutes=1),
                                retry_max=timedelta(hours=24),
-                               disable_after=timedelta(days=5), allowed=(), secret_key="k",
+                               disable_after=timedelta(days=5), allowed=(), secret_keys=("k",),
                                secret_overlap=timedelta(hours=24))
     assert [settings.backoff(n) for n in (1, 2, 3, 11, 12, 60)] == [
         timedelta(minutes=1), timedelta(minutes=2), timedelta(minutes=4),
@@ -295,3 +295,23 @@ def test_an_owner_no_longer_active_switches_the_webhook_off(
     assert receiver.requests == []
     shown = body_of(lab.admin.get(f"/api/webhook/{hook['id']}"), 200)
     assert shown["state"] == "disabled" and "no longer an active user" in shown["disabledReason"]
+
+
+def test_a_secret_sealed_under_a_key_rotated_into_the_fallbacks_still_signs(
+        lab: Lab, serve_receivers: Callable[..., Receiver]) -> None:
+    receiver = serve_receivers()
+    hook = made(lab.alice, hook_body(receiver.url, eClasses=["Sample"]))
+    first = sample(lab.alice, "Delivered after the key's rotation")
+    config = lab.app.config
+    old_key = config["SECRET_KEY"]
+    try:
+        config["SECRET_KEY"], config["SECRET_KEY_FALLBACKS"] = "a key that sealed nothing", []
+        drain(lab.app)
+        assert receiver.requests == []
+        assert "rotate the secret" in log_of(lab.app, hook["id"])[0].error
+        config["SECRET_KEY_FALLBACKS"] = [old_key]
+        drain(lab.app, NOW + timedelta(days=1))
+        assert [item["data"]["entityID"] for item in messages(receiver, hook["secret"])] == [
+            first]
+    finally:
+        config["SECRET_KEY"], config["SECRET_KEY_FALLBACKS"] = old_key, []

@@ -48,7 +48,7 @@ def test_made_and_its_secret_shown_once(app: Flask, member: Callable[..., ApiCli
     first = _secret_on(page.get(made_page.headers["Location"]).get_data(as_text=True))
     with app.app_context():
         assert first == keys.unseal(db.session.get(WebhookSubscription, hook.id).secret,
-                                    WebhookSettings.current().secret_key)
+                                    WebhookSettings.current().secret_keys)
     again = page.get(f"/webhooks/{hook.id}").get_data(as_text=True)
     assert "secret-value" not in again and "Nothing delivered yet." in again
     assert len(_hooks(app)) == 1
