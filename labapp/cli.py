@@ -17,6 +17,7 @@ from sqlalchemy import select
 
 from labapp import sqlite_stats
 from labapp.access.actor import ADMIN
+from labapp.auth import second_factor
 from labapp.auth.ldap import DirectoryEntry
 from labapp.dashboards import tally_folding
 from labapp.db import db, transaction
@@ -28,6 +29,8 @@ from labapp.sequences.service import ensure_default_sequences, next_id
 from labapp.storage import counts as location_counts
 from labapp.users import directory
 from labapp.users.service import create_user, ensure_roles
+from labapp.webhooks import service as webhook_service
+from labapp.webhooks.settings import WebhookSettings
 
 ADMIN_USERNAME = "admin"
 DEFAULT_DEPARTMENT_NAME = "Administration"
@@ -70,6 +73,11 @@ def init_command() -> None:
                         department_id=department_id, password=password, roles=[ADMIN],
                         created_by=SYSTEM_ACTOR)
             click.echo(f"created user {ADMIN_USERNAME} with role {ADMIN}")
+        sealed = (second_factor.seal_under_current_key(db.session.connection())
+                  + webhook_service.seal_secrets_under_current_key(WebhookSettings.current()))
+        if sealed:
+            click.echo(f"sealed {sealed} secret(s) anew under SECRET_KEY: keys that only "
+                       "SECRET_KEY_FALLBACKS opened")
     if ensure_search_index():
         click.echo("built the search index")
     tally_folding.fold()

@@ -72,7 +72,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("SECRET_KEY_FALLBACKS", None,
             "Earlier values of `SECRET_KEY`, separated by spaces, that still open the "
             "secrets they sealed (webhook and second-factor secrets) and Flask's own "
-            "cookie for as long as they are listed. Default: none.", parse_key_list),
+            "cookie while they are listed (`flask init` seals those secrets anew under "
+            "`SECRET_KEY`, after which an old key may go). Default: none.", parse_key_list),
     Setting("ADMIN_PASSWORD", None,
             "Password given to the `admin` user when `flask --app labapp init` creates it. "
             "Default: a generated password, printed once."),

@@ -5,14 +5,15 @@ purpose never opens as another's.
 
 A value is sealed under the current ``SECRET_KEY`` and opened with it or with any of
 ``SECRET_KEY_FALLBACKS`` (the keys it replaced), so a key can be rotated without making what
-the old one sealed unreadable (docs/decisions/sealed-secrets.md).
+the old one sealed unreadable; ``flask init`` seals again under the current key what only a
+fallback opens, after which the old key may leave the list (docs/decisions/sealed-secrets.md).
 """
 from __future__ import annotations
 
 import base64
 import binascii
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives import hashes
@@ -75,3 +76,20 @@ def unseal(sealed: str, secret_keys: Iterable[str], purpose: bytes) -> str:
             continue
     raise Unreadable("sealed under a key that is neither SECRET_KEY nor one of "
                      "SECRET_KEY_FALLBACKS")
+
+
+def sealed_anew(stored: str, secret_keys: Sequence[str], purpose: bytes) -> str | None:
+    """What ``stored`` should become so that ``SECRET_KEY`` (the first of ``secret_keys``)
+    alone opens it, or None when it needs nothing (or opens with no key): a value in clear
+    is sealed, one that opens only with a fallback is sealed again."""
+    if not is_sealed(stored):
+        return seal(stored, secret_keys[0], purpose)
+    try:
+        unseal(stored, secret_keys[:1], purpose)
+        return None
+    except Unreadable:
+        pass
+    try:
+        return seal(unseal(stored, secret_keys[1:], purpose), secret_keys[0], purpose)
+    except Unreadable:
+        return None

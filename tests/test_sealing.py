@@ -51,3 +51,14 @@ def test_one_key_given_as_a_string_is_refused_not_read_as_its_characters() -> No
     sealed = sealing.seal("value", "k", PURPOSE)
     with pytest.raises(TypeError):
         sealing.unseal(sealed, "k", PURPOSE)
+
+
+def test_sealed_anew_moves_a_value_under_the_current_key_only_when_it_needs_it() -> None:
+    keys = ("new key", "old key")
+    in_clear = sealing.sealed_anew("value", keys, PURPOSE)
+    assert in_clear is not None and sealing.unseal(in_clear, keys[:1], PURPOSE) == "value"
+    assert sealing.sealed_anew(sealing.seal("value", "new key", PURPOSE), keys, PURPOSE) is None
+    moved = sealing.sealed_anew(sealing.seal("value", "old key", PURPOSE), keys, PURPOSE)
+    assert moved is not None and sealing.unseal(moved, keys[:1], PURPOSE) == "value"
+    lost = sealing.seal("value", "a key nobody kept", PURPOSE)
+    assert sealing.sealed_anew(lost, keys, PURPOSE) is None

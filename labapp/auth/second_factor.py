@@ -157,15 +157,20 @@ def seal_secret(secret: str) -> str:
     return sealing.seal(secret, sealing.current_keys()[0], PURPOSE)
 
 
-def seal_kept_in_clear(connection: Connection) -> int:
-    """Seal the secrets an older labapp kept in clear (a backup of one, restored); answer how
-    many. The rows are read whole: one per enrolled account."""
+def seal_under_current_key(connection: Connection) -> int:
+    """Seal under ``SECRET_KEY`` alone the secrets that are not: kept in clear (by an older
+    labapp, or a restored backup of one) or opened only by a fallback key; answer how many.
+    The rows are read whole: one per enrolled account."""
+    keys = sealing.current_keys()
     kept = connection.execute(select(SecondFactor.user_id, SecondFactor.secret)).all()
-    in_clear = [(user_id, secret) for user_id, secret in kept if not sealing.is_sealed(secret)]
-    for user_id, secret in in_clear:
-        connection.execute(update(SecondFactor).where(SecondFactor.user_id == user_id)
-                           .values(secret=seal_secret(secret)))
-    return len(in_clear)
+    changed = 0
+    for user_id, stored in kept:
+        anew = sealing.sealed_anew(stored, keys, PURPOSE)
+        if anew is not None:
+            connection.execute(update(SecondFactor).where(SecondFactor.user_id == user_id)
+                               .values(secret=anew))
+            changed += 1
+    return changed
 
 
 def _opened(factor: SecondFactor) -> str | None:

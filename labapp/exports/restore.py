@@ -207,7 +207,7 @@ def restore(engine: Engine, path: Path, *, force: bool = False,
             _load(connection, path, by_name, report)
         _move_key_counters(connection, tables)
         if "second_factor" in by_name:
-            second_factor.seal_kept_in_clear(connection)
+            second_factor.seal_under_current_key(connection)
     return checked
 
 

@@ -12,7 +12,7 @@ import base64
 import hashlib
 import hmac
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from labapp import sealing
 
@@ -34,6 +34,12 @@ def unseal(sealed: str, secret_keys: Iterable[str]) -> str:
     """The secret :func:`seal` sealed under one of ``secret_keys``;
     :class:`labapp.sealing.Unreadable` when none opens it."""
     return sealing.unseal(sealed, secret_keys, PURPOSE)
+
+
+def sealed_anew(sealed: str, secret_keys: Sequence[str]) -> str | None:
+    """``sealed`` sealed again under the first of ``secret_keys`` when only a later one (a
+    fallback) opens it; None when it needs nothing or opens with none."""
+    return sealing.sealed_anew(sealed, secret_keys, PURPOSE)
 
 
 def signature(secret: str, message_id: str, timestamp: int, body: bytes) -> str:

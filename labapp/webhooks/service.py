@@ -181,6 +181,21 @@ def rotate_secret(actor: Actor, hook_id: str, settings: WebhookSettings
     return hook, secret
 
 
+def seal_secrets_under_current_key(settings: WebhookSettings) -> int:
+    """Seal again under ``SECRET_KEY`` every webhook secret (and replaced secret still in its
+    overlap) that only a fallback key opens; answer how many."""
+    changed = 0
+    for hook in db.session.scalars(select(WebhookSubscription)):
+        for attribute in ("secret", "previous_secret"):
+            stored = getattr(hook, attribute)
+            anew = None if stored is None else keys.sealed_anew(stored, settings.secret_keys)
+            if anew is not None:
+                setattr(hook, attribute, anew)
+                changed += 1
+    db.session.flush()
+    return changed
+
+
 def delete_hook(actor: Actor, hook_id: str) -> None:
     """Delete a webhook and its delivery log (its owner or ADMIN; 404 for anyone else)."""
     WEBHOOKS.delete(actor, hook_id)

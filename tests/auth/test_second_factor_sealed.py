@@ -3,7 +3,7 @@ secret in clear, a key rotated into SECRET_KEY_FALLBACKS keeps every factor work
 key lost altogether leaves each owner their recovery codes."""
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import pytest
@@ -13,11 +13,12 @@ from flask.testing import FlaskClient
 from labapp import sealing
 from labapp.auth import second_factor
 from labapp.auth.second_factor import InvalidCode
-from labapp.db import db
+from labapp.db import db, transaction
 from labapp.model import SecondFactor
+from labapp.users.service import create_user
 from tests.auth.checks import database
 from tests.auth.factors import code, enrol
-from tests.conftest import PASSWORD
+from tests.conftest import DEFAULT_DEPARTMENT, PASSWORD, run_init
 
 
 @contextmanager
@@ -75,3 +76,18 @@ def test_without_the_old_key_the_totp_is_refused_and_a_recovery_code_signs_in(
         answer = client.post("/api/auth/login", json={
             "username": alice, "password": PASSWORD, "code": codes[0]})
         assert answer.status_code == 200, answer.get_json()
+
+
+def test_init_seals_anew_under_the_new_key_so_the_old_one_can_go(
+        fresh_app: Callable[..., Flask]) -> None:
+    app = fresh_app(initialised=True)
+    with app.app_context(), transaction():
+        create_user(username="dora", name="Dora", department_id=DEFAULT_DEPARTMENT,
+                    password=PASSWORD, created_by="admin")
+    secret, _codes = enrol(app, "dora")
+    old_key = app.config["SECRET_KEY"]
+    with secret_keys(app, "the key after rotation", old_key):
+        assert "sealed 1 secret(s) anew under SECRET_KEY" in run_init(app)
+        assert "anew" not in run_init(app)  # nothing is left to move
+    with secret_keys(app, "the key after rotation"), database(app):
+        assert second_factor.verify("dora", code(secret)) == second_factor.TOTP

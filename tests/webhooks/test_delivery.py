@@ -19,7 +19,7 @@ from labapp.db import db, transaction
 from labapp.model import ChangeLogHorizon
 from labapp.webhooks import delivery
 from labapp.webhooks.settings import WebhookSettings
-from tests.conftest import ApiClient
+from tests.conftest import PASSWORD, ApiClient, basic_header, run_init
 from tests.webhooks.conftest import (
     NOW,
     Lab,
@@ -313,5 +313,15 @@ def test_a_secret_sealed_under_a_key_rotated_into_the_fallbacks_still_signs(
         drain(lab.app, NOW + timedelta(days=1))
         assert [item["data"]["entityID"] for item in messages(receiver, hook["secret"])] == [
             first]
+        # init seals the secret anew under the new key; then the old one may go.
+        assert "sealed 1 secret(s) anew" in run_init(lab.app)
+        config["SECRET_KEY_FALLBACKS"] = []
+        # Bearer tokens signed by the old key ended with it; a password still signs in.
+        alice = ApiClient(lab.app.test_client(), basic_header("alice", PASSWORD), "basic")
+        second = body_of(alice.post("/api/entity", json={"entities": [
+            {"eClass": "Sample", "name": "Delivered once the old key is gone"}]}), 201)
+        drain(lab.app, NOW + timedelta(days=2))
+        assert [item["data"]["entityID"] for item in messages(receiver, hook["secret"])] == [
+            first, second["entities"][0]["id"]]
     finally:
         config["SECRET_KEY"], config["SECRET_KEY_FALLBACKS"] = old_key, []
