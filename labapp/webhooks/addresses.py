@@ -30,10 +30,12 @@ MAX_URL = 2000
 SCHEMES = {"http": 80, "https": 443}
 # The form of a URL :func:`parse_url` accepts, as the API document states it: a scheme of
 # SCHEMES in any case, a host name or an address in brackets (no user name or password), a
-# port, then printable ASCII. parse_url checks what a pattern cannot (a port above 65535,
-# port 0) and says what is wrong.
-URL_PATTERN = (r"^[Hh][Tt][Tt][Pp][Ss]?://([A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(:[0-9]{1,5})?"
-               r"([/?#][!-~]*)?$")
+# port from 1 to 65535 (leading zeros allowed, as urllib reads them; empty: the scheme's),
+# then printable ASCII.
+# parse_url checks the same and says what is wrong.
+_PORT = r"0*(6553[0-5]|655[0-2][0-9]|65[0-4][0-9]{2}|6[0-4][0-9]{3}|[1-5][0-9]{4}|[1-9][0-9]{0,3})"
+URL_PATTERN = (r"^[Hh][Tt][Tt][Pp][Ss]?://([A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])"
+               rf"(:({_PORT})?)?([/?#][!-~]*)?$")
 
 
 class AddressRefused(Exception):

@@ -133,6 +133,15 @@ def test_urls_refused(app: Flask, admin: ApiClient, url: str, why: str) -> None:
     ("http:///nohost", False),
     ("https://receiver.example.org/caf\u00e9", False),
     ("https://receiver.example.org/a b", False),
+    ("https://receiver.example.org:1/x", True),
+    ("https://receiver.example.org:65535/x", True),
+    ("https://receiver.example.org:0065535/x", True),
+    ("https://receiver.example.org:/x", True),
+    ("https://receiver.example.org:0/x", False),
+    ("https://receiver.example.org:000/x", False),
+    ("https://receiver.example.org:65536/x", False),
+    ("https://receiver.example.org:70000/x", False),
+    ("https://receiver.example.org:123456/x", False),
 ])
 def test_the_documented_pattern_agrees_with_the_check(url: str, in_form: bool) -> None:
     """The API document's pattern for a URL (what generated clients send) accepts what the
