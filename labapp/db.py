@@ -112,10 +112,12 @@ def transaction(*, write: bool = False) -> Iterator[Session]:
     of an outer transaction, "commit" is the release of the block's savepoint.
 
     A write unit takes SQLite's write lock first (``BEGIN IMMEDIATE``). A read unit (inside a
-    view declared as reading, see :func:`units`) reads one snapshot and takes no lock
-    (``BEGIN``); any write in it raises :class:`ReadUnitWrote`. ``write`` makes this block a
-    write unit whatever the route declared (the rare write of a page that reads, such as the
-    starter dashboard of a first visit); it raises :class:`ReadUnitWrote` inside a read unit.
+    view declared as reading, see :func:`units`) takes no lock (``BEGIN``): one snapshot on
+    SQLite, a snapshot per statement on PostgreSQL (READ COMMITTED,
+    docs/decisions/read-and-write-units.md); any write in it raises :class:`ReadUnitWrote`.
+    ``write`` makes this block a write unit whatever the route declared (the rare write of a
+    page that reads, such as the starter dashboard of a first visit); it raises
+    :class:`ReadUnitWrote` inside a read unit.
     The setting ``READ_UNITS = false`` makes every unit write, as before issue 20.
     """
     session = db.session()
