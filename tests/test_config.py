@@ -235,3 +235,10 @@ def test_create_app_uses_a_configured_secret_key(instance: Path) -> None:
         assert not (instance / "secret_key").exists()
     finally:
         dispose(app)
+
+
+def test_secret_key_fallbacks_are_read_space_separated_and_default_to_none(
+        instance: Path) -> None:
+    assert not load_settings(environ=_environ(instance))["SECRET_KEY_FALLBACKS"]
+    values = load_settings(environ=_environ(instance, SECRET_KEY_FALLBACKS=" old-1\told-2 "))
+    assert values["SECRET_KEY_FALLBACKS"] == ("old-1", "old-2")
