@@ -37,6 +37,7 @@ GROUPS = f"ou=groups,{BASE}"
 ROOT_DN = f"cn=root,{BASE}"
 READER_DN = f"cn=labapp,ou=services,{BASE}"
 START_TIMEOUT = 30.0
+START_ATTEMPTS = 3
 
 
 def group_dn(name: str) -> str:
@@ -208,7 +209,7 @@ class Directory:
     reader_password: str
     root_password: str
     people: dict[str, Person]
-    process: subprocess.Popen[bytes]
+    process: subprocess.Popen[bytes] | None  # None until it is started
 
     @contextmanager
     def root(self) -> Iterator[ldap3.Connection]:
@@ -264,13 +265,14 @@ class Directory:
                                   groups, person.password)
 
     def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
+        process = self.process
+        if process is not None and process.poll() is None:
+            process.terminate()
             try:
-                self.process.wait(timeout=20)
+                process.wait(timeout=20)
             except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+                process.kill()
+                process.wait()
 
     def answers(self) -> bool:
         """Whether the reader account can bind."""
@@ -312,19 +314,35 @@ def running_directory(folder: Path, people: tuple[Person, ...] | None = None,
     (folder / "data.ldif").write_text(_data_ldif(people, reader_password))
     _run([SLAPADD, "-n", "0", "-F", str(config), "-l", str(folder / "config.ldif")])
     _run([SLAPADD, "-n", "1", "-F", str(config), "-l", str(folder / "data.ldif")])
-    url = f"{scheme}://127.0.0.1:{free_port()}"
-    log = (folder / "slapd.log").open("wb")
-    process = subprocess.Popen([SLAPD, "-h", f"{url}/", "-F", str(config), "-d", "0"],
-                               stdout=log, stderr=subprocess.STDOUT)
-    directory = Directory(url, reader_password, root_password,
-                          {person.uid: person for person in people}, process)
+    directory = Directory("", reader_password, root_password,
+                          {person.uid: person for person in people}, None)
     try:
-        deadline = time.monotonic() + START_TIMEOUT
-        while not directory.answers():
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"slapd did not start: {(folder / 'slapd.log').read_text()}")
-            time.sleep(0.05)  # polling for the server another process brings up
+        _start(folder, scheme, directory)
         yield directory
     finally:
         directory.stop()
-        log.close()
+
+
+def _start(folder: Path, scheme: str, directory: Directory) -> None:
+    """Serve ``directory`` by a slapd on a free port, and return once it answers. A port
+    found free can be taken before slapd binds it (by any connection's ephemeral port), and
+    slapd then exits at once: it is started again on another port, up to
+    :data:`START_ATTEMPTS` times."""
+    log_path = folder / "slapd.log"
+    deadline = time.monotonic() + START_TIMEOUT
+    status = None
+    for _attempt in range(START_ATTEMPTS):
+        directory.url = f"{scheme}://127.0.0.1:{free_port()}"
+        with log_path.open("wb") as log:
+            process = directory.process = subprocess.Popen(
+                [SLAPD, "-h", f"{directory.url}/", "-F", str(folder / "slapd.d"), "-d", "0"],
+                stdout=log, stderr=subprocess.STDOUT)
+        while process.poll() is None and time.monotonic() < deadline:
+            if directory.answers():
+                return
+            time.sleep(0.05)  # polling for the server another process brings up
+        status = process.poll()
+        if status is None:  # running, but not answering in time
+            break
+    raise RuntimeError(f"slapd did not start (exit status {status}, at most "
+                       f"{START_ATTEMPTS} ports tried): {log_path.read_text()}")
