@@ -68,8 +68,19 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=lambda item: item.get_closest_marker("long") is None)
 
 
+# Flask-SQLAlchemy's session, which ``_rolled_back`` swaps for the shared application's
+# rolled-back connection for the length of a test.
+PRODUCTION_SESSION = db.session
+
+
 def build_app(instance: Path, database_url: str, **overrides: Any) -> Flask:
-    """An application on ``database_url`` with test settings."""
+    """An application on ``database_url`` with test settings. Refused in a test on the shared
+    application (fixture ``app``): there ``db.session`` is that database's rolled-back
+    connection, so what the new application writes (``flask init``'s admin and department,
+    the template's) would go there and vanish, while its own database stayed empty."""
+    if db.session is not PRODUCTION_SESSION:
+        raise pytest.UsageError("a test on the shared application (fixture app) cannot make "
+                                "an application of its own (fresh_app, build_app)")
     settings = {"INSTANCE_PATH": str(instance), "DATABASE_URL": database_url,
                 "SECRET_KEY": SECRET_KEY, "ADMIN_PASSWORD": ADMIN_PASSWORD, **RATE_LIMITS_OFF}
     settings.update(overrides)
@@ -169,7 +180,6 @@ def _rolled_back(request: pytest.FixtureRequest) -> Iterator[None]:
         engine = db.engine
     connection = engine.connect()
     outer = connection.begin()
-    production_session = db.session
     # Flask-SQLAlchemy's session class always picks the engine, so the test session is a
     # plain SQLAlchemy one bound to the connection, scoped per app context as in production.
     db.session = scoped_session(
@@ -181,7 +191,7 @@ def _rolled_back(request: pytest.FixtureRequest) -> Iterator[None]:
     finally:
         with application.app_context():
             db.session.remove()
-        db.session = production_session
+        db.session = PRODUCTION_SESSION
         outer.rollback()
         connection.close()
 

@@ -1,10 +1,12 @@
 """``tests/databases.py``: the one way the suite and the benchmarks make a new database."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import psycopg
 import pytest
+from flask import Flask
 from sqlalchemy.engine import make_url
 
 import bench.harness
@@ -55,3 +57,15 @@ def test_a_test_database_commits_without_a_flush_and_a_benchmark_one_with(
         with new_database(tmp_path, prefix="labapp_probe", durable=durable) as url:
             with psycopg.connect(_dsn(url)) as connection:
                 assert connection.execute("SHOW synchronous_commit").fetchone() == (expected,)
+
+
+def test_a_test_on_the_shared_application_cannot_make_one_of_its_own(
+        app: Flask, fresh_app: Callable[..., Flask]) -> None:
+    """Here ``db.session`` is the shared database's rolled-back connection: a new application
+    (and the process's template, were this the first test to ask for it) would write there,
+    leaving its own database without flask init's admin and department. CI lost 63 tests of
+    one worker to that when such a test happened to build the template."""
+    with pytest.raises(pytest.UsageError, match="shared application"):
+        fresh_app(initialised=True)
+    with pytest.raises(pytest.UsageError, match="shared application"):
+        fresh_app()

@@ -76,19 +76,26 @@ def ldap_on(slapd: Directory, settings: Settings, chemistry: str) -> Directory:
 
 
 @pytest.fixture
-def person(ldap_on: Directory) -> Iterator[Callable[..., Person]]:
-    """Factory: ``person(groups=("lab-admins",))`` adds a new person to the directory (with a
-    unique uid) and removes them after the test."""
+def directory_person(slapd: Directory) -> Iterator[Callable[..., Person]]:
+    """Factory: ``directory_person(groups=("lab-admins",))`` adds a new person to the
+    directory (with a unique uid) and removes them after the test. No application is
+    involved, so a test on an application of its own (``fresh_app``) can use it."""
     added: list[str] = []
 
     def make(groups: tuple[str, ...] = (), name: str = "") -> Person:
         uid = f"p{secrets.token_hex(4)}"
         added.append(uid)
-        return ldap_on.add_person(Person(uid, name or f"Person {uid}", f"{uid}@example.org",
-                                         "", groups))
+        return slapd.add_person(Person(uid, name or f"Person {uid}", f"{uid}@example.org",
+                                       "", groups))
 
     yield make
     for uid in added:
-        if uid in ldap_on.people:
-            ldap_on.remove_person(uid)
+        if uid in slapd.people:
+            slapd.remove_person(uid)
 
+
+@pytest.fixture
+def person(ldap_on: Directory, directory_person: Callable[..., Person]
+           ) -> Callable[..., Person]:
+    """:func:`directory_person`, with the shared application signing in with the directory."""
+    return directory_person

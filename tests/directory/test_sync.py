@@ -198,14 +198,14 @@ def test_a_mapping_to_no_department_falls_through_to_the_department_attribute(
 
 
 def test_the_directory_never_takes_the_last_administrator_away(
-        fresh_app: Callable[..., Flask], slapd: Directory, person: Callable[..., Person]
-        ) -> None:
+        fresh_app: Callable[..., Flask], slapd: Directory,
+        directory_person: Callable[..., Person]) -> None:
     """The one active administrator is a directory user: neither the sync nor a sign-in
     takes ADMIN from them when their group goes, nor does the sync deactivate them when
     they leave the directory; each time the run says so. Once another administrator is
     active again, the directory has its way."""
     admin_group = "biology"  # no one else's group: this person is the directory's only admin
-    someone = person(groups=(admin_group,))
+    someone = directory_person(groups=(admin_group,))
     settings = {**directory_settings(slapd, DEFAULT_DEPARTMENT),
                 "LDAP_GROUP_ROLES": {group_dn(admin_group): "ADMIN"}}
     app = fresh_app(initialised=True, **settings)
