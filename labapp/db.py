@@ -64,6 +64,10 @@ _WRITE_OPTION = "labapp_write"
 # Whether an outermost transaction() begun now is a write unit: true unless a request
 # handler declared its view as reading (see :func:`units`).
 _WRITING: ContextVar[bool] = ContextVar("labapp.db.writing", default=True)
+# Whether a session's transaction begun now on PostgreSQL reads one snapshot (REPEATABLE
+# READ): inside read units, and before the view of a route that reads (see :func:`snapshots`).
+# Connections taken from the engine directly (the file store's collector) never do.
+_SNAPSHOT: ContextVar[bool] = ContextVar("labapp.db.snapshot", default=False)
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -102,6 +106,23 @@ def units(*, writing: bool) -> Iterator[None]:
 
 
 @contextmanager
+def snapshots(*, reading: bool) -> Iterator[None]:
+    """Within the block, a transaction the session begins outside units of work reads one
+    snapshot on PostgreSQL (``reading``) or not.
+
+    The request handler begins a reading route's request so, before authentication's
+    statement: the actor and everything the view reads then come from one snapshot, and
+    the view's read unit goes on in that transaction (no second ``BEGIN``). A write unit
+    begun meanwhile (authentication's bookkeeping) ends that snapshot first and writes in
+    an ordinary transaction; the view's read unit then begins a snapshot of its own."""
+    token = _SNAPSHOT.set(reading)
+    try:
+        yield
+    finally:
+        _SNAPSHOT.reset(token)
+
+
+@contextmanager
 def transaction(*, write: bool = False) -> Iterator[Session]:
     """Run a unit of work: commit once when the block succeeds, roll back on any exception.
 
@@ -112,9 +133,10 @@ def transaction(*, write: bool = False) -> Iterator[Session]:
     of an outer transaction, "commit" is the release of the block's savepoint.
 
     A write unit takes SQLite's write lock first (``BEGIN IMMEDIATE``). A read unit (inside a
-    view declared as reading, see :func:`units`) takes no lock (``BEGIN``): one snapshot on
-    SQLite, a snapshot per statement on PostgreSQL (READ COMMITTED,
-    docs/decisions/read-and-write-units.md); any write in it raises :class:`ReadUnitWrote`.
+    view declared as reading, see :func:`units`) takes no lock (``BEGIN``) and reads one
+    snapshot: SQLite's, PostgreSQL's REPEATABLE READ (a write unit there stays READ
+    COMMITTED, docs/decisions/read-and-write-units.md); any write in it raises
+    :class:`ReadUnitWrote`.
     ``write`` makes this block a write unit whatever the route declared (the rare write of a
     page that reads, such as the starter dashboard of a first visit); it raises
     :class:`ReadUnitWrote` inside a read unit.
@@ -127,12 +149,14 @@ def transaction(*, write: bool = False) -> Iterator[Session]:
         yield session
         return
     reading = not (write or _WRITING.get()) and current_app.config["LABAPP"]["READ_UNITS"]
+    in_snapshot = _SNAPSHOT.get()
     unit = session.info[_UNIT] = _UnitOfWork(reading=reading)
     try:
-        if not reading:
-            _begin_for_writing(session)
-        yield session
-        session.commit()
+        with snapshots(reading=reading):
+            if not reading:
+                _begin_for_writing(session, end_snapshot=in_snapshot)
+            yield session
+            session.commit()
     except BaseException:
         session.rollback()
         del session.info[_UNIT]
@@ -185,7 +209,8 @@ def own_read() -> Iterator[Session]:
     session.rollback()  # a snapshot left by an earlier read is not this read's
     unit = session.info[_UNIT] = _UnitOfWork(reading=True)
     try:
-        yield session
+        with snapshots(reading=True):
+            yield session
     finally:
         session.rollback()
         del session.info[_UNIT]
@@ -202,9 +227,10 @@ def side_unit() -> Iterator[Session]:
         raise ReadUnitWrote("a side unit writes; the unit in progress reads")
     session = db.session.session_factory()
     try:
-        _begin_for_writing(session)
-        yield session
-        session.commit()
+        with snapshots(reading=False):
+            _begin_for_writing(session)
+            yield session
+            session.commit()
     except BaseException:
         session.rollback()
         raise
@@ -264,17 +290,25 @@ def _run_after_rollback(callbacks: list[Callable[[], None]]) -> None:
             logger.exception("after-rollback callback %r failed", callback)
 
 
-def _begin_for_writing(session: Session) -> None:
-    """On SQLite, start the unit of work with ``BEGIN IMMEDIATE``.
+def _begin_for_writing(session: Session, *, end_snapshot: bool = False) -> None:
+    """On SQLite, start the unit of work with ``BEGIN IMMEDIATE``; on PostgreSQL, in an
+    ordinary (READ COMMITTED) transaction.
 
     A deferred transaction that has read and then writes must upgrade its lock; in WAL mode
     that fails at once (``SQLITE_BUSY_SNAPSHOT``) when another writer committed meanwhile,
     instead of waiting the busy timeout. Taking the write lock first makes writers queue.
     A read transaction left open by earlier work of the request (authentication) is ended
-    first; it holds no changes. Sessions bound to a connection (tests) are left alone.
+    first; it holds no changes. On PostgreSQL that is done only for a snapshot
+    (``end_snapshot``: begun under :func:`snapshots`), where a write could fail on a
+    concurrent update instead of waiting for it. Sessions bound to a connection (tests) are
+    left alone.
     """
     bind = session.get_bind()
-    if not isinstance(bind, Engine) or bind.dialect.name != "sqlite":
+    if not isinstance(bind, Engine):
+        return
+    if bind.dialect.name != "sqlite":
+        if end_snapshot and session.in_transaction():
+            session.rollback()
         return
     if session.in_transaction():
         session.rollback()
@@ -302,12 +336,26 @@ def _refuse_statement(state: ORMExecuteState) -> None:
         raise ReadUnitWrote(f"a read unit tried to run {state.statement}")
 
 
+def _begin_snapshot(session: Session, _transaction: Any, connection: Connection) -> None:
+    """``after_begin``: a session's transaction begun under :func:`snapshots` reads one
+    snapshot on PostgreSQL (REPEATABLE READ), unless its connection chose a level of its own.
+    psycopg sends the level with the ``BEGIN`` of the first statement: no round trip.
+    Sessions bound to a connection in a transaction already (the suite's) are left alone."""
+    if (not _SNAPSHOT.get() or connection.dialect.name != "postgresql"
+            or isinstance(session.bind, Connection)
+            or "isolation_level" in connection.get_execution_options()):
+        return
+    driver: Any = connection.connection.dbapi_connection
+    connection.dialect.set_isolation_level(driver, "REPEATABLE READ")
+
+
 def guard_read_units() -> None:
-    """Make every session refuse writes inside a read unit (idempotent; called by
-    :func:`configure_engine`)."""
+    """Make every session refuse writes inside a read unit, and begin its snapshot on
+    PostgreSQL (idempotent; called by :func:`configure_engine`)."""
     if not event.contains(Session, "before_flush", _refuse_flush):
         event.listen(Session, "before_flush", _refuse_flush)
         event.listen(Session, "do_orm_execute", _refuse_statement)
+        event.listen(Session, "after_begin", _begin_snapshot)
 
 
 def sqlite_path(url: str) -> Path | None:
@@ -341,13 +389,28 @@ def configure_engine(app: Flask, engine: Engine) -> None:
     (bench/runs/2026-11-21-bulk-create-and-pages.md). Planning each statement with its values
     costs little next to that.
 
-    Both: sessions refuse writes in read units (:func:`guard_read_units`).
+    PostgreSQL: every transaction begins at the server's default level, READ COMMITTED,
+    unless its connection chose a level of its own (``isolation_level``); a session's
+    transaction begun under :func:`snapshots` then becomes REPEATABLE READ
+    (:func:`_begin_snapshot`).
+
+    Both: sessions refuse writes in read units and begin their snapshots
+    (:func:`guard_read_units`).
     """
     guard_read_units()
     if engine.dialect.name == "postgresql":
         @event.listens_for(engine, "connect")
         def _on_pg_connect(dbapi_connection: Any, _record: Any) -> None:
             dbapi_connection.prepare_threshold = None
+
+        @event.listens_for(engine, "begin")
+        def _on_pg_begin(connection: Connection) -> None:
+            if "isolation_level" in connection.get_execution_options():
+                return
+            # A snapshot's level stays on the driver's connection after it goes back to the
+            # pool; the session's after_begin sets it again when wanted.
+            driver: Any = connection.connection.dbapi_connection
+            connection.dialect.reset_isolation_level(driver)
         return
     if engine.dialect.name != "sqlite":
         return

@@ -23,6 +23,7 @@ from labapp.db import (
     end_read,
     own_read,
     side_unit,
+    snapshots,
     sqlite_path,
     transaction,
     unit_state,
@@ -32,6 +33,8 @@ from labapp.model import Role
 from tests.conftest import BACKEND, run_init
 
 sqlite_only = pytest.mark.skipif(BACKEND != "sqlite", reason="SQLite connection settings")
+postgresql_only = pytest.mark.skipif(BACKEND != "postgresql",
+                                     reason="PostgreSQL's isolation levels")
 
 
 class Boom(Exception):
@@ -419,3 +422,46 @@ def test_a_side_unit_is_refused_inside_a_read_unit(database: Flask) -> None:
         with pytest.raises(ReadUnitWrote):
             with side_unit():
                 pass
+
+
+# ---------------------------------------------------------------- snapshots on PostgreSQL
+
+def _isolation(session: Any) -> str:
+    return str(session.scalar(text("SHOW transaction_isolation")))
+
+
+@postgresql_only
+def test_read_units_read_one_snapshot_and_writes_do_not(database: Flask) -> None:
+    """A read unit, a read of its own and a reading request before its view are REPEATABLE
+    READ; a write unit, a side unit and a connection of the engine's own stay READ COMMITTED
+    (a write there waits for a concurrent update instead of failing on it), and a write unit
+    begun inside a reading request ends its snapshot first."""
+    with units(writing=False), transaction() as session:
+        assert _isolation(session) == "repeatable read"
+    with transaction() as session:
+        assert _isolation(session) == "read committed"
+    with own_read() as session:
+        assert _isolation(session) == "repeatable read"
+    with snapshots(reading=True):
+        assert _isolation(db.session) == "repeatable read"  # authentication's statement
+        with transaction() as session:  # its bookkeeping (a PAT's last use)
+            assert _isolation(session) == "read committed"
+        with side_unit() as session:
+            assert _isolation(session) == "read committed"
+        with db.engine.begin() as connection:  # the file store's collector
+            assert _isolation(connection) == "read committed"
+        with units(writing=False), transaction() as session:  # then the view
+            assert _isolation(session) == "repeatable read"
+    end_read()
+
+
+@postgresql_only
+def test_a_read_unit_does_not_see_a_commit_made_while_it_reads(database: Flask) -> None:
+    with units(writing=False), transaction() as session:
+        before = set(session.scalars(select(Role.name)))
+        with db.engine.connect() as other:
+            other.execute(text("INSERT INTO role (name, description) VALUES ('T_MEANWHILE', '')"))
+            other.commit()
+        assert set(session.scalars(select(Role.name))) == before
+    with units(writing=False), transaction() as session:
+        assert "T_MEANWHILE" in set(session.scalars(select(Role.name)))

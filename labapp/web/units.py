@@ -6,7 +6,9 @@ A GET or HEAD route reads and any other method writes, unless the view says othe
 (a GET that changes something, such as ``/api/notification/markAllAsSeen``). The application
 class decides it once per request and opens the :func:`labapp.db.transaction` of that kind
 around the view only (:class:`LabFlask`): a read unit — one snapshot, no write lock, any
-write refused — or a write unit (SQLite: ``BEGIN IMMEDIATE``). It commits when the view
+write refused — or a write unit (SQLite: ``BEGIN IMMEDIATE``). A reading route's request
+begins its transaction as one snapshot (PostgreSQL: REPEATABLE READ) before authentication's
+statement, so the actor and what the view reads agree. The unit commits when the view
 answers below 400 and rolls back when the view raises or answers 400 or more, so a refused
 request saves nothing.
 
@@ -28,7 +30,7 @@ from typing import Literal, TypeVar
 from flask import Flask, Request, Response, request
 from flask.typing import ResponseReturnValue
 
-from labapp.db import transaction, units
+from labapp.db import snapshots, transaction, units
 
 ViewT = TypeVar("ViewT", bound=Callable[..., object])
 Unit = Literal["read", "write"]
@@ -102,6 +104,14 @@ class _Refused(Exception):
 class LabFlask(Flask):
     """The application class: runs each view in one unit of work of the kind its route
     declares."""
+
+    def full_dispatch_request(self) -> Response:
+        """Flask's, in :func:`labapp.db.snapshots` for a route whose view runs in a read
+        unit: on PostgreSQL authentication's statement begins the snapshot the view then
+        reads in."""
+        reading = runs_in_read_unit(self, request) and self.config["LABAPP"]["READ_UNITS"]
+        with snapshots(reading=reading):
+            return super().full_dispatch_request()
 
     def dispatch_request(self) -> ResponseReturnValue:
         """Flask's dispatch inside :func:`labapp.db.units` of the route's kind, and inside

@@ -6,11 +6,14 @@ is served to a signed-in administrator, with path parameters naming real rows of
 (:mod:`tests.contracts.fuzz_lab`). A GET fails the test when it begins ``BEGIN IMMEDIATE``
 (SQLite's write lock), runs INSERT, UPDATE or DELETE, or answers 5xx (a read unit that tried to
 write raises :class:`labapp.db.ReadUnitWrote`). The few GET routes that do write are declared
-with ``@writes`` and listed here, so a new one is a decision, not an accident.
+with ``@writes`` and listed here, so a new one is a decision, not an accident. On PostgreSQL
+every statement of a GET whose view runs in a read unit, authentication's included, runs in
+one REPEATABLE READ snapshot.
 """
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Iterator
 from io import BytesIO
 from pathlib import Path
@@ -19,12 +22,14 @@ from typing import Any
 import pytest
 from flask import Flask
 from flask.testing import FlaskClient
+from psycopg import IsolationLevel
 from sqlalchemy import event
+from sqlalchemy.orm import Session
 
 from labapp.db import db
 from labapp.imports import jobs as import_jobs
-from labapp.web.units import declared_unit
-from tests.conftest import ADMIN_PASSWORD, BACKEND, csrf_of, login
+from labapp.web.units import declared_unit, opens_own
+from tests.conftest import ADMIN_PASSWORD, BACKEND, basic_header, csrf_of, login
 from tests.contracts.fuzz_lab import FuzzLab, fuzz_lab
 
 # GET routes that write, each for a reason of its own.
@@ -34,6 +39,9 @@ WRITING_GETS = {
     "oidc_views.oidc_callback",  # a provider's answer logs the user in (or creates them)
     "oidc_views.oidc_start",  # an unreachable provider is a refusal the sign-in log keeps
 }
+# GET routes whose body streams after the view, in a transaction of its own that one
+# statement reads (so in one snapshot on its own): an OData page's rows.
+STREAMED_AFTER_THE_VIEW = {"odata.feed"}
 _ARGUMENT = re.compile(r"<(?:([^<>:]*):)?(\w+)>")
 _WRITES = re.compile(r"\s*(INSERT|UPDATE|DELETE|BEGIN IMMEDIATE)\b", re.IGNORECASE)
 
@@ -61,16 +69,31 @@ class Trace:
         with app.app_context():
             self.engine = db.engine
         self.statements: list[str] = []
+        # PostgreSQL: the statements of sessions' transactions run below REPEATABLE READ
+        # (not those of connections taken from the engine directly, such as the worker's
+        # liveness check).
+        self.outside_snapshot: list[str] = []
+        self._session_connections: set[Any] = set()
 
-    def _record(self, _conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
+    def _record(self, connection: Any, _cursor: Any, statement: str, *_args: Any) -> None:
         self.statements.append(statement)
+        driver = connection.connection.dbapi_connection
+        if (BACKEND == "postgresql" and connection in self._session_connections
+                and driver.isolation_level != IsolationLevel.REPEATABLE_READ):
+            self.outside_snapshot.append(statement.strip().split("\n")[0][:80])
+
+    def _session_began(self, _session: Any, _transaction: Any, connection: Any) -> None:
+        self._session_connections.add(connection)
 
     def __enter__(self) -> Trace:
         event.listen(self.engine, "before_cursor_execute", self._record)
+        event.listen(Session, "after_begin", self._session_began)
         return self
 
     def __exit__(self, *_exc: object) -> None:
         event.remove(self.engine, "before_cursor_execute", self._record)
+        event.remove(Session, "after_begin", self._session_began)
+        self._session_connections.clear()
 
     def writes(self) -> list[str]:
         """The statements that write or take SQLite's write lock."""
@@ -121,14 +144,20 @@ def _openapi_gets(browser: FlaskClient) -> set[str]:
     return {path for path, item in document["paths"].items() if "get" in item}
 
 
-def _served(browser: FlaskClient, path: str, trace: Trace) -> list[str]:
-    """What is wrong with serving ``path`` (empty when it read only)."""
+def _served(browser: FlaskClient, path: str, trace: Trace, snapshot: bool = False
+            ) -> list[str]:
+    """What is wrong with serving ``path`` (empty when it read only, and with ``snapshot``
+    in one snapshot)."""
     for headers in ({}, {"HX-Request": "true"}):  # the page, then its htmx fragment
         trace.statements.clear()
+        trace.outside_snapshot.clear()
         with trace:
             response = browser.get(path, headers=headers)
             response.close()
         problems = [f"{path} wrote: {statement}" for statement in trace.writes()]
+        if snapshot:
+            problems += [f"{path} read outside its snapshot: {statement}"
+                         for statement in trace.outside_snapshot]
         if response.status_code >= 500:
             problems.append(f"{path} answered {response.status_code}")
         if problems:
@@ -146,7 +175,9 @@ def test_no_get_takes_the_write_lock(lab: FuzzLab, browser: FlaskClient) -> None
               if "GET" in (rule.methods or ())}
     assert documented <= walked  # every documented GET is among those walked
     assert len(reading) > 60
-    problems = [problem for _, path in reading for problem in _served(browser, path, trace)]
+    problems = [problem for name, path in reading for problem in _served(
+        browser, path, trace, snapshot=not opens_own(lab.app.view_functions[name])
+        and name not in STREAMED_AFTER_THE_VIEW)]
     assert problems == []
 
 
@@ -180,3 +211,66 @@ def test_a_post_declared_as_reading_takes_no_write_lock(lab: FuzzLab,
     assert response.status_code == 200, response.get_json()
     assert response.get_json()["rows"]
     assert trace.writes() == []
+    assert trace.outside_snapshot == []
+
+
+@pytest.mark.skipif(BACKEND != "postgresql", reason="SQLite's read units were one snapshot")
+def test_an_entity_and_its_history_are_read_in_one_snapshot(lab: FuzzLab,
+                                                            browser: FlaskClient) -> None:
+    """An edit committed between the statement that reads a Sample and the one that reads
+    its history does not reach the answer. Under READ COMMITTED it did: the edit's audit
+    event beside the Sample as it was before the edit."""
+    sample = lab.known["entity_id"][6]
+    path = f"/api/entity/Sample/{sample}"
+    before = browser.get(path).get_json()
+    editor = lab.app.test_client()
+    edits: list[int] = []
+
+    def edit(answer_of: list[int]) -> None:
+        answer_of.append(editor.post("/api/entity", json={"entities": [
+            {"eClass": "Sample", "id": sample, "name": f"{before['name']} edited"}]},
+            headers=basic_header("admin", ADMIN_PASSWORD)).status_code)
+
+    def edit_before_the_history(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
+        if "FROM audit_event" in statement and not edits:
+            edits.append(0)  # the editor's own statements pass by
+            editing = threading.Thread(target=edit, args=(edits,))
+            editing.start()
+            editing.join()
+
+    engine = Trace(lab.app).engine
+    event.listen(engine, "before_cursor_execute", edit_before_the_history)
+    try:
+        during = browser.get(path).get_json()
+    finally:
+        event.remove(engine, "before_cursor_execute", edit_before_the_history)
+    after = browser.get(path).get_json()
+
+    assert edits == [0, 200]
+    assert during["name"] == before["name"]
+    assert during["auditEvents"] == before["auditEvents"]
+    assert after["name"] == f"{before['name']} edited"
+    assert len(after["auditEvents"]) == len(before["auditEvents"]) + 1
+
+
+@pytest.mark.skipif(BACKEND != "postgresql", reason="PostgreSQL's isolation levels")
+def test_a_pats_first_use_is_written_apart_from_the_snapshot(lab: FuzzLab,
+                                                             browser: FlaskClient) -> None:
+    """The first GET with a new PAT records its use: that write ends the request's snapshot
+    and runs READ COMMITTED (in a snapshot, two requests recording one token's use at once
+    would fail on each other's update); the view then reads in a snapshot of its own."""
+    created = browser.post("/api/user/pat", json={"name": "snapshot probe"},
+                           headers={"X-CSRF-Token": csrf_of(browser)})
+    assert created.status_code == 201, created.get_json()
+    headers = basic_header("admin", created.get_json()["value"])
+    trace = Trace(lab.app)
+    with trace:
+        answer = lab.app.test_client().get("/api/auth/user", headers=headers)
+
+    assert answer.status_code == 200, answer.get_json()
+    assert [statement.split(" SET ")[0] for statement in trace.outside_snapshot] == [
+        "UPDATE personal_access_token"]
+    with trace:
+        assert lab.app.test_client().get("/api/auth/user", headers=headers).status_code == 200
+    assert [statement.split(" SET ")[0] for statement in trace.outside_snapshot] == [
+        "UPDATE personal_access_token"], "the next use within the minute writes nothing"
