@@ -451,3 +451,22 @@
     });
   });
 })();
+
+/* Logging out leaves the page: the answers of htmx requests still on their way are left
+ * alone from then on. A dashboard widget whose request reached the server after the logout
+ * had ended the login is refused with HX-Redirect to the login page; following it cancelled
+ * the logout's own answer, and with it the "logged out" message and the offer to sign out
+ * of the sign-in service too (a shared bench computer would stay signed in there). */
+(function () {
+  "use strict";
+
+  var loggingOut = false;
+
+  document.addEventListener("submit", function (event) {
+    if (!event.defaultPrevented && event.target.matches("[data-ends-login]")) loggingOut = true;
+  });
+  document.addEventListener("htmx:beforeOnLoad", function (event) {
+    if (loggingOut) event.preventDefault();
+  });
+  window.addEventListener("pageshow", function () { loggingOut = false; });
+})();

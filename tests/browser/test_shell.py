@@ -67,6 +67,35 @@ def test_login_pat_and_logout(page: Page, live_server: str) -> None:
     assert body["contextUser"]["isAuthenticated"] is False
 
 
+def test_once_the_logout_is_sent_htmx_answers_are_left_alone(page: Page,
+                                                             live_server: str) -> None:
+    """A widget or the bell asked for while the logout is on its way finds the login ended
+    and answers HX-Redirect to the login page. Following it cancelled the logout's own
+    answer (CI, 2026-11-29): no "logged out" message, and for a provider's user no offer to
+    sign out of the provider too. Here the logout form's submit event is sent without
+    submitting (an untrusted event), then such an answer comes: htmx must leave it alone."""
+    log_in(page, live_server)
+    page.route("**/notifications/bell?after-logout", lambda route: route.fulfill(
+        status=204, headers={"HX-Redirect": "/login?next=%2Fentities"}))
+    followed = page.evaluate("""async () => {
+        const form = document.querySelector("form[data-ends-login]");
+        form.dispatchEvent(new Event("submit", {bubbles: true, cancelable: true}));
+        let followed = true;
+        document.addEventListener("htmx:beforeOnLoad", (event) => {
+            followed = !event.defaultPrevented;
+        }, {once: true});
+        await htmx.ajax("GET", "/notifications/bell?after-logout",
+                        {target: "#bell-count", swap: "outerHTML"});
+        return followed;
+    }""")
+
+    assert followed is False
+    assert page.url == f"{live_server}/"
+    page.click("#logout-button")
+    page.wait_for_url(f"{live_server}/login")
+    expect(page.locator(".flash")).to_have_text("You have been logged out.")
+
+
 def test_pat_errors_inline_and_revoke_in_place(page: Page, live_server: str) -> None:
     log_in(page, live_server)
     page.click("#profile-card-link")
