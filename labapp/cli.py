@@ -76,8 +76,8 @@ def init_command() -> None:
         sealed = (second_factor.seal_under_current_key(db.session.connection())
                   + webhook_service.seal_secrets_under_current_key(WebhookSettings.current()))
         if sealed:
-            click.echo(f"sealed {sealed} secret(s) anew under SECRET_KEY: keys that only "
-                       "SECRET_KEY_FALLBACKS opened")
+            click.echo(f"sealed {sealed} secret(s) under SECRET_KEY: kept in clear, or "
+                       "opened only by a key of SECRET_KEY_FALLBACKS")
     if ensure_search_index():
         click.echo("built the search index")
     tally_folding.fold()

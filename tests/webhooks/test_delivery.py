@@ -314,7 +314,7 @@ def test_a_secret_sealed_under_a_key_rotated_into_the_fallbacks_still_signs(
         assert [item["data"]["entityID"] for item in messages(receiver, hook["secret"])] == [
             first]
         # init seals the secret anew under the new key; then the old one may go.
-        assert "sealed 1 secret(s) anew" in run_init(lab.app)
+        assert "sealed 1 secret(s) under SECRET_KEY" in run_init(lab.app)
         config["SECRET_KEY_FALLBACKS"] = []
         # Bearer tokens signed by the old key ended with it; a password still signs in.
         alice = ApiClient(lab.app.test_client(), basic_header("alice", PASSWORD), "basic")
