@@ -72,6 +72,10 @@ class SearchBackend(Protocol):
         """The entity ids of every document a caller holding ``labels`` (None: all) may
         see (to check the documents against the database)."""
 
+    def document_ids_after(self, after: str, limit: int) -> list[str]:
+        """At most ``limit`` entity ids of documents greater than ``after``, in order (a
+        rewrite checks every document against the database a page at a time)."""
+
     def rebuild(self, documents: Iterable[Document], progress: Progress | None = None) -> int:
         """Replace every document by ``documents``; return how many were written
         (``progress`` is called with each chunk's size as it is read)."""

@@ -272,6 +272,12 @@ class PostgresBackend:
                 bindparam("labels", sorted(labels), type_=ARRAY(String))))
         return set(db.session.scalars(statement))
 
+    def document_ids_after(self, after: str, limit: int) -> list[str]:
+        """A page of the ids of the documents after ``after``, through the primary key."""
+        return list(db.session.scalars(
+            select(_documents.c.entity_id).where(_documents.c.entity_id > after)
+            .order_by(_documents.c.entity_id).limit(limit)))
+
     def rebuild(self, documents: Iterable[Document], progress: Progress | None = None) -> int:
         """Replace every row by ``documents`` in the current unit of work (searches of other
         transactions see the old rows until it commits)."""

@@ -15,7 +15,7 @@ from labapp.search.indexer import all_documents, documents_for, drain
 
 _DELETE_CHUNK = 1000
 _UNIT_ENTITIES = 1000  # entities whose documents one unit of work of a rewrite replaces
-_READ_IDS = 10_000  # entity ids per read when looking for documents of vanished entities
+_CHECKED_IDS = 1000  # documents per read when looking for those of vanished entities
 
 
 def rebuild_index(progress: Callable[[int], None] | None = None) -> int:
@@ -47,8 +47,8 @@ def _rewrite(search: SearchBackend, progress: Callable[[int], None] | None) -> i
     """Replace the documents of every entity, in id order, a unit of work per
     :data:`_UNIT_ENTITIES` entities that holds their documents before reading them (so a
     unit of work writing one of them meanwhile either committed before or rewrites it
-    after); then delete the documents of entities that no longer exist. Return how many
-    documents were written."""
+    after); then delete the documents of entities that no longer exist
+    (:func:`_delete_orphans`). Return how many documents were written."""
     count, last = 0, ""
     while True:
         with own_read() as session:
@@ -70,18 +70,27 @@ def _rewrite(search: SearchBackend, progress: Callable[[int], None] | None) -> i
         if progress is not None:
             progress(len(ids))
         last = ids[-1]
-    with own_read() as session:
-        orphans = search.document_ids(None)
-        last = ""
-        while ids := list(session.scalars(select(Entity.id).where(Entity.id > last)
-                                          .order_by(Entity.id).limit(_READ_IDS))):
-            orphans.difference_update(ids)
-            last = ids[-1]
-    gone = sorted(orphans)
-    for start in range(0, len(gone), _DELETE_CHUNK):
-        with transaction():
-            search.write(partial(_nothing_but, gone[start:start + _DELETE_CHUNK]))
+    _delete_orphans(search)
     return count
+
+
+def _delete_orphans(search: SearchBackend) -> None:
+    """Delete the documents of entities that no longer exist, a page of
+    :data:`_CHECKED_IDS` documents at a time: each page and the entities it names are read
+    in one snapshot, so memory stays bounded however many documents there are (holding
+    every id was ~100 MB at a million)."""
+    last = ""
+    while True:
+        with own_read() as session:
+            page = search.document_ids_after(last, _CHECKED_IDS)
+            if not page:
+                return
+            existing = set(session.scalars(select(Entity.id).where(Entity.id.in_(page))))
+        gone = [entity_id for entity_id in page if entity_id not in existing]
+        if gone:
+            with transaction():
+                search.write(partial(_nothing_but, gone))
+        last = page[-1]
 
 
 def _nothing_but(gone: list[str]) -> tuple[list[Document], list[str]]:

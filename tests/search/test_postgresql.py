@@ -97,6 +97,10 @@ def test_both_backends_find_the_same_documents(app: Flask, corpus: list[str],
         documents = list(all_documents())
         assert whoosh.rebuild(documents) == postgres.rebuild(documents) == len(documents)
         assert whoosh.document_ids(None) == postgres.document_ids(None)
+        first = sorted(postgres.document_ids(None))[:3]
+        for after, limit in (("", 2), (first[0], 2), (first[-1], 1), ("\U0010ffff", 5)):
+            assert (whoosh.document_ids_after(after, limit)
+                    == postgres.document_ids_after(after, limit)), (after, limit)
         for term in TERMS:
             parsed = clauses(term)
             for labels in callers:
@@ -166,6 +170,10 @@ def test_a_text_too_long_for_one_tsvector_is_cut_not_refused(app: Flask,
     assert found(admin, "fulltext/verbose") == [sample["id"]]
 
 
+# Documents of entities that no longer exist: before, among and after the real ones.
+VANISHED = frozenset({"AAA00001", "SAM00001x", "SAM99998", "SAM99999"})
+
+
 def test_a_rebuild_lets_changes_go_on_and_misses_none(
         fresh_app: Callable[..., Flask], monkeypatch: pytest.MonkeyPatch) -> None:
     """``search rebuild`` on PostgreSQL rewrites the documents a unit of work per few
@@ -176,14 +184,17 @@ def test_a_rebuild_lets_changes_go_on_and_misses_none(
     that no longer exists goes."""
     application = fresh_app(initialised=True, SEARCH_BACKEND="postgresql")
     monkeypatch.setattr(rebuild, "_UNIT_ENTITIES", 2)
+    monkeypatch.setattr(rebuild, "_CHECKED_IDS", 2)  # vanished entities found page by page
     for number in range(6):
         client_post(application, f"walrus {number}")
     with application.app_context():
         samples = list(db.session.scalars(select(Entity.id).where(
             Entity.name.like("walrus %")).order_by(Entity.id)))
         with transaction():
-            db.session.execute(text(
-                "INSERT INTO search_document VALUES ('SAM99999', 'Sample', '{}', 'walrus:1')"))
+            for vanished in VANISHED:
+                db.session.execute(text(
+                    "INSERT INTO search_document VALUES (:id, 'Sample', '{}', 'walrus:1')"),
+                    {"id": vanished})
     renamed = [samples[0], samples[-1]]  # rewritten before the change, and after it
     steps: list[int] = []
 
@@ -201,7 +212,7 @@ def test_a_rebuild_lets_changes_go_on_and_misses_none(
         entities = db.session.scalar(select(func.count()).select_from(Entity))
         db.session.remove()
         assert rebuild.rebuild_index(progress=changed_between_units) == entities
-        assert "SAM99999" not in backend.current().document_ids(None)
+        assert not VANISHED & backend.current().document_ids(None)
         db.session.remove()
     assert sum(steps) == entities and len(steps) > 2
     assert client_found(application, "narwhal") == {f"narwhal {sample}" for sample in renamed}

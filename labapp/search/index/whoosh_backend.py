@@ -54,6 +54,11 @@ class WhooshBackend:
         """The ids of the documents a caller holding ``labels`` may see."""
         return searching.document_ids(self.kept, labels)
 
+    def document_ids_after(self, after: str, limit: int) -> list[str]:
+        """A page of the ids of the documents after ``after``: from every id at once, as the
+        index is rebuilt whole (never rewritten a page at a time)."""
+        return sorted(id_ for id_ in self.document_ids(None) if id_ > after)[:limit]
+
     def rebuild(self, documents_: Iterable[Document], progress: Progress | None = None) -> int:
         """Replace the whole index (:func:`labapp.search.index.documents.rebuild`), then
         forget the searcher of the replaced one."""
