@@ -2,10 +2,10 @@
 
 :func:`open_feed` resolves the options against the view (the one ``$filter`` parser, the
 view's row-level security and column guards of :mod:`labapp.query.dbviews`) and builds the
-statement (and runs ``$count``), so every error of the request's own making is raised before
-the response starts. :meth:`Feed.chunks` then runs the query and writes the JSON page while
-the rows arrive from a server-side cursor: one page is never held in memory, nor is the
-whole feed.
+statement (and the ``$count``), so every error of the request's own making is raised before
+the response starts. :meth:`Feed.chunks` then runs the count and the query in one snapshot
+and writes the JSON page while the rows arrive from a server-side cursor: one page is never
+held in memory, nor is the whole feed.
 
 The query runs inside the streamed body, not in the view: Flask tears the view's app context
 down (and with it the database session and any open cursor) before the body is iterated;
@@ -25,6 +25,7 @@ import logging
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
+from functools import partial
 from itertools import islice
 from typing import Any
 from urllib.parse import urlencode
@@ -35,7 +36,7 @@ from sqlalchemy.sql.operators import custom_op
 
 from labapp.access.actor import Actor
 from labapp.access.visibility import readable
-from labapp.db import db
+from labapp.db import db, snapshots
 from labapp.jsonprovider import format_utc
 from labapp.odata.options import FeedOptions, invalid
 from labapp.query import paging
@@ -86,7 +87,7 @@ class Feed:
     page_size: int
     fingerprint: str
     options: FeedOptions
-    count: int | None = None
+    counting: Callable[[], int] | None = None  # ``$count``, read with the rows
     planner: tuple[str, ...] = ()
     next_token: str | None = field(default=None, init=False)
     written: int = field(default=0, init=False)
@@ -133,13 +134,18 @@ class Feed:
 
     def chunks(self, context_url: str, next_base: str) -> Iterator[str]:
         """The page as JSON text, chunk by chunk, as the rows are read (see the module
-        docstring); the database result is closed at the end."""
-        head: dict[str, Any] = {"@odata.context": context_url}
-        if self.count is not None:
-            head["@odata.count"] = self.count
-        yield json.dumps(head)[:-1] + ',"value":['
-        result = self._execute(yield_per=YIELD_PER)
+        docstring); the database result is closed at the end. ``$count`` and the rows are
+        read in the body's own transaction, begun as one snapshot (PostgreSQL: REPEATABLE
+        READ), so the count and the rows agree."""
+        result = None
         try:
+            with snapshots(reading=True):
+                count = self.counting() if self.counting is not None else None
+                result = self._execute(yield_per=YIELD_PER)
+            head: dict[str, Any] = {"@odata.context": context_url}
+            if count is not None:
+                head["@odata.count"] = count
+            yield json.dumps(head)[:-1] + ',"value":['
             first = True
             for batch in self._batches(iter(result)):
                 yield batch if first else "," + batch
@@ -152,7 +158,8 @@ class Feed:
             log.exception("OData feed %s failed after its response started", self.view.name)
             raise
         finally:
-            result.close()
+            if result is not None:
+                result.close()
 
     def next_link(self, base: str) -> str:
         """The URL of the next page: the same options, the keyset token, what is left of
@@ -235,11 +242,11 @@ def open_feed(actor: Actor, view: ViewSpec, options: FeedOptions, *,
                  .limit(limit + 1 if more else limit))
     if options.skiptoken is None and options.skip:
         statement = statement.offset(options.skip)
-    count = count_rows(target, condition) if options.count else None
     return Feed(view=view, names=names,
                 converters=[_CONVERTERS.get(types[name]) for name in names],
                 statement=statement, page_size=page_size, fingerprint=fingerprint,
-                options=options, count=count, planner=planner)
+                options=options, planner=planner,
+                counting=partial(count_rows, target, condition) if options.count else None)
 
 
 def count_matching(actor: Actor, view: ViewSpec, options: FeedOptions) -> int:
