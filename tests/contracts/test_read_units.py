@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from io import BytesIO
 from pathlib import Path
 from typing import Any
@@ -210,6 +211,31 @@ def test_a_post_declared_as_reading_takes_no_write_lock(lab: FuzzLab,
     assert trace.outside_snapshot == []
 
 
+@contextmanager
+def committed_meanwhile(app: Flask, picks: Callable[[str], bool],
+                        commit: Callable[[], int]) -> Iterator[list[int]]:
+    """Within the block, the first statement of ``app`` that ``picks`` waits for ``commit``
+    (another client's request, answering its status) to run to its end in a thread of its
+    own, whose statements pass by: the block's ``[status]`` once it ran."""
+    statuses: list[int] = []
+    engine = Trace(app).engine
+    started = threading.Event()
+
+    def wait_for_the_commit(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
+        if started.is_set() or not picks(statement):
+            return
+        started.set()
+        committing = threading.Thread(target=lambda: statuses.append(commit()))
+        committing.start()
+        committing.join()
+
+    event.listen(engine, "before_cursor_execute", wait_for_the_commit)
+    try:
+        yield statuses
+    finally:
+        event.remove(engine, "before_cursor_execute", wait_for_the_commit)
+
+
 @pytest.mark.skipif(BACKEND != "postgresql", reason="SQLite's read units were one snapshot")
 def test_an_entity_and_its_history_are_read_in_one_snapshot(lab: FuzzLab,
                                                             browser: FlaskClient) -> None:
@@ -219,30 +245,18 @@ def test_an_entity_and_its_history_are_read_in_one_snapshot(lab: FuzzLab,
     sample = lab.known["entity_id"][6]
     path = f"/api/entity/Sample/{sample}"
     before = browser.get(path).get_json()
-    editor = lab.app.test_client()
-    edits: list[int] = []
 
-    def edit(answer_of: list[int]) -> None:
-        answer_of.append(editor.post("/api/entity", json={"entities": [
+    def edit() -> int:
+        return lab.app.test_client().post("/api/entity", json={"entities": [
             {"eClass": "Sample", "id": sample, "name": f"{before['name']} edited"}]},
-            headers=basic_header("admin", ADMIN_PASSWORD)).status_code)
+            headers=basic_header("admin", ADMIN_PASSWORD)).status_code
 
-    def edit_before_the_history(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
-        if "FROM audit_event" in statement and not edits:
-            edits.append(0)  # the editor's own statements pass by
-            editing = threading.Thread(target=edit, args=(edits,))
-            editing.start()
-            editing.join()
-
-    engine = Trace(lab.app).engine
-    event.listen(engine, "before_cursor_execute", edit_before_the_history)
-    try:
+    with committed_meanwhile(lab.app, lambda statement: "FROM audit_event" in statement,
+                             edit) as edits:
         during = browser.get(path).get_json()
-    finally:
-        event.remove(engine, "before_cursor_execute", edit_before_the_history)
     after = browser.get(path).get_json()
 
-    assert edits == [0, 200]
+    assert edits == [200]
     assert during["name"] == before["name"]
     assert during["auditEvents"] == before["auditEvents"]
     assert after["name"] == f"{before['name']} edited"
@@ -280,30 +294,22 @@ def test_an_odata_pages_count_and_rows_are_read_in_one_snapshot(lab: FuzzLab) ->
     admin = basic_header("admin", ADMIN_PASSWORD)
     path = "/odata/Sample?$count=true&$top=1000&$select=id"
     before = reader.get(path, headers=admin).get_json()
-    added: list[int] = []
     counted: list[str] = []
 
-    def add(answer_of: list[int]) -> None:
-        answer_of.append(lab.app.test_client().post("/api/entity", json={"entities": [
-            {"eClass": "Sample", "name": "Added meanwhile"}]}, headers=admin).status_code)
-
-    def add_after_the_count(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
+    def after_the_count(statement: str) -> bool:
         if statement.startswith("SELECT count(*) AS count_1") and "Sample" in statement:
-            counted.append(statement)  # the page's $count
-        elif counted and added == []:  # the next statement: the rows
-            added.append(0)  # the adder's own statements pass by
-            adding = threading.Thread(target=add, args=(added,))
-            adding.start()
-            adding.join()
+            counted.append(statement)  # the page's $count; the rows come next
+            return False
+        return bool(counted)
 
-    engine = Trace(lab.app).engine
-    event.listen(engine, "before_cursor_execute", add_after_the_count)
-    try:
+    def add() -> int:
+        return lab.app.test_client().post("/api/entity", json={"entities": [
+            {"eClass": "Sample", "name": "Added meanwhile"}]}, headers=admin).status_code
+
+    with committed_meanwhile(lab.app, after_the_count, add) as added:
         during = reader.get(path, headers=admin).get_json()
-    finally:
-        event.remove(engine, "before_cursor_execute", add_after_the_count)
     after = reader.get(path, headers=admin).get_json()
 
-    assert added == [0, 201]
+    assert added == [201]
     assert during["@odata.count"] == len(during["value"]) == len(before["value"])
     assert after["@odata.count"] == len(after["value"]) == len(before["value"]) + 1
