@@ -68,6 +68,8 @@ _WRITING: ContextVar[bool] = ContextVar("labapp.db.writing", default=True)
 # READ): inside read units, and before the view of a route that reads (see :func:`snapshots`).
 # Connections taken from the engine directly (the file store's collector) never do.
 _SNAPSHOT: ContextVar[bool] = ContextVar("labapp.db.snapshot", default=False)
+# Marks a pooled connection whose level :func:`_begin_snapshot` set, behind SQLAlchemy's back.
+_SNAPSHOT_SET = "labapp_snapshot_set"
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -347,6 +349,7 @@ def _begin_snapshot(session: Session, _transaction: Any, connection: Connection)
         return
     driver: Any = connection.connection.dbapi_connection
     connection.dialect.set_isolation_level(driver, "REPEATABLE READ")
+    connection.info[_SNAPSHOT_SET] = True  # for the pool to reset (configure_engine)
 
 
 def guard_read_units() -> None:
@@ -389,10 +392,9 @@ def configure_engine(app: Flask, engine: Engine) -> None:
     (bench/runs/2026-11-21-bulk-create-and-pages.md). Planning each statement with its values
     costs little next to that.
 
-    PostgreSQL: every transaction begins at the server's default level, READ COMMITTED,
-    unless its connection chose a level of its own (``isolation_level``); a session's
-    transaction begun under :func:`snapshots` then becomes REPEATABLE READ
-    (:func:`_begin_snapshot`).
+    PostgreSQL: a session's transaction begun under :func:`snapshots` is REPEATABLE READ
+    (:func:`_begin_snapshot`); its connection goes back to the pool at the server's default
+    level, READ COMMITTED, which every other transaction keeps.
 
     Both: sessions refuse writes in read units and begin their snapshots
     (:func:`guard_read_units`).
@@ -403,14 +405,10 @@ def configure_engine(app: Flask, engine: Engine) -> None:
         def _on_pg_connect(dbapi_connection: Any, _record: Any) -> None:
             dbapi_connection.prepare_threshold = None
 
-        @event.listens_for(engine, "begin")
-        def _on_pg_begin(connection: Connection) -> None:
-            if "isolation_level" in connection.get_execution_options():
-                return
-            # A snapshot's level stays on the driver's connection after it goes back to the
-            # pool; the session's after_begin sets it again when wanted.
-            driver: Any = connection.connection.dbapi_connection
-            connection.dialect.reset_isolation_level(driver)
+        @event.listens_for(engine, "checkin")
+        def _on_pg_checkin(dbapi_connection: Any, record: Any) -> None:
+            if record.info.pop(_SNAPSHOT_SET, False) and dbapi_connection is not None:
+                engine.dialect.reset_isolation_level(dbapi_connection)
         return
     if engine.dialect.name != "sqlite":
         return
